@@ -1,0 +1,1 @@
+"""dml-conformance: DirectML operator conformance through onnxruntime."""

@@ -1,0 +1,128 @@
+"""dmlconf: ``validate`` case files, ``run`` them on onnxruntime execution providers.
+
+Exit codes: 0 nothing failed; 1 a FAIL or ERROR; 2 invalid input or usage (one line per problem).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from conformance.eps import EpSpec, best_available_ep, parse_ep
+from conformance.model import Case, FeatureLevel
+from conformance.problems import Problem
+from conformance.report_console import render_console
+from conformance.report_markdown import render_markdown
+from conformance.results import Result, environment, write_results
+from conformance.runner import RunOptions, run_entry
+from conformance.suite import Suite, collect
+from conformance.summary import summarize
+from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command-line input: one line, exit code 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dmlconf", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("validate", help="check case files against the spec; exit 0 valid, 2 invalid")
+    check.add_argument("paths", nargs="+", metavar="PATH")
+    run = commands.add_parser("run", help="run cases on execution providers and write reports")
+    run.add_argument("paths", nargs="*", metavar="PATH", help="case files or directories (default: cases/)")
+    run.add_argument("--ep", action="append", default=[], metavar="EP",
+                     help="cpu, cuda, dml, webgpu, a full EP name or a plugin library path, with options as "
+                          "ALIAS:key=value,...; repeatable (default: the best available)")
+    run.add_argument("--feature-level", metavar="FL", help="the target's DML feature level, e.g. 4_1")
+    run.add_argument("--report-dir", default="reports", metavar="DIR", help="where reports go (default: reports/)")
+    run.add_argument("-k", dest="keyword", metavar="SUBSTRING", help="only cases whose id contains SUBSTRING")
+    for sub in (check, run):
+        sub.add_argument("--max-elements", type=int, default=DEFAULT_MAX_ELEMENTS, metavar="N",
+                         help=f"refuse tensors over N elements before allocating (default {DEFAULT_MAX_ELEMENTS})")
+    return parser
+
+
+def _collect(paths: Sequence[str], max_elements: int, keyword: str | None = None) -> Suite:
+    for path in paths:
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file or directory")
+    return collect(paths, max_elements, keyword)
+
+
+def _print_problems(problems: Sequence[Problem], files: int) -> None:
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    print(f"{len(problems)} problem(s) in {files} file(s)", file=sys.stderr)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    suite = _collect(args.paths, args.max_elements)
+    problems = list(suite.problems)
+    for entry in suite.entries:
+        if isinstance(entry, Case) and entry.expect_invalid is not None and not validate(entry, args.max_elements):
+            problems.append(Problem(entry.pos("expect"), "expect", "marked invalid, but the validator accepts it"))
+    if problems:
+        _print_problems(problems, suite.files)
+        return EXIT_USAGE
+    print(f"ok: {len(suite.entries)} case(s) in {suite.files} file(s)")
+    return EXIT_OK
+
+
+def _eps(texts: Sequence[str]) -> list[EpSpec]:
+    try:
+        return [parse_ep(text) for text in texts] or [best_available_ep()]
+    except ValueError as error:
+        raise UsageError(f"--ep: {error}") from None
+
+
+def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    eps = _eps(args.ep)
+    try:
+        level = FeatureLevel.parse(args.feature_level) if args.feature_level else None
+    except ValueError as error:
+        raise UsageError(f"--feature-level: {error}") from None
+    suite = _collect(args.paths or ["cases"], args.max_elements, args.keyword)
+    if suite.problems:
+        _print_problems(suite.problems, suite.files)
+        print("nothing was run: fix the problems above", file=sys.stderr)
+        return EXIT_USAGE
+    if not suite.entries:
+        raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
+    options = RunOptions(feature_level=level, max_elements=args.max_elements)
+    print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(e.alias for e in eps)}")
+    results: list[Result] = []
+    try:
+        for entry in suite.entries:
+            results.extend(run_entry(entry, ep, options) for ep in eps)
+    except KeyboardInterrupt:
+        print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
+    env = environment([{"alias": e.alias, "name": e.name, "options": dict(e.options)} for e in eps], argv,
+                      str(level) if level else None)
+    summary = summarize(env, results)
+    os.makedirs(args.report_dir, exist_ok=True)
+    write_results(os.path.join(args.report_dir, "results.json"), env, results)
+    with open(os.path.join(args.report_dir, "summary.md"), "w", encoding="utf-8") as handle:
+        handle.write(render_markdown(summary))
+    print(render_console(summary))
+    print(f"reports: {os.path.join(args.report_dir, 'results.json')}, {os.path.join(args.report_dir, 'summary.md')}")
+    return EXIT_FAILED if summary.failed or len(results) < len(suite.entries) * len(eps) else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        if args.command == "validate":
+            return _validate(args)
+        return _run(args, ["dmlconf", *argv])
+    except UsageError as error:
+        print(f"dmlconf: {error}", file=sys.stderr)
+        return EXIT_USAGE

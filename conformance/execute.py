@@ -1,0 +1,185 @@
+"""Run a Lowering on one execution provider and prove, from onnxruntime's own record, where every node ran.
+
+Nothing may silently run on the CPU instead:
+
+- ``session.record_ep_graph_assignment_info=1``: ``get_provider_graph_assignment_info()`` lists each node's EP
+  (recorded when the graph is partitioned; ``get_providers()`` proves nothing). Any node on another EP than the
+  requested one is NotSupported.
+- For a non-CPU EP, ``session.disable_cpu_ep_fallback=1`` makes session creation fail instead of handing nodes to
+  the CPU (a second session, never run, then names them); the Python wrapper's "Falling back to CPU and retrying"
+  (onnxruntime_inference_collection.py) is switched off with ``enable_fallback=0`` and ``disable_fallback()``. The
+  CPU EP itself refuses ``disable_cpu_ep_fallback``, so CPU runs only record.
+- Graph optimizations are off (we test kernels, not rewrites), except on DirectML: level 2 lets its EP fuse the
+  activation into MVN1 (DmlExecutionProvider/src/GraphTransformer.cpp). Level-1 rules that delete nodes are disabled
+  there; a node still deleted before partitioning is absent from the record and ran nowhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort  # type: ignore[import-untyped]
+
+from conformance.eps import CPU, CUDA, DML, EpSpec, is_plugin, plugin_devices
+from conformance.lower import Lowering
+from conformance.lower_mvn import Array
+
+log = logging.getLogger(__name__)
+
+RECORD_ASSIGNMENT = "session.record_ep_graph_assignment_info"
+DISABLE_CPU_FALLBACK = "session.disable_cpu_ep_fallback"
+_FALLBACK_REFUSED = "fallback to CPU EP has been explicitly disabled"
+_NO_KERNEL = re.compile(r"Could not find an implementation for (\S+?) node")
+# Level-1 rules that would delete our nodes before they are placed (DirectML runs at level 2).
+_KEEP_NODES = ("EliminateIdentity", "EliminateSlice", "NoopElimination", "ConstantFolding", "EliminateDropout")
+
+
+@dataclass(frozen=True)
+class Execution:
+    outputs: Mapping[str, Array]  # keyed by DML output name
+    placement: Mapping[str, str]  # node name -> EP name that ran it, from onnxruntime's record
+
+
+class NotSupported(Exception):
+    """The EP does not run this lowering itself (no kernel, or a node placed elsewhere)."""
+
+
+class ExecutionError(Exception):
+    """Anything else that went wrong in onnxruntime."""
+
+
+@dataclass(frozen=True)
+class PlacedNode:
+    """One node of onnxruntime's placement record."""
+
+    name: str
+    op_type: str
+    ep: str
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def _session_options(ep: EpSpec, devices: Sequence[Any], strict: bool) -> Any:
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # failures come back as exceptions; ORT's own log would only repeat them
+    options.add_session_config_entry(RECORD_ASSIGNMENT, "1")
+    if ep.name != CPU and strict:
+        options.add_session_config_entry(DISABLE_CPU_FALLBACK, "1")
+    level = ort.GraphOptimizationLevel
+    options.graph_optimization_level = level.ORT_ENABLE_EXTENDED if ep.name == DML else level.ORT_DISABLE_ALL
+    if ep.name == DML:  # required by the DirectML EP
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.enable_mem_pattern = False
+    if devices:
+        options.add_provider_for_devices(list(devices), dict(ep.options))
+    return options
+
+
+def _providers(ep: EpSpec) -> list[tuple[str, dict[str, str]]] | None:
+    if is_plugin(ep):
+        return None  # given by add_provider_for_devices
+    options = dict(ep.options)
+    if ep.name == CUDA:
+        options.setdefault("device_id", "0")
+    return [(ep.name, options)]
+
+
+def _session(lowering: Lowering, ep: EpSpec, devices: Sequence[Any], strict: bool) -> Any:
+    session = ort.InferenceSession(lowering.model, _session_options(ep, devices, strict), providers=_providers(ep),
+                                   enable_fallback=0, disabled_optimizers=list(_KEEP_NODES))
+    session.disable_fallback()
+    return session
+
+
+def recorded_placement(session: Any) -> list[PlacedNode]:
+    return [PlacedNode(str(node.name), str(node.op_type), str(sub.ep_name))
+            for sub in session.get_provider_graph_assignment_info() for node in sub.get_nodes()]
+
+
+def check_placement(records: Sequence[PlacedNode], nodes: Sequence[str], ep_name: str) -> dict[str, str]:
+    """node -> EP from the record; NotSupported for a node elsewhere, ExecutionError for an empty record."""
+    strays = [r for r in records if r.ep != ep_name]
+    if strays:
+        raise NotSupported("; ".join(f"{r.op_type} node '{r.name}' was placed on {r.ep}, not {ep_name}"
+                                     for r in strays))
+    placement = {r.name: r.ep for r in records}
+    if nodes and not any(node in placement for node in nodes):
+        raise ExecutionError(f"onnxruntime recorded no placement for any of {', '.join(nodes)} on {ep_name}")
+    for node in nodes:
+        if node not in placement:
+            log.debug("node %s was removed by onnxruntime's optimizer before placement: it ran nowhere", node)
+    return placement
+
+
+def _input_types(lowering: Lowering) -> str:
+    graph = onnx.load_from_string(lowering.model).graph
+    return ", ".join(f"{onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)} {i.name}"
+                     for i in graph.input)
+
+
+def _diagnose(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception) -> Exception:
+    """Why a fallback-free session was refused: which nodes the EP left to the CPU, or that it did not start."""
+    try:
+        session = _session(lowering, ep, devices, strict=False)
+    except Exception as second:  # onnxruntime's own exception types
+        return ExecutionError(f"{ep_name} refused {lowering.name}: {_one_line(error)} ({_one_line(second)})")
+    if not is_plugin(ep) and ep_name not in session.get_providers():
+        return ExecutionError(f"{ep_name} did not start for {lowering.name}: {_one_line(error)}")
+    try:
+        check_placement(recorded_placement(session), lowering.nodes, ep_name)
+    except (NotSupported, ExecutionError) as found:
+        return found
+    return ExecutionError(f"{ep_name} refused {lowering.name}: {_one_line(error)}")
+
+
+def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any]) -> Any:
+    try:
+        return _session(lowering, ep, devices, strict=True)
+    except Exception as error:  # onnxruntime's own exception types
+        text = _one_line(error)
+        missing = _NO_KERNEL.search(text)
+        if missing:
+            raise NotSupported(f"no {missing.group(1)} kernel for {_input_types(lowering)} on {ep_name}: "
+                               f"{text}") from error
+        if _FALLBACK_REFUSED in text:
+            raise _diagnose(lowering, ep, ep_name, devices, error) from error
+        raise ExecutionError(f"onnxruntime could not create a {ep_name} session for {lowering.name}: {text}") from error
+
+
+def _target(ep: EpSpec) -> tuple[str, list[Any]]:
+    """The EP name to expect in the record, and the plugin devices (empty for a built-in EP)."""
+    if not is_plugin(ep):
+        available = ort.get_available_providers()
+        if ep.name not in available:
+            raise ExecutionError(f"{ep.name} is not available in this onnxruntime build "
+                                 f"(available: {', '.join(available)})")
+        return ep.name, []
+    try:
+        name, devices = plugin_devices(ep)
+    except Exception as error:  # ImportError or onnxruntime's registration error
+        raise ExecutionError(f"the {ep.alias} plugin EP could not be loaded: {_one_line(error)}") from error
+    if not devices:
+        raise ExecutionError(f"the {ep.alias} plugin EP ({name}) found no device on this machine")
+    return name, devices[:1]
+
+
+def execute(lowering: Lowering, ep: EpSpec) -> Execution:
+    """Run ``lowering`` on ``ep`` alone; outputs keyed by DML output names, with each node's recorded EP."""
+    ep_name, devices = _target(ep)
+    session = _create(lowering, ep, ep_name, devices)
+    placement = check_placement(recorded_placement(session), lowering.nodes, ep_name)
+    names = list(lowering.outputs)
+    try:
+        values = session.run(names, dict(lowering.feeds))
+    except Exception as error:  # onnxruntime's own exception types
+        raise ExecutionError(f"{lowering.name} failed on {ep_name}: {_one_line(error)}") from error
+    outputs = {lowering.outputs[name]: np.asarray(value) for name, value in zip(names, values, strict=True)}
+    return Execution(outputs=outputs, placement=placement)

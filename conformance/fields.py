@@ -1,0 +1,149 @@
+"""Typed reading of one YAML mapping's fields, collecting one-line problems instead of raising."""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+from conformance.model import SourcePos
+from conformance.problems import Problem
+
+E = TypeVar("E", bound=enum.Enum)
+_MISSING = object()
+_UINT_MAX = 2**32 - 1
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+
+
+def as_number(value: Any) -> float | None:
+    """A YAML number, or a string that spells one (PyYAML reads ``1e-5`` as a string), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+class Fields:
+    """The fields of one mapping at ``prefix`` (a dotted path inside the case)."""
+
+    def __init__(self, raw: Any, prefix: str, positions: Mapping[str, SourcePos], problems: list[Problem]) -> None:
+        self.raw: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        self.prefix = prefix
+        self.positions = positions
+        self.problems = problems
+
+    def path(self, name: str) -> str:
+        return f"{self.prefix}.{name}" if self.prefix else name
+
+    def pos(self, name: str = "") -> SourcePos:
+        probe = self.path(name) if name else self.prefix
+        while probe:
+            if probe in self.positions:
+                return self.positions[probe]
+            probe = probe.rpartition(".")[0]
+        return self.positions.get("", SourcePos("?", 1, 1))
+
+    def problem(self, name: str, message: str) -> None:
+        self.problems.append(Problem(self.pos(name), self.path(name), message))
+
+    def has(self, name: str) -> bool:
+        return name in self.raw
+
+    def check_known(self, allowed: Iterable[str]) -> None:
+        allowed = list(allowed)
+        for name in self.raw:
+            if name not in allowed:
+                self.problem(name, f"unknown field (expected one of: {', '.join(allowed)})")
+
+    def get(self, name: str, required: bool) -> Any:
+        if name in self.raw:
+            return self.raw[name]
+        if required:
+            self.problem(name, "missing required field")
+        return _MISSING
+
+    def sub(self, name: str, required: bool = True) -> Fields | None:
+        value = self.get(name, required)
+        if value is _MISSING or value is None:
+            return None
+        if not isinstance(value, dict):
+            self.problem(name, "must be a mapping")
+            return None
+        return Fields(value, self.path(name), self.positions, self.problems)
+
+    def text(self, name: str, required: bool = False, default: str = "") -> str:
+        value = self.get(name, required)
+        if value is _MISSING:
+            return default
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            self.problem(name, "must be text")
+            return default
+        return str(value)
+
+    def integer(self, name: str, low: int, high: int, required: bool = True, what: str = "") -> int | None:
+        value = self.get(name, required)
+        if value is _MISSING:
+            return None
+        return self._integer(name, value, low, high, what)
+
+    def _integer(self, name: str, value: Any, low: int, high: int, what: str) -> int | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.problem(name, f"must be an integer{what}, got {value!r}")
+            return None
+        if not low <= value <= high:
+            self.problem(name, f"must be an integer{what} in [{low}, {high}], got {value}")
+            return None
+        return value
+
+    def uint(self, name: str, required: bool = True) -> int | None:
+        return self.integer(name, 0, _UINT_MAX, required, " (UINT)")
+
+    def int_list(self, name: str, signed: bool = False, required: bool = True) -> tuple[int, ...] | None:
+        value = self.get(name, required)
+        if value is _MISSING:
+            return None
+        if not isinstance(value, list):
+            self.problem(name, "must be a list of integers")
+            return None
+        low, high, what = (_INT_MIN, _INT_MAX, " (INT)") if signed else (0, _UINT_MAX, " (UINT)")
+        items = [self._integer(f"{name}.{i}", v, low, high, what) for i, v in enumerate(value)]
+        if any(item is None for item in items):
+            return None
+        return tuple(item for item in items if item is not None)
+
+    def number(self, name: str, default: float | None = None, required: bool = False) -> float | None:
+        value = self.get(name, required and default is None)
+        if value is _MISSING:
+            return default
+        number = as_number(value)
+        if number is None or not math.isfinite(number):
+            self.problem(name, f"must be a finite number, got {value!r}")
+            return default
+        return float(number)
+
+    def boolean(self, name: str, default: bool) -> bool:
+        value = self.get(name, False)
+        if value is _MISSING:
+            return default
+        if not isinstance(value, bool):
+            self.problem(name, f"must be true or false, got {value!r}")
+            return default
+        return value
+
+    def choice(self, name: str, kind: type[E], required: bool = True, strip: str = "") -> E | None:
+        value = self.get(name, required)
+        if value is _MISSING:
+            return None
+        text = str(value).strip().upper().removeprefix(strip) if isinstance(value, str) else None
+        members = {m.value: m for m in kind}
+        if text not in members:
+            self.problem(name, f"must be one of {', '.join(members)}, got {value!r}")
+            return None
+        return members[text]

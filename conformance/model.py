@@ -1,0 +1,232 @@
+"""Plain typed objects that flow one way through the pipeline, from the YAML boundary on.
+
+load -> validate -> generate -> oracle -> lower -> execute -> compare -> results -> report.
+Everything here is frozen; the YAML-facing field names live in ``load``/``parse``, the spec's
+meaning in ``validate`` and ``reference``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+class Operator(enum.StrEnum):
+    TOP_K1 = "TOP_K1"
+    MEAN_VARIANCE_NORMALIZATION1 = "MEAN_VARIANCE_NORMALIZATION1"
+    SLICE1 = "SLICE1"
+
+
+class DataType(enum.StrEnum):
+    """DML_TENSOR_DATA_TYPE names used by the three spec pages' tensor-support tables."""
+
+    FLOAT32 = "FLOAT32"
+    FLOAT16 = "FLOAT16"
+    INT32 = "INT32"
+    INT16 = "INT16"
+    INT8 = "INT8"
+    UINT32 = "UINT32"
+    UINT16 = "UINT16"
+    UINT8 = "UINT8"
+
+    @property
+    def is_float(self) -> bool:
+        return self in (DataType.FLOAT32, DataType.FLOAT16)
+
+
+class AxisDirection(enum.StrEnum):
+    DECREASING = "DECREASING"
+    INCREASING = "INCREASING"
+
+
+@dataclass(frozen=True, order=True)
+class FeatureLevel:
+    """A DML_FEATURE_LEVEL such as 2_1 or 4_0; ordered so that ``fl >= FeatureLevel(4, 0)`` reads like the spec."""
+
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, text: str) -> FeatureLevel:
+        """Parse "2_1", "2.1" or "DML_FEATURE_LEVEL_2_1"; raise ValueError otherwise."""
+        body = text.strip().upper().removeprefix("DML_FEATURE_LEVEL_").replace(".", "_")
+        parts = body.split("_")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise ValueError(f"not a feature level: {text!r} (expected e.g. \"3_1\")")
+        return cls(int(parts[0]), int(parts[1]))
+
+    def __str__(self) -> str:
+        return f"{self.major}_{self.minor}"
+
+
+@dataclass(frozen=True)
+class SourcePos:
+    """Where something came from in a case file; line and col are 1-based."""
+
+    path: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Generator:
+    """A seeded data generator; ``params`` holds the kind's own knobs (Low, High, Mean, Std, Distinct...)."""
+
+    kind: str
+    seed: int
+    params: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A DML_TENSOR_DESC plus where its data comes from: exactly one of ``data``/``generator`` is set.
+
+    ``data`` is the row-major flattening of the YAML nested lists; ``data_shape`` is the nesting
+    the YAML had, so that validation can say "Data has shape (3, 4), Sizes say (1, 1, 3, 4)".
+    """
+
+    sizes: tuple[int, ...]
+    data_type: DataType
+    data: tuple[float, ...] | None = None
+    data_shape: tuple[int, ...] | None = None
+    generator: Generator | None = None
+
+    @property
+    def element_count(self) -> int:
+        count = 1
+        for size in self.sizes:
+            count *= size
+        return count
+
+
+@dataclass(frozen=True)
+class TopK1Desc:
+    input: TensorSpec
+    axis: int
+    k: int
+    axis_direction: AxisDirection
+
+
+@dataclass(frozen=True)
+class Activation:
+    """A fused DML activation: ``type`` is the DML name without prefix (RELU, LEAKY_RELU, ...).
+
+    ``params`` uses the oracle's lower-case keys: alpha, beta, gamma, steepness, ...
+    """
+
+    type: str
+    params: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Mvn1Desc:
+    input: TensorSpec
+    scale: TensorSpec | None
+    bias: TensorSpec | None
+    axes: tuple[int, ...]
+    normalize_variance: bool
+    epsilon: float
+    fused_activation: Activation | None
+
+
+@dataclass(frozen=True)
+class Slice1Desc:
+    input: TensorSpec
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    output_sizes: tuple[int, ...] | None
+
+
+Descriptor = TopK1Desc | Mvn1Desc | Slice1Desc
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Per-case override of the comparison tolerance (None: the data type's documented default)."""
+
+    max_ulp: int | None = None
+    atol: float | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One expanded, parsed case. ``positions`` maps dotted field paths ("InputTensor.Sizes", "K",
+    "expected.OutputTensor") to where they were written, for ``path:line:col`` messages."""
+
+    id: str
+    path: str
+    operator: Operator
+    feature_level: FeatureLevel
+    descriptor: Descriptor
+    description: str = ""
+    expected: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    expected_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    tolerance: Tolerance | None = None
+    expect_invalid: str | None = None
+    positions: Mapping[str, SourcePos] = field(default_factory=dict)
+
+    def pos(self, field_path: str) -> SourcePos:
+        """The position of ``field_path``, or of its nearest written ancestor, or of the case itself."""
+        probe = field_path
+        while probe:
+            if probe in self.positions:
+                return self.positions[probe]
+            probe = probe.rpartition(".")[0]
+        return self.positions.get("", SourcePos(self.path, 1, 1))
+
+
+class Status(enum.StrEnum):
+    """A (case, EP) verdict. QUALITY_WARNING: behaviour the spec leaves open differs from the oracle's choice."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    NOT_SUPPORTED = "NOT_SUPPORTED"
+    NOT_EXPRESSIBLE = "NOT_EXPRESSIBLE"
+    ERROR = "ERROR"
+    INVALID = "INVALID"
+    QUALITY_WARNING = "QUALITY_WARNING"
+
+
+# Names of the descriptors' tensors, as the spec pages spell them; inputs and outputs are keyed by these.
+INPUT_TENSOR = "InputTensor"
+SCALE_TENSOR = "ScaleTensor"
+BIAS_TENSOR = "BiasTensor"
+OUTPUT_TENSOR = "OutputTensor"
+OUTPUT_VALUE_TENSOR = "OutputValueTensor"
+OUTPUT_INDEX_TENSOR = "OutputIndexTensor"
+
+OUTPUT_NAMES: Mapping[Operator, tuple[str, ...]] = {
+    Operator.TOP_K1: (OUTPUT_VALUE_TENSOR, OUTPUT_INDEX_TENSOR),
+    Operator.MEAN_VARIANCE_NORMALIZATION1: (OUTPUT_TENSOR,),
+    Operator.SLICE1: (OUTPUT_TENSOR,),
+}
+
+# Fused activations of DML_MEAN_VARIANCE_NORMALIZATION1: DML name -> its parameters (oracle's lower-case
+# keys) with the default used when a case omits one (ONNX's defaults for the ONNX twin of each).
+ACTIVATION_PARAMS: Mapping[str, Mapping[str, float]] = {
+    "IDENTITY": {},
+    "RELU": {},
+    "SIGMOID": {},
+    "TANH": {},
+    "SOFTSIGN": {},
+    "GELU": {},
+    "ELU": {"alpha": 1.0},
+    "CELU": {"alpha": 1.0},
+    "LEAKY_RELU": {"alpha": 0.01},
+    "PARAMETERIZED_RELU": {"alpha": 0.01},  # a scalar slope: a fused activation carries no tensor
+    "THRESHOLDED_RELU": {"alpha": 1.0},
+    "HARD_SIGMOID": {"alpha": 0.2, "beta": 0.5},
+    "LINEAR": {"alpha": 1.0, "beta": 0.0},
+    "SCALED_TANH": {"alpha": 1.0, "beta": 1.0},
+    "PARAMETRIC_SOFTPLUS": {"alpha": 1.0, "beta": 1.0},
+    "SCALED_ELU": {"alpha": 1.6732632423543772, "gamma": 1.0507009873554805},
+    "SOFTPLUS": {"steepness": 1.0},
+    "SHRINK": {"bias": 0.0, "threshold": 0.5},
+    "SWISH": {"sigmoid_input_scale": 1.0},
+    "HARD_SWISH": {"alpha": 1.0 / 6.0, "beta": 0.5},
+}

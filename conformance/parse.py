@@ -1,0 +1,235 @@
+"""Case files -> Case objects: field names are the spec's own, so a case reads like the descriptor.
+
+Each entry of ``cases:`` becomes one Case per sweep variant, or a Rejected entry carrying the one-line
+problems that kept it from being read. The spec's constraints are checked later, in ``validate``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.fields import Fields
+from conformance.load import Document
+from conformance.model import (
+    ACTIVATION_PARAMS,
+    OUTPUT_NAMES,
+    Activation,
+    AxisDirection,
+    Case,
+    Descriptor,
+    FeatureLevel,
+    Mvn1Desc,
+    Operator,
+    Slice1Desc,
+    SourcePos,
+    Tolerance,
+    TopK1Desc,
+)
+from conformance.parse_tensor import read_tensor, read_values
+from conformance.problems import Problem
+from conformance.sweep import expand
+
+# Every operator was introduced at DML_FEATURE_LEVEL_2_1 (each page's "Availability").
+INTRODUCED = FeatureLevel(2, 1)
+FILE_FIELDS = ("operator", "feature_level", "description", "cases")
+CASE_FIELDS = ("id", "description", "feature_level", "expected", "tolerance", "expect", "reason")
+OPERATOR_FIELDS: Mapping[Operator, tuple[str, ...]] = {
+    Operator.TOP_K1: ("InputTensor", "Axis", "K", "AxisDirection"),
+    Operator.MEAN_VARIANCE_NORMALIZATION1: (
+        "InputTensor", "ScaleTensor", "BiasTensor", "Axes", "NormalizeVariance", "Epsilon", "FusedActivation",
+    ),
+    Operator.SLICE1: ("InputTensor", "InputWindowOffsets", "InputWindowSizes", "InputWindowStrides", "OutputSizes"),
+}
+# YAML spelling of each activation parameter -> the oracle's key.
+ACTIVATION_KEYS = {
+    "Alpha": "alpha", "Beta": "beta", "Gamma": "gamma", "Steepness": "steepness",
+    "Bias": "bias", "Threshold": "threshold", "SigmoidInputScale": "sigmoid_input_scale",
+}
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A case entry that could not be read; for ``expect: invalid`` entries that is the expected outcome."""
+
+    id: str
+    path: str
+    operator: str
+    pos: SourcePos
+    expect_invalid: str | None
+    problems: tuple[Problem, ...]
+
+
+Entry = Case | Rejected
+
+
+def display_path(path: str) -> str:
+    """The path as ids show it: relative to the working directory when inside it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative.replace(os.sep, "/")
+
+
+def _topk(f: Fields) -> Descriptor | None:
+    tensor = f.sub("InputTensor")
+    input_ = read_tensor(tensor) if tensor else None
+    axis, k = f.uint("Axis"), f.uint("K")
+    direction = f.choice("AxisDirection", AxisDirection, required=False, strip="DML_AXIS_DIRECTION_")
+    if input_ is None or axis is None or k is None:
+        return None
+    return TopK1Desc(input_, axis, k, direction or AxisDirection.DECREASING)
+
+
+def _activation(f: Fields | None) -> Activation | None:
+    if f is None:
+        return None
+    name = f.text("Type", required=True).upper().removeprefix("DML_OPERATOR_ACTIVATION_")
+    if name not in ACTIVATION_PARAMS:
+        f.problem("Type", f"unknown activation {name!r} (one of: {', '.join(ACTIVATION_PARAMS)})")
+        return None
+    defaults = ACTIVATION_PARAMS[name]
+    allowed = ["Type", *(k for k, v in ACTIVATION_KEYS.items() if v in defaults)]
+    f.check_known(allowed)
+    params = {key: f.number(yaml_key, default=defaults[key]) for yaml_key, key in ACTIVATION_KEYS.items()
+              if key in defaults}
+    return Activation(name, {k: v for k, v in params.items() if v is not None})
+
+
+def _mvn(f: Fields) -> Descriptor | None:
+    tensors = {name: f.sub(name, required=name == "InputTensor") for name in ("InputTensor", "ScaleTensor",
+                                                                              "BiasTensor")}
+    read = {name: read_tensor(sub) if sub else None for name, sub in tensors.items()}
+    axes = f.int_list("Axes")
+    normalize = f.boolean("NormalizeVariance", True)
+    epsilon = f.number("Epsilon", default=1e-5)
+    activation = _activation(f.sub("FusedActivation", required=False))
+    unreadable = any(read[n] is None and tensors[n] is not None for n in read)
+    if read["InputTensor"] is None or axes is None or epsilon is None or unreadable:
+        return None
+    if f.has("FusedActivation") and f.raw["FusedActivation"] is not None and activation is None:
+        return None
+    return Mvn1Desc(read["InputTensor"], read["ScaleTensor"], read["BiasTensor"], axes, normalize, epsilon,
+                    activation)
+
+
+def _slice(f: Fields) -> Descriptor | None:
+    tensor = f.sub("InputTensor")
+    input_ = read_tensor(tensor) if tensor else None
+    offsets, sizes = f.int_list("InputWindowOffsets"), f.int_list("InputWindowSizes")
+    # The struct types InputWindowStrides as INT (the member text says UINT but allows negatives): signed.
+    strides = f.int_list("InputWindowStrides", signed=True)
+    output_sizes = f.int_list("OutputSizes", required=False)
+    if input_ is None or offsets is None or sizes is None or strides is None:
+        return None
+    if f.has("OutputSizes") and output_sizes is None:
+        return None
+    return Slice1Desc(input_, offsets, sizes, strides, output_sizes)
+
+
+_DESCRIPTORS = {Operator.TOP_K1: _topk, Operator.MEAN_VARIANCE_NORMALIZATION1: _mvn, Operator.SLICE1: _slice}
+
+
+def _feature_level(f: Fields, default: FeatureLevel) -> FeatureLevel:
+    if not f.has("feature_level"):
+        return default
+    try:
+        return FeatureLevel.parse(str(f.raw["feature_level"]))
+    except ValueError as error:
+        f.problem("feature_level", str(error))
+        return default
+
+
+def _tolerance(f: Fields | None) -> Tolerance | None:
+    if f is None:
+        return None
+    f.check_known(("max_ulp", "atol"))
+    max_ulp = f.integer("max_ulp", 0, 2**31, required=False)
+    atol = f.number("atol")
+    if atol is not None and atol < 0:
+        f.problem("atol", "must be >= 0")
+    return Tolerance(max_ulp=max_ulp, atol=atol)
+
+
+def _expected(f: Fields | None, operator: Operator) -> tuple[dict[str, tuple[float, ...]], dict[str, tuple[int, ...]]]:
+    values: dict[str, tuple[float, ...]] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    if f is None:
+        return values, shapes
+    f.check_known(OUTPUT_NAMES[operator])
+    for name in OUTPUT_NAMES[operator]:
+        if f.has(name):
+            read = read_values(f, name)
+            if read is not None:
+                values[name], shapes[name] = read
+    return values, shapes
+
+
+def _case(raw: dict[str, Any], positions: dict[str, SourcePos], case_id: str, path: str, operator: Operator,
+          file_level: FeatureLevel) -> Entry:
+    problems: list[Problem] = []
+    f = Fields(raw, "", positions, problems)
+    f.check_known((*CASE_FIELDS, *OPERATOR_FIELDS[operator]))
+    expect = f.text("expect", default="valid").lower()
+    if expect not in ("valid", "invalid"):
+        f.problem("expect", f"must be 'valid' or 'invalid', got {expect!r}")
+    reason = f.text("reason", default="(no reason given)") if expect == "invalid" else None
+    level = _feature_level(f, file_level)
+    descriptor = _DESCRIPTORS[operator](f)
+    expected, shapes = _expected(f.sub("expected", required=False), operator)
+    tolerance = _tolerance(f.sub("tolerance", required=False))
+    if problems or descriptor is None:
+        return Rejected(case_id, path, operator.value, f.pos(), reason, tuple(problems))
+    return Case(id=case_id, path=path, operator=operator, feature_level=level, descriptor=descriptor,
+                description=f.text("description"), expected=expected, expected_shapes=shapes, tolerance=tolerance,
+                expect_invalid=reason, positions=positions)
+
+
+def _case_positions(doc: Document) -> dict[int, dict[str, SourcePos]]:
+    grouped: dict[int, dict[str, SourcePos]] = defaultdict(dict)
+    for key, pos in doc.positions.items():
+        if len(key) >= 2 and key[0] == "cases" and isinstance(key[1], int):
+            grouped[key[1]][".".join(str(k) for k in key[2:])] = pos
+    return grouped
+
+
+def parse_document(doc: Document) -> tuple[list[Entry], list[Problem]]:
+    """The entries of one case file, and the file-level problems that stop it from being read at all."""
+    path = display_path(doc.path)
+    problems: list[Problem] = []
+    top = Fields(doc.data, "", {".".join(map(str, k)): v for k, v in doc.positions.items() if len(k) <= 1}, problems)
+    if not isinstance(doc.data, dict):
+        return [], [Problem(doc.pos(()), "", "a case file is a mapping with 'operator:' and 'cases:'")]
+    top.check_known(FILE_FIELDS)
+    operator = top.choice("operator", Operator, strip="DML_")
+    level = _feature_level(top, INTRODUCED)
+    cases = top.get("cases", True)
+    if cases is not None and not isinstance(cases, list):
+        top.problem("cases", "must be a list of cases")
+    if problems or operator is None or not isinstance(cases, list):
+        return [], problems
+    entries: list[Entry] = []
+    seen: dict[str, SourcePos] = {}
+    for index, (raw, positions) in enumerate(zip(cases, _by_index(_case_positions(doc), len(cases)), strict=True)):
+        positions[""] = doc.pos(("cases", index))
+        case_fields = Fields(raw, "", positions, problems)
+        if not isinstance(raw, dict):
+            case_fields.problem("", "each case is a mapping")
+            continue
+        case_id = case_fields.text("id", required=True)
+        if not case_id:
+            continue
+        if case_id in seen:
+            case_fields.problem("id", f"duplicate id {case_id!r} (first at line {seen[case_id].line})")
+            continue
+        seen[case_id] = case_fields.pos("id")
+        variants, sweep_problems = expand(raw, positions)
+        problems.extend(sweep_problems)
+        entries.extend(_case(v.raw, v.positions, f"{path}::{case_id}{v.suffix}", path, operator, level)
+                       for v in variants)
+    return entries, problems
+
+
+def _by_index(grouped: dict[int, dict[str, SourcePos]], count: int) -> list[dict[str, SourcePos]]:
+    return [grouped.get(i, {}) for i in range(count)]

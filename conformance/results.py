@@ -1,0 +1,93 @@
+"""Results: one per (case, EP), and the results.json that every report is rendered from."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from typing import Any
+
+from conformance.model import Status
+
+SCHEMA_VERSION = 1
+# Statuses that make a run fail (exit code 1). INVALID is a negative case rejected as expected.
+FAILING = frozenset({Status.FAIL, Status.ERROR})
+
+
+@dataclass(frozen=True)
+class Result:
+    case: str
+    operator: str
+    ep: str
+    status: Status
+    failure_kind: str | None = None
+    data_type: str = ""
+    lowering: str | None = None
+    message: str = ""
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    placement: Mapping[str, str] = field(default_factory=dict)
+    feature_level: str = ""
+    repro: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["metrics"] = dict(self.metrics)
+        data["placement"] = dict(self.placement)
+        return data
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment(eps: Sequence[Mapping[str, Any]], argv: Sequence[str], feature_level: str | None) -> dict[str, Any]:
+    """What was tested with what: versions, EPs, platform and the exact command line."""
+    import numpy
+    import onnx
+    import onnxruntime
+
+    packages = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-ep-webgpu")
+    return {
+        "command": list(argv),
+        "cwd": os.getcwd(),
+        "dml_conformance": _version("dml-conformance"),
+        "onnxruntime": onnxruntime.__version__,
+        "onnxruntime_packages": {p: v for p in packages if (v := _version(p)) is not None},
+        "available_providers": onnxruntime.get_available_providers(),
+        "onnx": onnx.__version__,
+        "numpy": numpy.__version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "eps": [dict(ep) for ep in eps],
+        "target_feature_level": feature_level,
+    }
+
+
+def write_results(path: str, env: Mapping[str, Any], results: Sequence[Result]) -> None:
+    """Write results.json atomically (a reader never sees half a file)."""
+    document = {"schema_version": SCHEMA_VERSION, "environment": dict(env),
+                "results": [r.to_json() for r in results]}
+    temporary = f"{path}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=1, allow_nan=False, default=str)
+        handle.write("\n")
+    os.replace(temporary, path)
+
+
+def read_results(path: str) -> tuple[dict[str, Any], list[Result]]:
+    with open(path, encoding="utf-8") as handle:
+        document = json.load(handle)
+    if document.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"{path}: schema_version {document.get('schema_version')!r} is not {SCHEMA_VERSION}")
+    results = [Result(**{**r, "status": Status(r["status"])}) for r in document["results"]]
+    return document["environment"], results

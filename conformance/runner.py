@@ -1,0 +1,99 @@
+"""One (case, EP) through the pipeline: validate, generate, oracle, lower, execute, compare -> Result."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from conformance.compare import compare
+from conformance.eps import EpSpec
+from conformance.execute import ExecutionError, NotSupported, execute
+from conformance.generate import case_inputs
+from conformance.lower import NotExpressible, lower
+from conformance.model import Case, FeatureLevel, Status
+from conformance.oracle import expected_outputs, golden_mismatches
+from conformance.parse import Entry, Rejected
+from conformance.results import Result
+from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    feature_level: FeatureLevel | None = None  # the target's level: cases needing more are NOT_SUPPORTED
+    max_elements: int = DEFAULT_MAX_ELEMENTS
+
+
+def ep_text(ep: EpSpec) -> str:
+    """The --ep text that selects ``ep`` again."""
+    options = ",".join(f"{k}={v}" for k, v in ep.options.items())
+    return f"{ep.alias}:{options}" if options else ep.alias
+
+
+def repro_command(entry: Entry, ep: EpSpec) -> str:
+    return shlex.join(["dmlconf", "run", entry.path, "-k", entry.id, "--ep", ep_text(ep)])
+
+
+def _base(entry: Entry, ep: EpSpec) -> Result:
+    if isinstance(entry, Rejected):
+        return Result(entry.id, entry.operator, ep.alias, Status.INVALID, repro=repro_command(entry, ep))
+    return Result(entry.id, entry.operator.value, ep.alias, Status.PASS,
+                  data_type=entry.descriptor.input.data_type.value, feature_level=str(entry.feature_level),
+                  repro=repro_command(entry, ep))
+
+
+def _negative(entry: Entry, base: Result, options: RunOptions) -> Result:
+    """A case marked ``expect: invalid``: INVALID when rejected (as it should be), FAIL when accepted."""
+    problems = list(entry.problems) if isinstance(entry, Rejected) else validate(entry, options.max_elements)
+    if problems:
+        return replace(base, status=Status.INVALID, message="\n".join(dict.fromkeys(str(p) for p in problems)))
+    return replace(base, status=Status.FAIL, failure_kind="validator_accepted",
+                    message=f"marked expect: invalid ({entry.expect_invalid}) but the validator accepts it")
+
+
+def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Result:
+    if options.feature_level is not None and case.feature_level > options.feature_level:
+        return replace(base, status=Status.NOT_SUPPORTED,
+                        message=f"needs feature level {case.feature_level}; the target is {options.feature_level}")
+    inputs = case_inputs(case)
+    expected = expected_outputs(case, inputs)
+    wrong = golden_mismatches(case, expected)
+    if wrong:
+        return replace(base, status=Status.ERROR, failure_kind="golden_mismatch",
+                        message=f"the oracle disagrees with the case's expected {', '.join(wrong)}: harness or "
+                                "case-file bug")
+    lowering = lower(case, inputs, ep.name)
+    if isinstance(lowering, NotExpressible):
+        return replace(base, status=Status.NOT_EXPRESSIBLE, message=lowering.reason)
+    base = replace(base, lowering=lowering.name)
+    try:
+        execution = execute(lowering, ep)
+    except NotSupported as error:
+        return replace(base, status=Status.NOT_SUPPORTED, message=str(error))
+    except ExecutionError as error:
+        return replace(base, status=Status.ERROR, failure_kind="execution", message=str(error))
+    verdict = compare(case, inputs, expected, execution.outputs)
+    return replace(base, status=verdict.status, failure_kind=verdict.failure_kind, message=verdict.message,
+                    metrics=dict(verdict.metrics), placement=dict(execution.placement))
+
+
+def run_entry(entry: Entry, ep: EpSpec, options: RunOptions) -> Result:
+    """The verdict for one (case, EP); never raises: a harness exception becomes ERROR with its message."""
+    start = time.perf_counter()
+    base = _base(entry, ep)
+    try:
+        if isinstance(entry, Rejected) or entry.expect_invalid is not None:
+            result = _negative(entry, base, options)
+        else:
+            with np.errstate(all="ignore"):
+                result = _execute(entry, ep, base, options)
+    except Exception as error:  # the run goes on; the result says what broke
+        log.debug("harness error on %s", entry.id, exc_info=True)
+        result = replace(base, status=Status.ERROR, failure_kind="harness",
+                          message=f"{type(error).__name__}: {error}".splitlines()[0])
+    return replace(result, seconds=round(time.perf_counter() - start, 6))

@@ -1,0 +1,46 @@
+"""Collect a suite: case files under the given paths, read, validated, filtered by -k."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from conformance.load import iter_case_files, load_document
+from conformance.model import Case
+from conformance.parse import Entry, Rejected, parse_document
+from conformance.problems import CaseFileError, Problem
+from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
+
+
+@dataclass(frozen=True)
+class Suite:
+    """The cases to run and the problems that make the input unusable (a run refuses to start on any)."""
+
+    entries: tuple[Entry, ...]
+    problems: tuple[Problem, ...]
+    files: int
+
+
+def read_file(path: str, max_elements: int = DEFAULT_MAX_ELEMENTS) -> tuple[list[Entry], list[Problem]]:
+    """One case file's entries and its problems, deduplicated (a sweep repeats its base case's problems)."""
+    try:
+        entries, problems = parse_document(load_document(path))
+    except CaseFileError as error:
+        return [], list(error.problems)
+    for entry in entries:
+        if isinstance(entry, Rejected) and entry.expect_invalid is None:
+            problems.extend(entry.problems)
+        elif isinstance(entry, Case) and entry.expect_invalid is None:
+            problems.extend(validate(entry, max_elements))
+    return entries, list(dict.fromkeys(problems))
+
+
+def collect(paths: Sequence[str], max_elements: int = DEFAULT_MAX_ELEMENTS, keyword: str | None = None) -> Suite:
+    files = list(iter_case_files(list(paths)))
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    for path in files:
+        file_entries, file_problems = read_file(path, max_elements)
+        entries.extend(e for e in file_entries if keyword is None or keyword in e.id)
+        problems.extend(file_problems)
+    return Suite(tuple(entries), tuple(problems), len(files))

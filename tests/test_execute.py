@@ -1,0 +1,179 @@
+"""conformance.execute: outputs by DML name, placement from onnxruntime's record, and no silent CPU runs."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort  # type: ignore[import-untyped]
+import pytest
+
+from conformance import execute as execute_module
+from conformance.eps import CPU, CUDA, DML, EpSpec, parse_ep
+from conformance.execute import (
+    DISABLE_CPU_FALLBACK,
+    RECORD_ASSIGNMENT,
+    ExecutionError,
+    NotSupported,
+    PlacedNode,
+    check_placement,
+    execute,
+)
+from conformance.lower import Lowering, lower
+from conformance.model import (
+    AxisDirection,
+    Case,
+    DataType,
+    FeatureLevel,
+    Mvn1Desc,
+    Operator,
+    TensorSpec,
+    TopK1Desc,
+)
+
+SPEC_3X4 = np.array([[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]], np.float32)  # TOP_K1 example 1
+AVAILABLE = set(ort.get_available_providers())
+
+
+def topk(data_type: DataType = DataType.FLOAT32) -> Lowering:
+    desc = TopK1Desc(TensorSpec((1, 1, 3, 4), data_type), 3, 2, AxisDirection.DECREASING)
+    x = SPEC_3X4.astype({DataType.FLOAT32: np.float32, DataType.UINT16: np.uint16, DataType.UINT32: np.uint32,
+                         DataType.INT8: np.int8}[data_type])
+    result = lower(Case("t", "t.yaml", Operator.TOP_K1, FeatureLevel(3, 1), desc), {"InputTensor": x}, CPU)
+    assert isinstance(result, Lowering)
+    return result
+
+
+def test_cpu_run_returns_outputs_by_dml_name_and_placement() -> None:
+    execution = execute(topk(), parse_ep("cpu"))
+    assert set(execution.outputs) == {"OutputValueTensor", "OutputIndexTensor"}
+    np.testing.assert_array_equal(execution.outputs["OutputValueTensor"].reshape(3, 2), [[11, 10], [9, 8], [7, 6]])
+    np.testing.assert_array_equal(execution.outputs["OutputIndexTensor"].reshape(3, 2), [[3, 2], [2, 3], [3, 2]])
+    assert execution.outputs["OutputIndexTensor"].dtype == np.int64
+    assert execution.placement == {"TopK_0": CPU}
+
+
+def test_every_node_of_a_decomposition_is_placed() -> None:
+    desc = Mvn1Desc(TensorSpec((2, 3, 4), DataType.FLOAT16), None, None, (1, 2), True, 1e-5, None)
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float16)
+    lowering = lower(Case("m", "m.yaml", Operator.MEAN_VARIANCE_NORMALIZATION1, FeatureLevel(3, 1), desc),
+                     {"InputTensor": x}, CPU)
+    assert isinstance(lowering, Lowering) and lowering.name == "decomposed-MVN"
+    execution = execute(lowering, parse_ep("cpu"))
+    assert execution.placement == {node: CPU for node in lowering.nodes}
+    out = execution.outputs["OutputTensor"]
+    x64 = x.astype(np.float64)
+    d = x64 - x64.mean(axis=(1, 2), keepdims=True)
+    expected = d / np.sqrt((d * d).mean(axis=(1, 2), keepdims=True) + float(np.float32(1e-5)))
+    assert out.dtype == np.float16
+    np.testing.assert_allclose(out, expected, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize(("data_type", "type_name"), [(DataType.UINT16, "uint16"), (DataType.UINT32, "uint32")])
+def test_a_node_the_cpu_has_no_kernel_for_is_not_supported(data_type: DataType, type_name: str) -> None:
+    with pytest.raises(NotSupported) as raised:
+        execute(topk(data_type), parse_ep("cpu"))
+    message = str(raised.value)
+    assert "no TopK(11) kernel" in message and type_name in message and CPU in message
+    assert "\n" not in message
+
+
+def test_int8_topk_does_run_on_cpu() -> None:
+    assert execute(topk(DataType.INT8), parse_ep("cpu")).placement == {"TopK_0": CPU}
+
+
+@pytest.mark.parametrize("name", [CUDA, DML])
+def test_an_unavailable_ep_is_an_error_not_a_cpu_run(name: str) -> None:
+    if name in AVAILABLE:
+        pytest.skip(f"{name} is available here")
+    with pytest.raises(ExecutionError, match=f"{name} is not available"):
+        execute(topk(), EpSpec(name.lower(), name))
+
+
+@pytest.mark.skipif("AzureExecutionProvider" not in AVAILABLE, reason="needs an EP without a TopK kernel")
+def test_nodes_an_ep_leaves_to_the_cpu_are_named_not_run() -> None:
+    # onnxruntime's CPU build carries the Azure EP, which has no TopK: without the guards TopK would run on the CPU.
+    with pytest.raises(NotSupported) as raised:
+        execute(topk(), parse_ep("AzureExecutionProvider"))
+    assert str(raised.value) == "TopK node 'TopK_0' was placed on CPUExecutionProvider, not AzureExecutionProvider"
+
+
+class _Spy:
+    """Records how execute builds its sessions, then builds them for real."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, dict[str, Any]]] = []
+        self.real = ort.InferenceSession
+
+    def __call__(self, model: bytes, options: Any, **kwargs: Any) -> Any:
+        self.calls.append((options, kwargs))
+        return self.real(model, options, **kwargs)
+
+
+def _entry(options: Any, key: str) -> str:
+    try:
+        return str(options.get_session_config_entry(key))
+    except RuntimeError:  # "SessionOptions does not have configuration with key"
+        return ""
+
+
+@pytest.mark.parametrize(("ep", "disabled"), [("cpu", ""), ("AzureExecutionProvider", "1")])
+def test_sessions_record_placement_and_never_fall_back(monkeypatch: pytest.MonkeyPatch, ep: str,
+                                                       disabled: str) -> None:
+    if parse_ep(ep).name not in AVAILABLE:
+        pytest.skip(f"{ep} is not in this build")
+    spy = _Spy()
+    monkeypatch.setattr(ort, "InferenceSession", spy)
+    with contextlib.suppress(NotSupported):  # the Azure EP has no TopK
+        execute(topk(), parse_ep(ep))
+    options, kwargs = spy.calls[0]
+    assert _entry(options, RECORD_ASSIGNMENT) == "1"
+    assert _entry(options, DISABLE_CPU_FALLBACK) == disabled  # the CPU EP refuses it; every other EP gets it
+    assert kwargs["enable_fallback"] == 0 and kwargs["providers"][0][0] == parse_ep(ep).name
+    assert len(kwargs["providers"]) == 1  # the CPU EP is never added beside another EP
+
+
+def test_dml_sessions_are_sequential_without_memory_patterns() -> None:
+    options = execute_module._session_options(parse_ep("dml:device_id=1"), [], strict=True)
+    assert options.execution_mode == ort.ExecutionMode.ORT_SEQUENTIAL and options.enable_mem_pattern is False
+    assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    assert execute_module._providers(parse_ep("dml:device_id=1,disable_metacommands=true")) == [
+        (DML, {"device_id": "1", "disable_metacommands": "true"})]
+    assert execute_module._providers(parse_ep("cuda")) == [(CUDA, {"device_id": "0"})]
+    cpu = execute_module._session_options(parse_ep("cpu"), [], strict=True)
+    assert cpu.graph_optimization_level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+
+
+def test_check_placement() -> None:
+    nodes = ("Cast_0", "Relu_1", "Cast_2")
+    records = [PlacedNode("Cast_0", "Cast", CUDA), PlacedNode("Relu_1", "Relu", CUDA),
+               PlacedNode("Cast_2", "Cast", CUDA)]
+    assert check_placement(records, nodes, CUDA) == dict.fromkeys(nodes, CUDA)
+    with pytest.raises(NotSupported, match=r"^Relu node 'Relu_1' was placed on CPUExecutionProvider, not CUDA"):
+        check_placement([*records[:1], PlacedNode("Relu_1", "Relu", CPU), records[2]], nodes, CUDA)
+    with pytest.raises(ExecutionError, match="no placement"):
+        check_placement([], nodes, CUDA)
+    # a node onnxruntime deleted before partitioning ran nowhere; the others still prove where they ran
+    assert check_placement(records[:2], nodes, CUDA) == {"Cast_0": CUDA, "Relu_1": CUDA}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("onnxruntime_ep_webgpu") is not None, reason="the package is here")
+def test_webgpu_without_its_package_is_an_error() -> None:
+    with pytest.raises(ExecutionError, match="webgpu plugin EP could not be loaded"):
+        execute(topk(), parse_ep("webgpu"))
+
+
+def test_a_plugin_library_that_does_not_load_is_an_error() -> None:
+    with pytest.raises(ExecutionError, match="could not be loaded"):
+        execute(topk(), parse_ep("/nonexistent/libnot_an_ep.so"))
+
+
+def test_onnxruntime_failures_are_execution_errors() -> None:
+    good = topk()
+    with pytest.raises(ExecutionError, match="could not create a CPUExecutionProvider session"):
+        execute(Lowering("junk", b"not a model", {}, {}, ("n",)), parse_ep("cpu"))
+    wrong_shape = {"InputTensor": np.zeros((1, 1, 3, 5), np.float32)}
+    with pytest.raises(ExecutionError, match="TopK-11 failed on CPUExecutionProvider"):
+        execute(Lowering(good.name, good.model, wrong_shape, good.outputs, good.nodes), parse_ep("cpu"))
