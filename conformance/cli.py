@@ -6,18 +6,20 @@ Exit codes: 0 nothing failed; 1 a FAIL or ERROR; 2 invalid input or usage (one l
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 from conformance.eps import EpSpec, best_available_ep, parse_ep
 from conformance.model import Case, FeatureLevel
 from conformance.problems import Problem
 from conformance.report_console import render_console
 from conformance.report_markdown import render_markdown
-from conformance.results import Result, environment, write_results
-from conformance.runner import RunOptions, run_entry
+from conformance.results import Result, environment, write_results, write_text_atomic
+from conformance.runner import RunOptions, ep_text, run_entry
 from conformance.suite import Suite, collect
 from conformance.summary import summarize
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
@@ -29,6 +31,16 @@ class UsageError(Exception):
     """Bad command-line input: one line, exit code 2."""
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dmlconf", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
@@ -37,15 +49,30 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="+", metavar="PATH")
     run = commands.add_parser("run", help="run cases on execution providers and write reports")
     run.add_argument("paths", nargs="*", metavar="PATH", help="case files or directories (default: cases/)")
-    run.add_argument("--ep", action="append", default=[], metavar="EP",
-                     help="cpu, cuda, dml, webgpu, a full EP name or a plugin library path, with options as "
-                          "ALIAS:key=value,...; repeatable (default: the best available)")
+    run.add_argument(
+        "--ep",
+        action="append",
+        default=[],
+        metavar="EP",
+        help="cpu, cuda, dml, webgpu, a full EP name or a plugin library path, with options as "
+        "ALIAS:key=value,...; repeatable (default: the best available)",
+    )
     run.add_argument("--feature-level", metavar="FL", help="the target's DML feature level, e.g. 4_1")
     run.add_argument("--report-dir", default="reports", metavar="DIR", help="where reports go (default: reports/)")
-    run.add_argument("-k", dest="keyword", metavar="SUBSTRING", help="only cases whose id contains SUBSTRING")
+    run.add_argument(
+        "-k",
+        dest="keyword",
+        metavar="SUBSTRING",
+        help="only cases whose id contains SUBSTRING; a case's full id selects that case alone",
+    )
     for sub in (check, run):
-        sub.add_argument("--max-elements", type=int, default=DEFAULT_MAX_ELEMENTS, metavar="N",
-                         help=f"refuse tensors over N elements before allocating (default {DEFAULT_MAX_ELEMENTS})")
+        sub.add_argument(
+            "--max-elements",
+            type=_positive,
+            default=DEFAULT_MAX_ELEMENTS,
+            metavar="N",
+            help=f"refuse tensors over N elements before allocating (default {DEFAULT_MAX_ELEMENTS})",
+        )
     return parser
 
 
@@ -53,7 +80,10 @@ def _collect(paths: Sequence[str], max_elements: int, keyword: str | None = None
     for path in paths:
         if not os.path.exists(path):
             raise UsageError(f"{path}: no such file or directory")
-    return collect(paths, max_elements, keyword)
+    suite = collect(paths, max_elements, keyword)
+    exact = tuple(entry for entry in suite.entries if entry.id == keyword)
+    # A full id (what a reproduction command gives) selects that case alone, not every id it is a prefix of.
+    return replace(suite, entries=exact) if exact else suite
 
 
 def _print_problems(problems: Sequence[Problem], files: int) -> None:
@@ -76,10 +106,15 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _eps(texts: Sequence[str]) -> list[EpSpec]:
+    """The EPs to run on, each once: ``--ep cpu --ep CPUExecutionProvider`` names one EP, so it runs once."""
     try:
-        return [parse_ep(text) for text in texts] or [best_available_ep()]
+        eps = [parse_ep(text) for text in texts] or [best_available_ep()]
     except ValueError as error:
         raise UsageError(f"--ep: {error}") from None
+    unique: dict[str, EpSpec] = {}
+    for ep in eps:
+        unique.setdefault(ep_text(ep), ep)
+    return list(unique.values())
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -96,27 +131,45 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
     options = RunOptions(feature_level=level, max_elements=args.max_elements)
-    print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(e.alias for e in eps)}")
+    results_path = os.path.join(args.report_dir, "results.json")
+    summary_path = os.path.join(args.report_dir, "summary.md")
+    try:  # before the run, so that an unusable --report-dir costs nothing
+        os.makedirs(args.report_dir, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"--report-dir: cannot create {args.report_dir}: {error.strerror or error}") from None
+    print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(map(ep_text, eps))}")
     results: list[Result] = []
     try:
         for entry in suite.entries:
             results.extend(run_entry(entry, ep, options) for ep in eps)
     except KeyboardInterrupt:
         print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
-    env = environment([{"alias": e.alias, "name": e.name, "options": dict(e.options)} for e in eps], argv,
-                      str(level) if level else None)
+    ep_records = [{"label": ep_text(e), "alias": e.alias, "name": e.name, "options": dict(e.options)} for e in eps]
+    env = environment(ep_records, argv, str(level) if level else None)
     summary = summarize(env, results)
-    os.makedirs(args.report_dir, exist_ok=True)
-    write_results(os.path.join(args.report_dir, "results.json"), env, results)
-    with open(os.path.join(args.report_dir, "summary.md"), "w", encoding="utf-8") as handle:
-        handle.write(render_markdown(summary))
     print(render_console(summary))
-    print(f"reports: {os.path.join(args.report_dir, 'results.json')}, {os.path.join(args.report_dir, 'summary.md')}")
+    try:
+        write_results(results_path, env, results)
+        write_text_atomic(summary_path, render_markdown(summary))
+    except OSError as error:
+        print(f"dmlconf: cannot write reports to {args.report_dir}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"reports: {results_path}, {summary_path}")
     return EXIT_FAILED if summary.failed or len(results) < len(suite.entries) * len(eps) else EXIT_OK
+
+
+def _tolerant_output() -> None:
+    """A console that cannot encode a case id (cp1252, a pipe) shows an escape instead of raising."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(Exception):
+                reconfigure(errors="backslashreplace")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _tolerant_output()
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:

@@ -49,7 +49,7 @@ def _split(text: str) -> tuple[str, str | None]:
     if named and not (len(named.group(1)) == 1 and _is_path(text)):  # not a drive letter
         return named.group(1), named.group(2)
     cut = text.rfind(":")
-    tail = text[cut + 1:]
+    tail = text[cut + 1 :]
     if cut < 0 or "/" in tail or "\\" in tail or ("=" not in tail and tail.strip()):
         return text, None
     return text[:cut], tail
@@ -95,8 +95,10 @@ def parse_ep(text: str) -> EpSpec:
             return EpSpec(alias=alias, name=name, options=options)
     if re.fullmatch(r"[A-Za-z][A-Za-z0-9]*ExecutionProvider", head):
         return EpSpec(alias=head, name=head, options=options)
-    raise ValueError(f"unknown execution provider {head!r}: expected cpu, cuda, dml, webgpu, a full onnxruntime name "
-                     "such as CUDAExecutionProvider, or the path of a plugin EP library")
+    raise ValueError(
+        f"unknown execution provider {head!r}: expected cpu, cuda, dml, webgpu, a full onnxruntime name "
+        "such as CUDAExecutionProvider, or the path of a plugin EP library"
+    )
 
 
 @functools.cache

@@ -36,6 +36,8 @@ RECORD_ASSIGNMENT = "session.record_ep_graph_assignment_info"
 DISABLE_CPU_FALLBACK = "session.disable_cpu_ep_fallback"
 _FALLBACK_REFUSED = "fallback to CPU EP has been explicitly disabled"
 _NO_KERNEL = re.compile(r"Could not find an implementation for (\S+?) node")
+# With CPU fallback disabled, a node that no allowed EP can take is left unassigned and the session fails here.
+_UNASSIGNED = re.compile(r"Provider type for (\S+) node with name '([^']*)' is not set")
 # Level-1 rules that would delete our nodes before they are placed (DirectML runs at level 2).
 _KEEP_NODES = ("EliminateIdentity", "EliminateSlice", "NoopElimination", "ConstantFolding", "EliminateDropout")
 
@@ -93,23 +95,32 @@ def _providers(ep: EpSpec) -> list[tuple[str, dict[str, str]]] | None:
 
 
 def _session(lowering: Lowering, ep: EpSpec, devices: Sequence[Any], strict: bool) -> Any:
-    session = ort.InferenceSession(lowering.model, _session_options(ep, devices, strict), providers=_providers(ep),
-                                   enable_fallback=0, disabled_optimizers=list(_KEEP_NODES))
+    session = ort.InferenceSession(
+        lowering.model,
+        _session_options(ep, devices, strict),
+        providers=_providers(ep),
+        enable_fallback=0,
+        disabled_optimizers=list(_KEEP_NODES),
+    )
     session.disable_fallback()
     return session
 
 
 def recorded_placement(session: Any) -> list[PlacedNode]:
-    return [PlacedNode(str(node.name), str(node.op_type), str(sub.ep_name))
-            for sub in session.get_provider_graph_assignment_info() for node in sub.get_nodes()]
+    return [
+        PlacedNode(str(node.name), str(node.op_type), str(sub.ep_name))
+        for sub in session.get_provider_graph_assignment_info()
+        for node in sub.get_nodes()
+    ]
 
 
 def check_placement(records: Sequence[PlacedNode], nodes: Sequence[str], ep_name: str) -> dict[str, str]:
     """node -> EP from the record; NotSupported for a node elsewhere, ExecutionError for an empty record."""
     strays = [r for r in records if r.ep != ep_name]
     if strays:
-        raise NotSupported("; ".join(f"{r.op_type} node '{r.name}' was placed on {r.ep}, not {ep_name}"
-                                     for r in strays))
+        raise NotSupported(
+            "; ".join(f"{r.op_type} node '{r.name}' was placed on {r.ep}, not {ep_name}" for r in strays)
+        )
     placement = {r.name: r.ep for r in records}
     if nodes and not any(node in placement for node in nodes):
         raise ExecutionError(f"onnxruntime recorded no placement for any of {', '.join(nodes)} on {ep_name}")
@@ -121,8 +132,9 @@ def check_placement(records: Sequence[PlacedNode], nodes: Sequence[str], ep_name
 
 def _input_types(lowering: Lowering) -> str:
     graph = onnx.load_from_string(lowering.model).graph
-    return ", ".join(f"{onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)} {i.name}"
-                     for i in graph.input)
+    return ", ".join(
+        f"{onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)} {i.name}" for i in graph.input
+    )
 
 
 def _diagnose(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception) -> Exception:
@@ -130,6 +142,9 @@ def _diagnose(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[An
     try:
         session = _session(lowering, ep, devices, strict=False)
     except Exception as second:  # onnxruntime's own exception types
+        missing = missing_kernel(_one_line(second), lowering, ep_name)
+        if missing is not None:
+            return missing
         return ExecutionError(f"{ep_name} refused {lowering.name}: {_one_line(error)} ({_one_line(second)})")
     if not is_plugin(ep) and ep_name not in session.get_providers():
         return ExecutionError(f"{ep_name} did not start for {lowering.name}: {_one_line(error)}")
@@ -140,15 +155,28 @@ def _diagnose(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[An
     return ExecutionError(f"{ep_name} refused {lowering.name}: {_one_line(error)}")
 
 
+def missing_kernel(text: str, lowering: Lowering, ep_name: str) -> NotSupported | None:
+    """NotSupported when onnxruntime's message says no kernel took a node (on the EP, or on any EP allowed)."""
+    missing = _NO_KERNEL.search(text)
+    if missing:
+        return NotSupported(f"no {missing.group(1)} kernel for {_input_types(lowering)} on {ep_name}: {text}")
+    unassigned = _UNASSIGNED.search(text)
+    if unassigned:
+        return NotSupported(
+            f"{ep_name} took no {unassigned.group(1)} node '{unassigned.group(2)}' for "
+            f"{_input_types(lowering)} (no kernel; CPU fallback is disabled): {text}"
+        )
+    return None
+
+
 def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any]) -> Any:
     try:
         return _session(lowering, ep, devices, strict=True)
     except Exception as error:  # onnxruntime's own exception types
         text = _one_line(error)
-        missing = _NO_KERNEL.search(text)
-        if missing:
-            raise NotSupported(f"no {missing.group(1)} kernel for {_input_types(lowering)} on {ep_name}: "
-                               f"{text}") from error
+        missing = missing_kernel(text, lowering, ep_name)
+        if missing is not None:
+            raise missing from error
         if _FALLBACK_REFUSED in text:
             raise _diagnose(lowering, ep, ep_name, devices, error) from error
         raise ExecutionError(f"onnxruntime could not create a {ep_name} session for {lowering.name}: {text}") from error
@@ -159,8 +187,9 @@ def _target(ep: EpSpec) -> tuple[str, list[Any]]:
     if not is_plugin(ep):
         available = ort.get_available_providers()
         if ep.name not in available:
-            raise ExecutionError(f"{ep.name} is not available in this onnxruntime build "
-                                 f"(available: {', '.join(available)})")
+            raise ExecutionError(
+                f"{ep.name} is not available in this onnxruntime build (available: {', '.join(available)})"
+            )
         return ep.name, []
     try:
         name, devices = plugin_devices(ep)

@@ -22,7 +22,7 @@ def as_number(value: Any) -> float | None:
         return None
     if isinstance(value, int | float):
         return value
-    if isinstance(value, str):
+    if isinstance(value, str) and "_" not in value:  # float() would take "1_000"; YAML's core schema does not
         try:
             return float(value.strip())
         except ValueError:
@@ -40,6 +40,8 @@ class Fields:
         self.problems = problems
 
     def path(self, name: str) -> str:
+        if not name:
+            return self.prefix
         return f"{self.prefix}.{name}" if self.prefix else name
 
     def pos(self, name: str = "") -> SourcePos:
@@ -71,7 +73,11 @@ class Fields:
 
     def sub(self, name: str, required: bool = True) -> Fields | None:
         value = self.get(name, required)
-        if value is _MISSING or value is None:
+        if value is _MISSING:
+            return None
+        if value is None:
+            if required:
+                self.problem(name, "must be a mapping, got an empty value")
             return None
         if not isinstance(value, dict):
             self.problem(name, "must be a mapping")

@@ -50,8 +50,13 @@ class NotExpressible:
 
 
 def _lowering(name: str, g: GraphBuilder, outputs: Sequence[tuple[str, str, int, Sequence[int]]]) -> Lowering:
-    return Lowering(name=name, model=g.model(outputs), feeds=dict(g.feeds),
-                    outputs={out: out for out, _, _, _ in outputs}, nodes=tuple(n.name for n in g.nodes))
+    return Lowering(
+        name=name,
+        model=g.model(outputs),
+        feeds=dict(g.feeds),
+        outputs={out: out for out, _, _, _ in outputs},
+        nodes=tuple(n.name for n in g.nodes),
+    )
 
 
 def _input(g: GraphBuilder, data_type: DataType, inputs: Mapping[str, Array]) -> str:
@@ -62,13 +67,17 @@ def _lower_topk(desc: TopK1Desc, inputs: Mapping[str, Array]) -> Lowering:
     g = GraphBuilder()
     k = g.const("K", np.array([desc.k], np.int64))
     largest = 1 if desc.axis_direction is AxisDirection.DECREASING else 0
-    values, indices = g.node("TopK", [_input(g, desc.input.data_type, inputs), k], 2,
-                             axis=desc.axis, largest=largest, sorted=1)
+    values, indices = g.node(
+        "TopK", [_input(g, desc.input.data_type, inputs), k], 2, axis=desc.axis, largest=largest, sorted=1
+    )
     shape = list(desc.input.sizes)
     shape[desc.axis] = desc.k
     elem = helper.np_dtype_to_tensor_dtype(numpy_dtype(desc.input.data_type))
-    return _lowering("TopK-11", g, [(OUTPUT_VALUE_TENSOR, values, elem, shape),
-                                    (OUTPUT_INDEX_TENSOR, indices, TensorProto.INT64, shape)])
+    return _lowering(
+        "TopK-11",
+        g,
+        [(OUTPUT_VALUE_TENSOR, values, elem, shape), (OUTPUT_INDEX_TENSOR, indices, TensorProto.INT64, shape)],
+    )
 
 
 def slice_output_sizes(desc: Slice1Desc) -> tuple[int, ...]:
@@ -86,8 +95,9 @@ def slice_bounds(desc: Slice1Desc) -> tuple[list[int], list[int], list[int]]:
     the end, so it becomes INT64_MIN, which ONNX clamps to -1 ("before index 0") for negative steps.
     """
     starts, ends = [], []
-    for offset, size, stride, count in zip(desc.offsets, desc.sizes, desc.strides, slice_output_sizes(desc),
-                                           strict=True):
+    for offset, size, stride, count in zip(
+        desc.offsets, desc.sizes, desc.strides, slice_output_sizes(desc), strict=True
+    ):
         start = offset if stride > 0 else offset + size - 1
         end = start + (count - 1) * stride + (1 if stride > 0 else -1)
         starts.append(start)
@@ -101,8 +111,10 @@ def _lower_slice(desc: Slice1Desc, inputs: Mapping[str, Array]) -> Lowering | No
     starts, ends, steps = slice_bounds(desc)
     g = GraphBuilder()
     x = _input(g, desc.input.data_type, inputs)
-    consts = [g.const(name, np.array(values, np.int64))
-              for name, values in (("starts", starts), ("ends", ends), ("axes", range(len(starts))), ("steps", steps))]
+    consts = [
+        g.const(name, np.array(values, np.int64))
+        for name, values in (("starts", starts), ("ends", ends), ("axes", range(len(starts))), ("steps", steps))
+    ]
     y = g.op("Slice", x, *consts)
     elem = helper.np_dtype_to_tensor_dtype(numpy_dtype(desc.input.data_type))
     return _lowering("Slice-13", g, [(OUTPUT_TENSOR, y, elem, slice_output_sizes(desc))])

@@ -110,8 +110,12 @@ class GraphBuilder:
             node.output[:] = [renames.get(o, o) for o in node.output]
         infos = [helper.make_tensor_value_info(name, elem, list(shape)) for name, _, elem, shape in outputs]
         graph = helper.make_graph(self.nodes, "dml_conformance", self.inputs, infos, self.initializers)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
-                                  ir_version=IR_VERSION, producer_name="dml-conformance")
+        model = helper.make_model(
+            graph,
+            opset_imports=[helper.make_opsetid("", self.opset)],
+            ir_version=IR_VERSION,
+            producer_name="dml-conformance",
+        )
         return bytes(model.SerializeToString())
 
 
@@ -124,8 +128,11 @@ class MvnGraph:
 
 def per_channel(sizes: Sequence[int], spec_sizes: Sequence[int]) -> bool:
     """Every dimension but 1 is size 1, and dimension 1 is 1 or C."""
-    return (len(spec_sizes) == len(sizes) and all(s == 1 for i, s in enumerate(spec_sizes) if i != 1)
-            and spec_sizes[1] in (1, sizes[1]))
+    return (
+        len(spec_sizes) == len(sizes)
+        and all(s == 1 for i, s in enumerate(spec_sizes) if i != 1)
+        and spec_sizes[1] in (1, sizes[1])
+    )
 
 
 def mvn_candidate(desc: Mvn1Desc, ep_name: str) -> str:
@@ -134,12 +141,21 @@ def mvn_candidate(desc: Mvn1Desc, ep_name: str) -> str:
     plain = desc.normalize_variance and desc.scale is None and desc.bias is None
     spatial = len(sizes) >= 3 and sorted(desc.axes) == list(range(2, len(sizes)))
     channel_ok = all(t is None or per_channel(sizes, t.sizes) for t in (desc.scale, desc.bias))
-    if spatial and desc.normalize_variance and channel_ok and (ep_name != "CUDAExecutionProvider"
-                                                               or eps >= CUDNN_MIN_EPSILON):
+    if (
+        spatial
+        and desc.normalize_variance
+        and channel_ok
+        and (ep_name != "CUDAExecutionProvider" or eps >= CUDNN_MIN_EPSILON)
+    ):
         return INSTANCE_NORM
-    if plain and desc.input.data_type is DataType.FLOAT32 and (
+    if (
+        plain
+        and desc.input.data_type is DataType.FLOAT32
+        and (
             (ep_name == "DmlExecutionProvider" and eps == DML_MVN_EPSILON)
-            or (ep_name == "CPUExecutionProvider" and eps == 0)):
+            or (ep_name == "CPUExecutionProvider" and eps == 0)
+        )
+    ):
         return MVN_13
     return DECOMPOSED
 
@@ -205,10 +221,17 @@ def _decomposition(g: GraphBuilder, kind: str, x: str, p: Mapping[str, float], d
 
 # DML activation -> (ONNX op, ((ONNX attribute, DML parameter), ...)) where one node is the activation's twin.
 _ONE_NODE: Mapping[str, tuple[str, tuple[tuple[str, str], ...]]] = {
-    "IDENTITY": ("Identity", ()), "RELU": ("Relu", ()), "SIGMOID": ("Sigmoid", ()), "TANH": ("Tanh", ()),
-    "SOFTSIGN": ("Softsign", ()), "SOFTPLUS": ("Softplus", ()), "HARD_SWISH": ("HardSwish", ()),
-    "ELU": ("Elu", (("alpha", "alpha"),)), "CELU": ("Celu", (("alpha", "alpha"),)),
-    "LEAKY_RELU": ("LeakyRelu", (("alpha", "alpha"),)), "THRESHOLDED_RELU": ("ThresholdedRelu", (("alpha", "alpha"),)),
+    "IDENTITY": ("Identity", ()),
+    "RELU": ("Relu", ()),
+    "SIGMOID": ("Sigmoid", ()),
+    "TANH": ("Tanh", ()),
+    "SOFTSIGN": ("Softsign", ()),
+    "SOFTPLUS": ("Softplus", ()),
+    "HARD_SWISH": ("HardSwish", ()),
+    "ELU": ("Elu", (("alpha", "alpha"),)),
+    "CELU": ("Celu", (("alpha", "alpha"),)),
+    "LEAKY_RELU": ("LeakyRelu", (("alpha", "alpha"),)),
+    "THRESHOLDED_RELU": ("ThresholdedRelu", (("alpha", "alpha"),)),
     "HARD_SIGMOID": ("HardSigmoid", (("alpha", "alpha"), ("beta", "beta"))),
     "SCALED_ELU": ("Selu", (("alpha", "alpha"), ("gamma", "gamma"))),
     "SHRINK": ("Shrink", (("bias", "bias"), ("lambd", "threshold"))),
@@ -230,15 +253,20 @@ def add_activation(g: GraphBuilder, x: str, act: Activation, dtype: np.dtype[Any
 
 def lower_mvn(desc: Mvn1Desc, inputs: Mapping[str, Array], ep_name: str) -> MvnGraph:
     if not desc.input.data_type.is_float:
-        raise CannotLower(f"MEAN_VARIANCE_NORMALIZATION1 on {desc.input.data_type.value} data has no ONNX form "
-                          "(InstanceNormalization, MeanVarianceNormalization and the decomposition take floats)")
+        raise CannotLower(
+            f"MEAN_VARIANCE_NORMALIZATION1 on {desc.input.data_type.value} data has no ONNX form "
+            "(InstanceNormalization, MeanVarianceNormalization and the decomposition take floats)"
+        )
     g, kind = GraphBuilder(), mvn_candidate(desc, ep_name)
     dtype = numpy_dtype(desc.input.data_type)
     if kind == INSTANCE_NORM:
         y = _instance_norm(g, desc, inputs)
     elif kind == MVN_13:
-        y = g.op("MeanVarianceNormalization", g.input(INPUT_TENSOR, np.asarray(inputs[INPUT_TENSOR], dtype)),
-                 axes=sorted(set(desc.axes)))
+        y = g.op(
+            "MeanVarianceNormalization",
+            g.input(INPUT_TENSOR, np.asarray(inputs[INPUT_TENSOR], dtype)),
+            axes=sorted(set(desc.axes)),
+        )
     else:
         y = _decomposed(g, desc, inputs)
     compute = np.dtype(np.float32) if kind == DECOMPOSED else dtype

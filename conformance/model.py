@@ -53,7 +53,7 @@ class FeatureLevel:
         body = text.strip().upper().removeprefix("DML_FEATURE_LEVEL_").replace(".", "_")
         parts = body.split("_")
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise ValueError(f"not a feature level: {text!r} (expected e.g. \"3_1\")")
+            raise ValueError(f'not a feature level: {text!r} (expected e.g. "3_1")')
         return cls(int(parts[0]), int(parts[1]))
 
     def __str__(self) -> str:

@@ -17,7 +17,12 @@ from conformance.model import (
     Mvn1Desc,
     TopK1Desc,
 )
-from reference import mean_variance_normalization1, slice1, top_k1
+
+# From the submodules, not the package: an editable install made before reference/ had an __init__.py
+# imports ``reference`` as a namespace package, whose attributes are then the modules, not the functions.
+from reference.mean_variance_normalization1 import mean_variance_normalization1
+from reference.slice1 import slice1
+from reference.top_k1 import top_k1
 
 
 def expected_outputs(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -32,11 +37,37 @@ def expected_outputs(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, 
         if d.fused_activation is not None:
             activation = {"type": d.fused_activation.type, **d.fused_activation.params}
         out = mean_variance_normalization1(
-            x, d.axes, scale=inputs.get(SCALE_TENSOR), bias=inputs.get(BIAS_TENSOR),
-            normalize_variance=d.normalize_variance, epsilon=d.epsilon, fused_activation=activation,
+            x,
+            d.axes,
+            scale=inputs.get(SCALE_TENSOR),
+            bias=inputs.get(BIAS_TENSOR),
+            normalize_variance=d.normalize_variance,
+            epsilon=d.epsilon,
+            fused_activation=activation,
         )
         return {OUTPUT_TENSOR: out}
     return {OUTPUT_TENSOR: slice1(x, d.offsets, d.sizes, d.strides, output_sizes=d.output_sizes)}
+
+
+def _golden_differences(case: Case, name: str, got: np.ndarray) -> str | None:
+    """Why the case's ``expected[name]`` disagrees with the oracle's ``got``, in one line; None when it agrees."""
+    values = case.expected[name]
+    if len(values) != got.size:
+        return f"{name}: the case gives {len(values)} values, the oracle's output has shape {got.shape}"
+    want = np.asarray(values, dtype=np.float64).reshape(got.shape)
+    have = got.astype(np.float64)
+    if isinstance(case.descriptor, Mvn1Desc):
+        same = np.isclose(have, want, rtol=1e-3, atol=1e-3, equal_nan=True)
+    else:
+        same = (have == want) | (np.isnan(have) & np.isnan(want))
+    if bool(np.all(same)):
+        return None
+    wrong = np.argwhere(~same)
+    first = tuple(int(i) for i in wrong[0])
+    return (
+        f"{name}: {len(wrong)} of {got.size} elements differ; first at {list(first)}: the case expects "
+        f"{want[first]:g}, the oracle gives {have[first]:g}"
+    )
 
 
 def golden_mismatches(case: Case, oracle: Mapping[str, np.ndarray]) -> list[str]:
@@ -46,15 +77,10 @@ def golden_mismatches(case: Case, oracle: Mapping[str, np.ndarray]) -> list[str]
     Exact outputs (TOP_K1, SLICE1) must match exactly; MVN1 goldens are written with few digits, so they
     are held to the relative precision they were written with.
     """
-    wrong = []
-    for name, values in case.expected.items():
-        got = oracle[name]
-        want = np.asarray(values, dtype=np.float64).reshape(got.shape)
-        have = got.astype(np.float64)
-        if isinstance(case.descriptor, Mvn1Desc):
-            same = np.isclose(have, want, rtol=1e-3, atol=1e-3, equal_nan=True)
-        else:
-            same = (have == want) | (np.isnan(have) & np.isnan(want))
-        if not bool(np.all(same)):
-            wrong.append(name)
-    return wrong
+    return [name for name in case.expected if _golden_differences(case, name, oracle[name]) is not None]
+
+
+def golden_report(case: Case, oracle: Mapping[str, np.ndarray]) -> list[str]:
+    """One line per output of ``golden_mismatches``: how many elements differ and the first difference."""
+    lines = (_golden_differences(case, name, oracle[name]) for name in case.expected)
+    return [line for line in lines if line is not None]

@@ -40,14 +40,25 @@ CASE_FIELDS = ("id", "description", "feature_level", "expected", "tolerance", "e
 OPERATOR_FIELDS: Mapping[Operator, tuple[str, ...]] = {
     Operator.TOP_K1: ("InputTensor", "Axis", "K", "AxisDirection"),
     Operator.MEAN_VARIANCE_NORMALIZATION1: (
-        "InputTensor", "ScaleTensor", "BiasTensor", "Axes", "NormalizeVariance", "Epsilon", "FusedActivation",
+        "InputTensor",
+        "ScaleTensor",
+        "BiasTensor",
+        "Axes",
+        "NormalizeVariance",
+        "Epsilon",
+        "FusedActivation",
     ),
     Operator.SLICE1: ("InputTensor", "InputWindowOffsets", "InputWindowSizes", "InputWindowStrides", "OutputSizes"),
 }
 # YAML spelling of each activation parameter -> the oracle's key.
 ACTIVATION_KEYS = {
-    "Alpha": "alpha", "Beta": "beta", "Gamma": "gamma", "Steepness": "steepness",
-    "Bias": "bias", "Threshold": "threshold", "SigmoidInputScale": "sigmoid_input_scale",
+    "Alpha": "alpha",
+    "Beta": "beta",
+    "Gamma": "gamma",
+    "Steepness": "steepness",
+    "Bias": "bias",
+    "Threshold": "threshold",
+    "SigmoidInputScale": "sigmoid_input_scale",
 }
 
 
@@ -92,14 +103,16 @@ def _activation(f: Fields | None) -> Activation | None:
     defaults = ACTIVATION_PARAMS[name]
     allowed = ["Type", *(k for k, v in ACTIVATION_KEYS.items() if v in defaults)]
     f.check_known(allowed)
-    params = {key: f.number(yaml_key, default=defaults[key]) for yaml_key, key in ACTIVATION_KEYS.items()
-              if key in defaults}
+    params = {
+        key: f.number(yaml_key, default=defaults[key]) for yaml_key, key in ACTIVATION_KEYS.items() if key in defaults
+    }
     return Activation(name, {k: v for k, v in params.items() if v is not None})
 
 
 def _mvn(f: Fields) -> Descriptor | None:
-    tensors = {name: f.sub(name, required=name == "InputTensor") for name in ("InputTensor", "ScaleTensor",
-                                                                              "BiasTensor")}
+    tensors = {
+        name: f.sub(name, required=name == "InputTensor") for name in ("InputTensor", "ScaleTensor", "BiasTensor")
+    }
     read = {name: read_tensor(sub) if sub else None for name, sub in tensors.items()}
     axes = f.int_list("Axes")
     normalize = f.boolean("NormalizeVariance", True)
@@ -110,8 +123,7 @@ def _mvn(f: Fields) -> Descriptor | None:
         return None
     if f.has("FusedActivation") and f.raw["FusedActivation"] is not None and activation is None:
         return None
-    return Mvn1Desc(read["InputTensor"], read["ScaleTensor"], read["BiasTensor"], axes, normalize, epsilon,
-                    activation)
+    return Mvn1Desc(read["InputTensor"], read["ScaleTensor"], read["BiasTensor"], axes, normalize, epsilon, activation)
 
 
 def _slice(f: Fields) -> Descriptor | None:
@@ -166,8 +178,14 @@ def _expected(f: Fields | None, operator: Operator) -> tuple[dict[str, tuple[flo
     return values, shapes
 
 
-def _case(raw: dict[str, Any], positions: dict[str, SourcePos], case_id: str, path: str, operator: Operator,
-          file_level: FeatureLevel) -> Entry:
+def _case(
+    raw: dict[str, Any],
+    positions: dict[str, SourcePos],
+    case_id: str,
+    path: str,
+    operator: Operator,
+    file_level: FeatureLevel,
+) -> Entry:
     problems: list[Problem] = []
     f = Fields(raw, "", positions, problems)
     f.check_known((*CASE_FIELDS, *OPERATOR_FIELDS[operator]))
@@ -179,11 +197,23 @@ def _case(raw: dict[str, Any], positions: dict[str, SourcePos], case_id: str, pa
     descriptor = _DESCRIPTORS[operator](f)
     expected, shapes = _expected(f.sub("expected", required=False), operator)
     tolerance = _tolerance(f.sub("tolerance", required=False))
+    if descriptor is None and not problems:  # every reader records why it gave up; this is a safety net
+        f.problem("", "the descriptor could not be read")
     if problems or descriptor is None:
         return Rejected(case_id, path, operator.value, f.pos(), reason, tuple(problems))
-    return Case(id=case_id, path=path, operator=operator, feature_level=level, descriptor=descriptor,
-                description=f.text("description"), expected=expected, expected_shapes=shapes, tolerance=tolerance,
-                expect_invalid=reason, positions=positions)
+    return Case(
+        id=case_id,
+        path=path,
+        operator=operator,
+        feature_level=level,
+        descriptor=descriptor,
+        description=f.text("description"),
+        expected=expected,
+        expected_shapes=shapes,
+        tolerance=tolerance,
+        expect_invalid=reason,
+        positions=positions,
+    )
 
 
 def _case_positions(doc: Document) -> dict[int, dict[str, SourcePos]]:
@@ -205,12 +235,13 @@ def parse_document(doc: Document) -> tuple[list[Entry], list[Problem]]:
     operator = top.choice("operator", Operator, strip="DML_")
     level = _feature_level(top, INTRODUCED)
     cases = top.get("cases", True)
-    if cases is not None and not isinstance(cases, list):
-        top.problem("cases", "must be a list of cases")
+    if top.has("cases") and not isinstance(cases, list):
+        top.problem("cases", f"must be a list of cases, got {_kind(cases)}")
     if problems or operator is None or not isinstance(cases, list):
         return [], problems
     entries: list[Entry] = []
     seen: dict[str, SourcePos] = {}
+    ids: set[str] = set()
     for index, (raw, positions) in enumerate(zip(cases, _by_index(_case_positions(doc), len(cases)), strict=True)):
         positions[""] = doc.pos(("cases", index))
         case_fields = Fields(raw, "", positions, problems)
@@ -218,7 +249,9 @@ def parse_document(doc: Document) -> tuple[list[Entry], list[Problem]]:
             case_fields.problem("", "each case is a mapping")
             continue
         case_id = case_fields.text("id", required=True)
-        if not case_id:
+        if case_fields.has("id") and not case_id.strip():
+            case_fields.problem("id", "must not be empty")
+        if not case_id.strip():
             continue
         if case_id in seen:
             case_fields.problem("id", f"duplicate id {case_id!r} (first at line {seen[case_id].line})")
@@ -226,9 +259,24 @@ def parse_document(doc: Document) -> tuple[list[Entry], list[Problem]]:
         seen[case_id] = case_fields.pos("id")
         variants, sweep_problems = expand(raw, positions)
         problems.extend(sweep_problems)
-        entries.extend(_case(v.raw, v.positions, f"{path}::{case_id}{v.suffix}", path, operator, level)
-                       for v in variants)
+        for variant in variants:
+            full_id = f"{path}::{case_id}{variant.suffix}"
+            if full_id in ids:
+                where = variant.positions.get("matrix", case_fields.pos("id"))
+                problems.append(Problem(where, "matrix", f"gives the id {full_id!r} twice (repeated values?)"))
+                break
+            ids.add(full_id)
+            entries.append(_case(variant.raw, variant.positions, full_id, path, operator, level))
     return entries, problems
+
+
+def _kind(value: Any) -> str:
+    """What a YAML value is, for messages: 'a mapping', 'a list', 'an empty value', or its repr."""
+    if value is None:
+        return "an empty value"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "a list" if isinstance(value, list) else repr(value)
 
 
 def _by_index(grouped: dict[int, dict[str, SourcePos]], count: int) -> list[dict[str, SourcePos]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.fields import Fields, as_number
+from conformance.generate import GENERATOR_KINDS
 from conformance.model import DataType, Generator, TensorSpec
 
 TENSOR_FIELDS = ("Sizes", "DataType", "Data", "Generator")
@@ -15,36 +16,51 @@ def flatten(value: Any) -> tuple[list[float], tuple[int, ...]] | str:
     if not isinstance(value, list):
         return "must be a list (nested like Sizes, or flat)"
     shape: list[int] = []
-    level: list[Any] = value
+    level: Any = value
     while isinstance(level, list):
         shape.append(len(level))
         level = level[0] if level else None
     flat: list[float] = []
-    if not _collect(value, shape, 0, flat):
-        return f"is ragged: every nesting level must have the same length (first rows give {tuple(shape)})"
-    bad = next((v for v in flat if isinstance(v, str)), None)
-    if bad is not None:
-        return f"holds {bad!r}, which is not a number (use .nan, .inf, -.inf for special values)"
-    return flat, tuple(shape)
+    wrong = _collect(value, shape, (), flat)
+    return wrong if wrong is not None else (flat, tuple(shape))
 
 
-def _collect(value: Any, shape: list[int], depth: int, out: list[Any]) -> bool:
+def _collect(value: Any, shape: list[int], index: tuple[int, ...], out: list[float]) -> str | None:
+    """Append ``value``'s numbers to ``out``; what is wrong at the first bad ``index`` (e.g. [1][0]), else None."""
+    depth = len(index)
     if depth == len(shape):
+        where = "".join(f"[{i}]" for i in index)
         if isinstance(value, list):
-            return False
+            levels = "level" if len(shape) == 1 else "levels"
+            return f"is ragged: {where} is a list, but the first entries nest {len(shape)} {levels} deep"
         number = as_number(value)
-        out.append(number if number is not None else repr(value))
-        return True
+        if number is None:
+            return f"holds {value!r} at {where}, which is not a number (use .nan, .inf, -.inf for special values)"
+        out.append(number)
+        return None
     if not isinstance(value, list) or len(value) != shape[depth]:
-        return False
-    return all(_collect(item, shape, depth + 1, out) for item in value)
+        where = "".join(f"[{i}]" for i in index)
+        got = f"has {len(value)} entries" if isinstance(value, list) else f"is {value!r}"
+        return (
+            f"is ragged: {where} {got} where the first rows have a list of {shape[depth]} "
+            f"(every nesting level must have the same length)"
+        )
+    if depth == len(shape) - 1 and all(type(item) in (int, float) for item in value):
+        out.extend(value)  # a row of plain numbers, the common case: Data can hold millions of them
+        return None
+    for i, item in enumerate(value):
+        wrong = _collect(item, shape, (*index, i), out)
+        if wrong is not None:
+            return wrong
+    return None
 
 
 def read_generator(fields: Fields) -> Generator | None:
     kind = fields.text("Kind", required=True)
-    # A Seed is needed by every random kind; arange ignores it, so it defaults to 0.
-    seed = fields.integer("Seed", 0, 2**64 - 1, required=False, what=" (seed)")
-    seed = 0 if seed is None and not fields.has("Seed") else seed
+    # A Seed is needed by every random kind; arange ignores it, so there it defaults to 0.
+    random = kind.lower() in GENERATOR_KINDS and kind.lower() != "arange"  # an unknown kind is validate's to report
+    seed = fields.integer("Seed", 0, 2**64 - 1, required=random and bool(kind), what=" (seed)")
+    seed = 0 if seed is None and not fields.has("Seed") and not random else seed
     params: dict[str, float] = {}
     for name in fields.raw:
         if name in ("Kind", "Seed"):

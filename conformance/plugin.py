@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -17,7 +18,7 @@ from conformance.eps import EpSpec, best_available_ep, parse_ep
 from conformance.model import FeatureLevel, Status
 from conformance.parse import Entry, Rejected
 from conformance.results import Result
-from conformance.runner import RunOptions, run_entry
+from conformance.runner import RunOptions, ep_text, run_entry
 from conformance.suite import read_file
 from conformance.validate import DEFAULT_MAX_ELEMENTS
 
@@ -38,11 +39,58 @@ class CaseFileProblems(Exception):
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dml-conformance")
-    group.addoption("--ep", action="append", default=[], metavar="EP",
-                    help="execution provider for YAML cases (cpu, cuda, dml, webgpu, ...); repeatable")
+    group.addoption(
+        "--ep",
+        action="append",
+        default=[],
+        metavar="EP",
+        help="execution provider for YAML cases (cpu, cuda, dml, webgpu, ...); repeatable",
+    )
     group.addoption("--feature-level", default=None, metavar="FL", help="the target's DML feature level")
-    group.addoption("--max-elements", type=int, default=DEFAULT_MAX_ELEMENTS, metavar="N",
-                    help="refuse case tensors over N elements")
+    group.addoption(
+        "--max-elements",
+        type=int,
+        default=DEFAULT_MAX_ELEMENTS,
+        metavar="N",
+        help="refuse case tensors over N elements",
+    )
+
+
+@dataclass(frozen=True)
+class _Settings:
+    eps: tuple[EpSpec, ...]  # empty: the best available, found when the first case file is collected
+    options: RunOptions
+
+
+_SETTINGS = pytest.StashKey[_Settings]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Check --ep and --feature-level once, up front: a bad value is a usage error, not a collection error per file."""
+    try:
+        eps = [parse_ep(text) for text in config.getoption("ep")]
+    except ValueError as error:
+        raise pytest.UsageError(f"--ep: {error}") from None
+    level_text = config.getoption("feature_level")
+    try:
+        level = FeatureLevel.parse(level_text) if level_text else None
+    except ValueError as error:
+        raise pytest.UsageError(f"--feature-level: {error}") from None
+    max_elements = config.getoption("max_elements")
+    if max_elements < 1:
+        raise pytest.UsageError(f"--max-elements: must be at least 1, got {max_elements}")
+    unique: dict[str, EpSpec] = {}
+    for ep in eps:  # one EP named twice (cpu, CPUExecutionProvider) runs once
+        unique.setdefault(ep_text(ep), ep)
+    config.stash[_SETTINGS] = _Settings(tuple(unique.values()), RunOptions(level, max_elements))
+
+
+def _settings(config: pytest.Config) -> _Settings:
+    settings = config.stash[_SETTINGS]
+    if not settings.eps:
+        settings = _Settings((best_available_ep(),), settings.options)
+        config.stash[_SETTINGS] = settings
+    return settings
 
 
 def _is_case_file(path: Path) -> bool:
@@ -62,24 +110,26 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile |
     return None
 
 
+def _skip(reason: str) -> NoReturn:
+    """pytest.skip, reported at the case's file and line rather than at this module's."""
+    try:
+        error = pytest.skip.Exception(reason, _use_item_location=True)
+    except TypeError:  # a pytest without the keyword
+        error = pytest.skip.Exception(reason)
+    raise error
+
+
 class CaseFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
-        config = self.config
-        max_elements = config.getoption("max_elements")
-        try:
-            eps = [parse_ep(text) for text in config.getoption("ep")] or [best_available_ep()]
-        except ValueError as error:
-            raise pytest.UsageError(f"--ep: {error}") from None
-        level_text = config.getoption("feature_level")
-        options = RunOptions(FeatureLevel.parse(level_text) if level_text else None, max_elements)
-        entries, problems = read_file(str(self.path), max_elements)
+        settings = _settings(self.config)
+        entries, problems = read_file(str(self.path), settings.options.max_elements)
         if problems:
             raise CaseFileProblems("\n".join(str(p) for p in problems))
         for entry in entries:
             local = entry.id.rpartition("::")[2]
-            for ep in eps:
-                name = local if len(eps) == 1 else f"{local}@{ep.alias}"
-                yield CaseItem.from_parent(self, name=name, entry=entry, ep=ep, options=options)
+            for ep in settings.eps:
+                name = local if len(settings.eps) == 1 else f"{local}@{ep_text(ep)}"
+                yield CaseItem.from_parent(self, name=name, entry=entry, ep=ep, options=settings.options)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFileProblems):
@@ -100,18 +150,21 @@ class CaseItem(pytest.Item):
         if result.status in (Status.FAIL, Status.ERROR):
             raise CaseFailure(result)
         if result.status in (Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE):
-            pytest.skip(f"{result.status.value}: {result.message}")
+            _skip(f"{result.status.value}: {result.message}")
         if result.status == Status.QUALITY_WARNING:
-            warnings.warn(ConformanceWarning(f"{self.entry.id} [{self.ep.alias}]: {result.message}"), stacklevel=1)
+            warnings.warn(ConformanceWarning(f"{self.entry.id} [{ep_text(self.ep)}]: {result.message}"), stacklevel=1)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailure):
             r = excinfo.value.result
             kind = f" ({r.failure_kind})" if r.failure_kind else ""
-            return (f"{r.status.value}{kind} on {r.ep}, lowering {r.lowering or '-'}\n{r.message}\n\n"
-                    f"reproduce: {r.repro}")
+            return (
+                f"{r.status.value}{kind} on {r.ep}, lowering {r.lowering or '-'}\n{r.message}\n\nreproduce: {r.repro}"
+            )
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         pos = self.entry.pos if isinstance(self.entry, Rejected) else self.entry.pos("")
-        return self.path, pos.line - 1, self.entry.id
+        # The domain is the failure headline. It must not end the node id: pytest's verbose line would then
+        # rewrite its dots as "::" ("spec_examples::yaml::example-1").
+        return self.path, pos.line - 1, f"{self.entry.id} [{ep_text(self.ep)}]"

@@ -9,18 +9,30 @@ from conformance.results import FAILING
 from conformance.summary import STATUS_ORDER, Summary, first_line
 
 
+def _plain(text: object) -> str:
+    """Case-provided text with control characters shown escaped: a case id must not drive the terminal."""
+    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in str(text))
+
+
 def render_console(summary: Summary, max_listed: int = 30) -> str:
     statuses = [s for s in STATUS_ORDER if summary.totals.get(s)]
-    rows = [[op, ep, *(counts.get(s, 0) or "" for s in statuses)] for op, ep, counts in summary.by_operator]
+    rows = [
+        [_plain(op), _plain(ep), *(counts.get(s, 0) or "" for s in statuses)] for op, ep, counts in summary.by_operator
+    ]
     parts = [tabulate(rows, ["operator", "EP", *statuses], tablefmt="simple")]
     if summary.matrix and len(summary.matrix) <= max_listed:
-        matrix_rows = [[case, *((s.value if s else "-") for s in row)] for case, row in summary.matrix]
-        parts.append(tabulate(matrix_rows, ["case", *summary.eps], tablefmt="simple"))
+        matrix_rows = [[_plain(case), *((s.value if s else "-") for s in row)] for case, row in summary.matrix]
+        parts.append(
+            tabulate(matrix_rows, ["case", *map(_plain, summary.eps)], tablefmt="simple", disable_numparse=True)
+        )
     listed = sorted(summary.notable, key=lambda r: (r.status not in FAILING, r.status != Status.FAIL))
     for result in listed[:max_listed]:
         detail = f" ({result.failure_kind})" if result.failure_kind else ""
-        parts.append(f"{result.status.value}{detail} {result.case} [{result.ep}]\n  {first_line(result.message)}"
-                     + (f"\n  repro: {result.repro}" if result.status in FAILING else ""))
+        parts.append(
+            f"{result.status.value}{detail} {_plain(result.case)} [{_plain(result.ep)}]\n"
+            f"  {_plain(first_line(result.message))}"
+            + (f"\n  repro: {_plain(result.repro)}" if result.status in FAILING else "")
+        )
     if len(listed) > max_listed:
         parts.append(f"... and {len(listed) - max_listed} more not passing (see summary.md)")
     totals = ", ".join(f"{summary.totals[s]} {s.value}" for s in statuses)

@@ -2,43 +2,74 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 from tabulate import tabulate
 
 from conformance.summary import STATUS_ORDER, Summary, first_line
 
+_LINE_BREAKS = re.compile(r"\r\n|\r|\n")
+# ASCII punctuation that Markdown (GitHub's included) gives a meaning to inside a table cell; each is escaped with
+# a backslash, which CommonMark defines for every ASCII punctuation character.
+_MARKUP = "\\`*_<>[]|&~"
+
 
 def _cell(text: object) -> str:
     """Case-provided text is escaped: a pipe or newline must not break the table, nor markup render."""
-    value = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-    for char in "`*_<>[]":
-        value = value.replace(char, "\\" + char)
-    return value
+    value = _LINE_BREAKS.sub(" ", str(text))
+    return "".join("\\" + char if char in _MARKUP else char for char in value)
+
+
+def _code(text: str) -> str:
+    """``text`` as an inline code span that no backtick inside it can close early (CommonMark 6.1)."""
+    text = _LINE_BREAKS.sub(" ", text)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _table(rows: Sequence[Sequence[object]], headers: Sequence[str], text: bool = True) -> str:
+    # Text tables parse no numbers: a case id or message that looks like one ("1e5", "nan") is shown as written.
+    return tabulate(rows, list(headers), tablefmt="github", disable_numparse=text)
 
 
 def render_markdown(summary: Summary) -> str:
     env = summary.environment
+    command = env.get("command") or []
     lines = [
         "# DirectML conformance summary",
         "",
         f"- onnxruntime {env.get('onnxruntime')} on {env.get('platform')}, Python {env.get('python')}",
-        f"- EPs: {', '.join(summary.eps) or 'none'}; target feature level: {env.get('target_feature_level') or 'any'}",
-        f"- command: `{' '.join(env.get('command', []))}`",
+        f"- EPs: {', '.join(_cell(ep) for ep in summary.eps) or 'none'}; "
+        f"target feature level: {env.get('target_feature_level') or 'any'}",
+        f"- command: {_code(' '.join(str(word) for word in command))}",
         "",
         "## Totals",
         "",
     ]
     statuses = [s for s in STATUS_ORDER if summary.totals.get(s)]
-    lines.append(tabulate([[s.value, summary.totals[s]] for s in statuses], ["status", "results"], tablefmt="github"))
+    lines.append(_table([[s.value, summary.totals[s]] for s in statuses], ["status", "results"], text=False))
     lines += ["", "## By operator and EP", ""]
-    rows = [[op, ep, *(counts.get(s, 0) for s in statuses)] for op, ep, counts in summary.by_operator]
-    lines.append(tabulate(rows, ["operator", "EP", *statuses], tablefmt="github"))
+    rows = [[op, _cell(ep), *(counts.get(s, 0) for s in statuses)] for op, ep, counts in summary.by_operator]
+    lines.append(_table(rows, ["operator", "EP", *statuses], text=False))
     if summary.matrix:
-        lines += ["", "## Case × EP", ""]
+        lines += ["", "## Case × EP", ""]  # noqa: RUF001
         rows = [[_cell(case), *((s.value if s else "—") for s in row)] for case, row in summary.matrix]
-        lines.append(tabulate(rows, ["case", *summary.eps], tablefmt="github"))
+        lines.append(_table(rows, ["case", *(_cell(ep) for ep in summary.eps)]))
     if summary.notable:
         lines += ["", "## Not passing", ""]
-        rows = [[_cell(r.case), r.ep, r.status.value, r.failure_kind or "", r.lowering or "",
-                 _cell(first_line(r.message))] for r in summary.notable]
-        lines.append(tabulate(rows, ["case", "EP", "status", "kind", "lowering", "message"], tablefmt="github"))
+        rows = [
+            [
+                _cell(r.case),
+                _cell(r.ep),
+                r.status.value,
+                r.failure_kind or "",
+                r.lowering or "",
+                _cell(first_line(r.message)),
+            ]
+            for r in summary.notable
+        ]
+        lines.append(_table(rows, ["case", "EP", "status", "kind", "lowering", "message"]))
     return "\n".join(lines) + "\n"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import platform
 import sys
@@ -37,9 +39,16 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["status"] = self.status.value
-        data["metrics"] = dict(self.metrics)
+        data["metrics"] = {key: _json_value(value) for key, value in self.metrics.items()}
         data["placement"] = dict(self.placement)
         return data
+
+
+def _json_value(value: Any) -> Any:
+    """Strict JSON has no NaN or infinity: such a metric is written as "nan", "inf" or "-inf"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
 
 
 def _version(distribution: str) -> str | None:
@@ -53,7 +62,7 @@ def environment(eps: Sequence[Mapping[str, Any]], argv: Sequence[str], feature_l
     """What was tested with what: versions, EPs, platform and the exact command line."""
     import numpy
     import onnx
-    import onnxruntime
+    import onnxruntime  # type: ignore[import-untyped]
 
     packages = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-ep-webgpu")
     return {
@@ -73,15 +82,24 @@ def environment(eps: Sequence[Mapping[str, Any]], argv: Sequence[str], feature_l
     }
 
 
+def write_text_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``: a reader sees
+    the old file or the new one, never half of one, and a failed write leaves no temporary file behind."""
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
+
+
 def write_results(path: str, env: Mapping[str, Any], results: Sequence[Result]) -> None:
     """Write results.json atomically (a reader never sees half a file)."""
-    document = {"schema_version": SCHEMA_VERSION, "environment": dict(env),
-                "results": [r.to_json() for r in results]}
-    temporary = f"{path}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=1, allow_nan=False, default=str)
-        handle.write("\n")
-    os.replace(temporary, path)
+    document = {"schema_version": SCHEMA_VERSION, "environment": dict(env), "results": [r.to_json() for r in results]}
+    write_text_atomic(path, json.dumps(document, indent=1, allow_nan=False, default=str) + "\n")
 
 
 def read_results(path: str) -> tuple[dict[str, Any], list[Result]]:

@@ -15,7 +15,7 @@ from conformance.execute import ExecutionError, NotSupported, execute
 from conformance.generate import case_inputs
 from conformance.lower import NotExpressible, lower
 from conformance.model import Case, FeatureLevel, Status
-from conformance.oracle import expected_outputs, golden_mismatches
+from conformance.oracle import expected_outputs, golden_mismatches, golden_report
 from conformance.parse import Entry, Rejected
 from conformance.results import Result
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
@@ -35,16 +35,34 @@ def ep_text(ep: EpSpec) -> str:
     return f"{ep.alias}:{options}" if options else ep.alias
 
 
-def repro_command(entry: Entry, ep: EpSpec) -> str:
-    return shlex.join(["dmlconf", "run", entry.path, "-k", entry.id, "--ep", ep_text(ep)])
+def repro_command(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> str:
+    """The ``dmlconf run`` command that runs this one (case, EP) again, under the same target and limits.
+
+    ``-k`` is given the full case id, which selects that case alone even where it is a prefix of another id.
+    """
+    words = ["dmlconf", "run", entry.path, "-k", entry.id, "--ep", ep_text(ep)]
+    if options is not None and options.feature_level is not None:
+        words += ["--feature-level", str(options.feature_level)]
+    if options is not None and options.max_elements != DEFAULT_MAX_ELEMENTS:
+        words += ["--max-elements", str(options.max_elements)]
+    return shlex.join(words)
 
 
-def _base(entry: Entry, ep: EpSpec) -> Result:
+def _base(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> Result:
+    """A result's fields known before running; its ``ep`` is the --ep text (options included, so that two
+    configurations of one EP stay apart)."""
+    repro = repro_command(entry, ep, options)
     if isinstance(entry, Rejected):
-        return Result(entry.id, entry.operator, ep.alias, Status.INVALID, repro=repro_command(entry, ep))
-    return Result(entry.id, entry.operator.value, ep.alias, Status.PASS,
-                  data_type=entry.descriptor.input.data_type.value, feature_level=str(entry.feature_level),
-                  repro=repro_command(entry, ep))
+        return Result(entry.id, entry.operator, ep_text(ep), Status.INVALID, repro=repro)
+    return Result(
+        entry.id,
+        entry.operator.value,
+        ep_text(ep),
+        Status.PASS,
+        data_type=entry.descriptor.input.data_type.value,
+        feature_level=str(entry.feature_level),
+        repro=repro,
+    )
 
 
 def _negative(entry: Entry, base: Result, options: RunOptions) -> Result:
@@ -52,21 +70,36 @@ def _negative(entry: Entry, base: Result, options: RunOptions) -> Result:
     problems = list(entry.problems) if isinstance(entry, Rejected) else validate(entry, options.max_elements)
     if problems:
         return replace(base, status=Status.INVALID, message="\n".join(dict.fromkeys(str(p) for p in problems)))
-    return replace(base, status=Status.FAIL, failure_kind="validator_accepted",
-                    message=f"marked expect: invalid ({entry.expect_invalid}) but the validator accepts it")
+    return replace(
+        base,
+        status=Status.FAIL,
+        failure_kind="validator_accepted",
+        message=f"marked expect: invalid ({entry.expect_invalid}) but the validator accepts it",
+    )
 
 
 def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Result:
     if options.feature_level is not None and case.feature_level > options.feature_level:
-        return replace(base, status=Status.NOT_SUPPORTED,
-                        message=f"needs feature level {case.feature_level}; the target is {options.feature_level}")
+        return replace(
+            base,
+            status=Status.NOT_SUPPORTED,
+            message=f"needs feature level {case.feature_level}; the target is {options.feature_level}",
+        )
     inputs = case_inputs(case)
     expected = expected_outputs(case, inputs)
     wrong = golden_mismatches(case, expected)
     if wrong:
-        return replace(base, status=Status.ERROR, failure_kind="golden_mismatch",
-                        message=f"the oracle disagrees with the case's expected {', '.join(wrong)}: harness or "
-                                "case-file bug")
+        return replace(
+            base,
+            status=Status.ERROR,
+            failure_kind="golden_mismatch",
+            message="\n".join(
+                [
+                    f"the oracle disagrees with the case's expected {', '.join(wrong)}: harness or case-file bug",
+                    *golden_report(case, expected),
+                ]
+            ),
+        )
     lowering = lower(case, inputs, ep.name)
     if isinstance(lowering, NotExpressible):
         return replace(base, status=Status.NOT_EXPRESSIBLE, message=lowering.reason)
@@ -78,22 +111,45 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
     except ExecutionError as error:
         return replace(base, status=Status.ERROR, failure_kind="execution", message=str(error))
     verdict = compare(case, inputs, expected, execution.outputs)
-    return replace(base, status=verdict.status, failure_kind=verdict.failure_kind, message=verdict.message,
-                    metrics=dict(verdict.metrics), placement=dict(execution.placement))
+    return replace(
+        base,
+        status=verdict.status,
+        failure_kind=verdict.failure_kind,
+        message=verdict.message,
+        metrics=dict(verdict.metrics),
+        placement=dict(execution.placement),
+    )
+
+
+def _fallback_base(entry: Entry, ep: EpSpec) -> Result:
+    """The least a result can say, for when even ``_base`` failed."""
+    operator = getattr(entry, "operator", "")
+    return Result(
+        str(getattr(entry, "id", "?")),
+        str(getattr(operator, "value", operator)),
+        getattr(ep, "alias", str(ep)),
+        Status.ERROR,
+    )
 
 
 def run_entry(entry: Entry, ep: EpSpec, options: RunOptions) -> Result:
     """The verdict for one (case, EP); never raises: a harness exception becomes ERROR with its message."""
     start = time.perf_counter()
-    base = _base(entry, ep)
+    base: Result | None = None
     try:
+        base = _base(entry, ep, options)
         if isinstance(entry, Rejected) or entry.expect_invalid is not None:
             result = _negative(entry, base, options)
         else:
             with np.errstate(all="ignore"):
                 result = _execute(entry, ep, base, options)
     except Exception as error:  # the run goes on; the result says what broke
-        log.debug("harness error on %s", entry.id, exc_info=True)
-        result = replace(base, status=Status.ERROR, failure_kind="harness",
-                          message=f"{type(error).__name__}: {error}".splitlines()[0])
+        log.debug("harness error on %s", getattr(entry, "id", "?"), exc_info=True)
+        detail = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+        result = replace(
+            base or _fallback_base(entry, ep),
+            status=Status.ERROR,
+            failure_kind="harness",
+            message=f"{type(error).__name__}: {detail}" if detail else type(error).__name__,
+        )
     return replace(result, seconds=round(time.perf_counter() - start, 6))

@@ -51,7 +51,7 @@ def expand(raw: dict[str, Any], positions: Mapping[str, SourcePos]) -> tuple[lis
     """Expand ``raw``'s matrix (removing it); a case without one is its own single variant."""
     matrix = raw.get("matrix")
     base = {k: v for k, v in raw.items() if k != "matrix"}
-    if matrix is None:
+    if "matrix" not in raw:
         return [Variant("", base, dict(positions))], []
     where = positions.get("matrix", positions.get("", SourcePos("?", 1, 1)))
     if not isinstance(matrix, dict) or not matrix:

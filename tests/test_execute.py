@@ -20,6 +20,7 @@ from conformance.execute import (
     PlacedNode,
     check_placement,
     execute,
+    missing_kernel,
 )
 from conformance.lower import Lowering, lower
 from conformance.model import (
@@ -39,8 +40,11 @@ AVAILABLE = set(ort.get_available_providers())
 
 def topk(data_type: DataType = DataType.FLOAT32) -> Lowering:
     desc = TopK1Desc(TensorSpec((1, 1, 3, 4), data_type), 3, 2, AxisDirection.DECREASING)
-    x = SPEC_3X4.astype({DataType.FLOAT32: np.float32, DataType.UINT16: np.uint16, DataType.UINT32: np.uint32,
-                         DataType.INT8: np.int8}[data_type])
+    x = SPEC_3X4.astype(
+        {DataType.FLOAT32: np.float32, DataType.UINT16: np.uint16, DataType.UINT32: np.uint32, DataType.INT8: np.int8}[
+            data_type
+        ]
+    )
     result = lower(Case("t", "t.yaml", Operator.TOP_K1, FeatureLevel(3, 1), desc), {"InputTensor": x}, CPU)
     assert isinstance(result, Lowering)
     return result
@@ -58,8 +62,9 @@ def test_cpu_run_returns_outputs_by_dml_name_and_placement() -> None:
 def test_every_node_of_a_decomposition_is_placed() -> None:
     desc = Mvn1Desc(TensorSpec((2, 3, 4), DataType.FLOAT16), None, None, (1, 2), True, 1e-5, None)
     x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float16)
-    lowering = lower(Case("m", "m.yaml", Operator.MEAN_VARIANCE_NORMALIZATION1, FeatureLevel(3, 1), desc),
-                     {"InputTensor": x}, CPU)
+    lowering = lower(
+        Case("m", "m.yaml", Operator.MEAN_VARIANCE_NORMALIZATION1, FeatureLevel(3, 1), desc), {"InputTensor": x}, CPU
+    )
     assert isinstance(lowering, Lowering) and lowering.name == "decomposed-MVN"
     execution = execute(lowering, parse_ep("cpu"))
     assert execution.placement == {node: CPU for node in lowering.nodes}
@@ -100,6 +105,25 @@ def test_nodes_an_ep_leaves_to_the_cpu_are_named_not_run() -> None:
     assert str(raised.value) == "TopK node 'TopK_0' was placed on CPUExecutionProvider, not AzureExecutionProvider"
 
 
+@pytest.mark.skipif("AzureExecutionProvider" not in AVAILABLE, reason="needs an EP without a TopK kernel")
+def test_a_node_no_allowed_ep_has_a_kernel_for_is_not_supported() -> None:
+    # uint16 TopK has no kernel on the Azure EP nor on the CPU EP: NOT_SUPPORTED, not an execution error.
+    with pytest.raises(NotSupported, match=r"no TopK\(11\) kernel for uint16 "):
+        execute(topk(DataType.UINT16), parse_ep("AzureExecutionProvider"))
+
+
+def test_an_unassigned_node_with_cpu_fallback_disabled_is_not_supported() -> None:
+    # The message onnxruntime-gpu 1.31.1 gave for uint32 TopK on CUDA with session.disable_cpu_ep_fallback=1.
+    text = (
+        "[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: transformer_memcpy.cc:253 "
+        "!node_provider_type.empty() was false. Provider type for TopK node with name 'TopK_0' is not set."
+    )
+    found = missing_kernel(text, topk(DataType.UINT32), CUDA)
+    assert isinstance(found, NotSupported)
+    assert str(found).startswith("CUDAExecutionProvider took no TopK node 'TopK_0' for uint32 ")
+    assert missing_kernel("some other failure", topk(), CUDA) is None
+
+
 class _Spy:
     """Records how execute builds its sessions, then builds them for real."""
 
@@ -120,8 +144,7 @@ def _entry(options: Any, key: str) -> str:
 
 
 @pytest.mark.parametrize(("ep", "disabled"), [("cpu", ""), ("AzureExecutionProvider", "1")])
-def test_sessions_record_placement_and_never_fall_back(monkeypatch: pytest.MonkeyPatch, ep: str,
-                                                       disabled: str) -> None:
+def test_sessions_record_placement_and_never_fall_back(monkeypatch: pytest.MonkeyPatch, ep: str, disabled: str) -> None:
     if parse_ep(ep).name not in AVAILABLE:
         pytest.skip(f"{ep} is not in this build")
     spy = _Spy()
@@ -140,7 +163,8 @@ def test_dml_sessions_are_sequential_without_memory_patterns() -> None:
     assert options.execution_mode == ort.ExecutionMode.ORT_SEQUENTIAL and options.enable_mem_pattern is False
     assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     assert execute_module._providers(parse_ep("dml:device_id=1,disable_metacommands=true")) == [
-        (DML, {"device_id": "1", "disable_metacommands": "true"})]
+        (DML, {"device_id": "1", "disable_metacommands": "true"})
+    ]
     assert execute_module._providers(parse_ep("cuda")) == [(CUDA, {"device_id": "0"})]
     cpu = execute_module._session_options(parse_ep("cpu"), [], strict=True)
     assert cpu.graph_optimization_level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -148,8 +172,11 @@ def test_dml_sessions_are_sequential_without_memory_patterns() -> None:
 
 def test_check_placement() -> None:
     nodes = ("Cast_0", "Relu_1", "Cast_2")
-    records = [PlacedNode("Cast_0", "Cast", CUDA), PlacedNode("Relu_1", "Relu", CUDA),
-               PlacedNode("Cast_2", "Cast", CUDA)]
+    records = [
+        PlacedNode("Cast_0", "Cast", CUDA),
+        PlacedNode("Relu_1", "Relu", CUDA),
+        PlacedNode("Cast_2", "Cast", CUDA),
+    ]
     assert check_placement(records, nodes, CUDA) == dict.fromkeys(nodes, CUDA)
     with pytest.raises(NotSupported, match=r"^Relu node 'Relu_1' was placed on CPUExecutionProvider, not CUDA"):
         check_placement([*records[:1], PlacedNode("Relu_1", "Relu", CPU), records[2]], nodes, CUDA)

@@ -34,9 +34,16 @@ from conformance.model import (
 Array = npt.NDArray[Any]
 CPU, DML = "CPUExecutionProvider", "DmlExecutionProvider"
 CUDA, WEBGPU = "CUDAExecutionProvider", "WebGpuExecutionProvider"
-NUMPY = {DataType.FLOAT32: np.float32, DataType.FLOAT16: np.float16, DataType.INT32: np.int32,
-         DataType.INT16: np.int16, DataType.INT8: np.int8, DataType.UINT32: np.uint32, DataType.UINT16: np.uint16,
-         DataType.UINT8: np.uint8}
+NUMPY = {
+    DataType.FLOAT32: np.float32,
+    DataType.FLOAT16: np.float16,
+    DataType.INT32: np.int32,
+    DataType.INT16: np.int16,
+    DataType.INT8: np.int8,
+    DataType.UINT32: np.uint32,
+    DataType.UINT16: np.uint16,
+    DataType.UINT8: np.uint8,
+}
 SPEC_4X4 = np.arange(1, 17, dtype=np.float32).reshape(1, 1, 4, 4)  # the SLICE1 page's input
 SPEC_3X4 = np.array([[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]], np.float32)  # TOP_K1 examples 1 and 2
 SPEC_TIES = np.array([[[[1, 2, 2, 3], [3, 4, 5, 5], [6, 6, 6, 6]]]], np.float32)  # TOP_K1 examples 3 and 4
@@ -47,8 +54,13 @@ def spec(sizes: tuple[int, ...], data_type: DataType = DataType.FLOAT32) -> Tens
 
 
 def case_of(desc: TopK1Desc | Slice1Desc | Mvn1Desc) -> Case:
-    operator = (Operator.TOP_K1 if isinstance(desc, TopK1Desc) else Operator.SLICE1 if isinstance(desc, Slice1Desc)
-                else Operator.MEAN_VARIANCE_NORMALIZATION1)
+    operator = (
+        Operator.TOP_K1
+        if isinstance(desc, TopK1Desc)
+        else Operator.SLICE1
+        if isinstance(desc, Slice1Desc)
+        else Operator.MEAN_VARIANCE_NORMALIZATION1
+    )
     return Case("t", "t.yaml", operator, FeatureLevel(3, 1), desc)
 
 
@@ -95,8 +107,9 @@ TOPK_EXAMPLES = [  # (input, axis, K, direction, values, indices) from DML_TOP_K
 
 
 @pytest.mark.parametrize(("x", "axis", "k", "direction", "values", "indices"), TOPK_EXAMPLES)
-def test_topk_spec_examples(x: Array, axis: int, k: int, direction: AxisDirection, values: list[list[int]],
-                            indices: list[list[int]]) -> None:
+def test_topk_spec_examples(
+    x: Array, axis: int, k: int, direction: AxisDirection, values: list[list[int]], indices: list[list[int]]
+) -> None:
     lowering = lowered(TopK1Desc(spec((1, 1, 3, 4)), axis, k, direction), {"InputTensor": x})
     assert lowering.name == "TopK-11" and lowering.nodes == ("TopK_0",)
     node = onnx.load_from_string(lowering.model).graph.node[0]
@@ -122,8 +135,10 @@ def test_topk_every_dtype_builds_and_keeps_its_type(data_type: DataType) -> None
 
 # --- SLICE1 -----------------------------------------------------------------------------------------------------
 
-def spec_slice(x: Array, offsets: tuple[int, ...], strides: tuple[int, ...], sizes: tuple[int, ...],
-               out: tuple[int, ...]) -> Array:
+
+def spec_slice(
+    x: Array, offsets: tuple[int, ...], strides: tuple[int, ...], sizes: tuple[int, ...], out: tuple[int, ...]
+) -> Array:
     """The SLICE1 page's pseudo-code, literally: Output[c] = Input[CopyStart + Strides * c]."""
     start = [o + (s - 1 if st < 0 else 0) for o, s, st in zip(offsets, sizes, strides, strict=True)]
     result = np.empty(out, x.dtype)
@@ -132,8 +147,9 @@ def spec_slice(x: Array, offsets: tuple[int, ...], strides: tuple[int, ...], siz
     return result
 
 
-@pytest.mark.parametrize(("strides", "expected"), [((1, 1, 2, 2), [[2, 4], [10, 12]]),
-                                                   ((1, 1, -2, 2), [[14, 16], [6, 8]])])
+@pytest.mark.parametrize(
+    ("strides", "expected"), [((1, 1, 2, 2), [[2, 4], [10, 12]]), ((1, 1, -2, 2), [[14, 16], [6, 8]])]
+)
 def test_slice_spec_examples(strides: tuple[int, ...], expected: list[list[int]]) -> None:
     desc = Slice1Desc(spec((1, 1, 4, 4)), (0, 0, 0, 1), (1, 1, 4, 3), strides, (1, 1, 2, 2))
     lowering = lowered(desc, {"InputTensor": SPEC_4X4})
@@ -148,26 +164,37 @@ def test_negative_stride_window_touching_zero_ends_at_int64_min() -> None:
     assert slice_bounds(desc) == ([4], [INT64_MIN], [-2])
     for out in both(lowered(desc, {"InputTensor": x})):
         np.testing.assert_array_equal(out["OutputTensor"], [4, 2, 0])
-    naive = helper.make_model(helper.make_graph(  # the trap: end -1 means "the last element", an empty slice
-        [helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])], "naive",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [helper.make_tensor(n, TensorProto.INT64, [1], [v]) for n, v in (("s", 4), ("e", -1), ("a", 0), ("st", -2))]),
-        opset_imports=[helper.make_opsetid("", 18)])
+    naive = helper.make_model(
+        helper.make_graph(  # the trap: end -1 means "the last element", an empty slice
+            [helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])],
+            "naive",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [
+                helper.make_tensor(n, TensorProto.INT64, [1], [v])
+                for n, v in (("s", 4), ("e", -1), ("a", 0), ("st", -2))
+            ],
+        ),
+        opset_imports=[helper.make_opsetid("", 18)],
+    )
     naive_out = ReferenceEvaluator(naive).run(None, {"x": x})
     assert isinstance(naive_out, list) and np.asarray(naive_out[0]).size == 0
 
 
-@pytest.mark.parametrize(("offset", "size", "stride", "out", "bounds", "expected"), [
-    (0, 3, -1, None, (2, INT64_MIN), [2, 1, 0]),
-    (1, 3, -1, None, (3, 0), [3, 2, 1]),  # end 0 is a real index: kept
-    (0, 5, -2, (2,), (4, 1), [4, 2]),  # fewer than MaxCopiedElements
-    (1, 4, -3, None, (4, 0), [4, 1]),
-    (0, 4, -3, None, (3, INT64_MIN), [3, 0]),
-    (2, 3, 2, None, (2, 5), [2, 4]),
-])
-def test_slice_bounds_edges(offset: int, size: int, stride: int, out: tuple[int, ...] | None,
-                            bounds: tuple[int, int], expected: list[int]) -> None:
+@pytest.mark.parametrize(
+    ("offset", "size", "stride", "out", "bounds", "expected"),
+    [
+        (0, 3, -1, None, (2, INT64_MIN), [2, 1, 0]),
+        (1, 3, -1, None, (3, 0), [3, 2, 1]),  # end 0 is a real index: kept
+        (0, 5, -2, (2,), (4, 1), [4, 2]),  # fewer than MaxCopiedElements
+        (1, 4, -3, None, (4, 0), [4, 1]),
+        (0, 4, -3, None, (3, INT64_MIN), [3, 0]),
+        (2, 3, 2, None, (2, 5), [2, 4]),
+    ],
+)
+def test_slice_bounds_edges(
+    offset: int, size: int, stride: int, out: tuple[int, ...] | None, bounds: tuple[int, int], expected: list[int]
+) -> None:
     x = np.arange(5, dtype=np.int32)
     desc = Slice1Desc(spec((5,), DataType.INT32), (offset,), (size,), (stride,), out)
     starts, ends, _ = slice_bounds(desc)
@@ -211,11 +238,27 @@ def test_slice_zero_stride_is_not_expressible() -> None:
 
 # --- MEAN_VARIANCE_NORMALIZATION1 -------------------------------------------------------------------------------
 
-def mvn(sizes: tuple[int, ...], axes: tuple[int, ...], *, epsilon: float = 1e-5, normalize: bool = True,
-        scale: tuple[int, ...] | None = None, bias: tuple[int, ...] | None = None,
-        activation: Activation | None = None, data_type: DataType = DataType.FLOAT32) -> Mvn1Desc:
-    return Mvn1Desc(spec(sizes, data_type), None if scale is None else spec(scale, data_type),
-                    None if bias is None else spec(bias, data_type), axes, normalize, epsilon, activation)
+
+def mvn(
+    sizes: tuple[int, ...],
+    axes: tuple[int, ...],
+    *,
+    epsilon: float = 1e-5,
+    normalize: bool = True,
+    scale: tuple[int, ...] | None = None,
+    bias: tuple[int, ...] | None = None,
+    activation: Activation | None = None,
+    data_type: DataType = DataType.FLOAT32,
+) -> Mvn1Desc:
+    return Mvn1Desc(
+        spec(sizes, data_type),
+        None if scale is None else spec(scale, data_type),
+        None if bias is None else spec(bias, data_type),
+        axes,
+        normalize,
+        epsilon,
+        activation,
+    )
 
 
 def mvn_inputs(desc: Mvn1Desc, seed: int = 0) -> dict[str, Array]:
@@ -274,11 +317,14 @@ def test_mvn_lowering_choice_per_ep(ep: str, desc: Mvn1Desc, expected: str) -> N
     assert lowering.name == expected
 
 
-@pytest.mark.parametrize("desc", [
-    mvn((2, 3, 4, 5), (2, 3), epsilon=1e-3),
-    mvn((2, 3, 6), (2,), scale=(1, 3, 1), bias=(1, 3, 1)),
-    mvn((1, 2, 3, 2, 2), (2, 3, 4), scale=(1, 1, 1, 1, 1), bias=(1, 2, 1, 1, 1), epsilon=0.5),
-])
+@pytest.mark.parametrize(
+    "desc",
+    [
+        mvn((2, 3, 4, 5), (2, 3), epsilon=1e-3),
+        mvn((2, 3, 6), (2,), scale=(1, 3, 1), bias=(1, 3, 1)),
+        mvn((1, 2, 3, 2, 2), (2, 3, 4), scale=(1, 1, 1, 1, 1), bias=(1, 2, 1, 1, 1), epsilon=0.5),
+    ],
+)
 def test_instance_normalization_matches_the_formula(desc: Mvn1Desc) -> None:
     inputs = mvn_inputs(desc)
     lowering = lowered(desc, inputs)
@@ -324,13 +370,16 @@ def test_mvn13_on_cpu_is_exact_for_zero_epsilon() -> None:
     np.testing.assert_allclose(ort_cpu(lowering)["OutputTensor"], mvn64(desc, inputs), rtol=2e-5, atol=2e-5)
 
 
-@pytest.mark.parametrize("desc", [
-    mvn((2, 3, 4, 5), (1, 2, 3)),
-    mvn((2, 3, 4, 5), (0, 2, 3), normalize=False, scale=(1, 3, 1, 1), bias=(1, 3, 1, 1)),
-    mvn((3, 7), (1,), epsilon=0.25, scale=(3, 7), bias=(1, 7)),
-    mvn((2, 2, 3, 2, 2), (0, 4), scale=(1, 1, 3, 1, 1), bias=(2, 2, 3, 2, 2)),
-    mvn((6,), (0,)),
-])
+@pytest.mark.parametrize(
+    "desc",
+    [
+        mvn((2, 3, 4, 5), (1, 2, 3)),
+        mvn((2, 3, 4, 5), (0, 2, 3), normalize=False, scale=(1, 3, 1, 1), bias=(1, 3, 1, 1)),
+        mvn((3, 7), (1,), epsilon=0.25, scale=(3, 7), bias=(1, 7)),
+        mvn((2, 2, 3, 2, 2), (0, 4), scale=(1, 1, 3, 1, 1), bias=(2, 2, 3, 2, 2)),
+        mvn((6,), (0,)),
+    ],
+)
 def test_decomposition_matches_the_formula(desc: Mvn1Desc) -> None:
     inputs = mvn_inputs(desc)
     lowering = lowered(desc, inputs, CUDA)
@@ -342,8 +391,9 @@ def test_decomposition_matches_the_formula(desc: Mvn1Desc) -> None:
 
 
 def test_float16_decomposition_computes_in_float32_and_rounds_once() -> None:
-    desc = mvn((2, 3, 8), (1, 2), scale=(1, 3, 1), bias=(1, 3, 8), data_type=DataType.FLOAT16,
-               activation=Activation("TANH"))
+    desc = mvn(
+        (2, 3, 8), (1, 2), scale=(1, 3, 1), bias=(1, 3, 8), data_type=DataType.FLOAT16, activation=Activation("TANH")
+    )
     inputs = mvn_inputs(desc)
     lowering = lowered(desc, inputs, WEBGPU)
     graph = onnx.load_from_string(lowering.model).graph
@@ -369,6 +419,7 @@ def test_non_float_mvn_and_unknown_activation_are_not_expressible() -> None:
 
 # --- fused activations ------------------------------------------------------------------------------------------
 
+
 def _erf(x: Array) -> Array:
     return np.asarray(np.vectorize(math.erf)(x), np.float64)
 
@@ -388,8 +439,7 @@ ACTIVATIONS: dict[str, Formula] = {  # the brief's formulas, in float64
     "SOFTSIGN": lambda x, p: x / (1 + np.abs(x)),
     "THRESHOLDED_RELU": lambda x, p: np.where(x > p["alpha"], x, 0),
     "SOFTPLUS": lambda x, p: np.log1p(np.exp(p["steepness"] * x)) / p["steepness"],
-    "SHRINK": lambda x, p: np.where(x < -p["threshold"], x + p["bias"],
-                                    np.where(x > p["threshold"], x - p["bias"], 0)),
+    "SHRINK": lambda x, p: np.where(x < -p["threshold"], x + p["bias"], np.where(x > p["threshold"], x - p["bias"], 0)),
     "HARD_SWISH": lambda x, p: x * np.clip(p["alpha"] * x + p["beta"], 0, 1),
     "GELU": lambda x, p: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
     "LINEAR": lambda x, p: p["alpha"] * x + p["beta"],

@@ -1,0 +1,462 @@
+"""dmlconf, run in-process through ``conformance.cli.main`` (plus one subprocess per entry point)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import onnxruntime  # type: ignore[import-untyped]
+import pytest
+
+import conformance.cli as cli
+from conformance.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+TOPK_EXAMPLES = "cases/top_k1/spec_examples.yaml"
+SLICE_EXAMPLES = "cases/slice1/spec_examples.yaml"
+TOPK_IDS = [
+    f"{TOPK_EXAMPLES}::{name}"
+    for name in ("example-1", "example-2-different-axis", "example-3-tied-values", "example-4-increasing")
+]
+SLICE_IDS = [f"{SLICE_EXAMPLES}::{name}" for name in ("example-1-positive-strides", "example-2-negative-strides")]
+RESULT_KEYS = {
+    "case",
+    "operator",
+    "ep",
+    "status",
+    "failure_kind",
+    "data_type",
+    "lowering",
+    "message",
+    "metrics",
+    "placement",
+    "feature_level",
+    "repro",
+    "seconds",
+}
+PROBLEM_LINE = re.compile(r"^(?P<path>[^:\s]+):(?P<line>\d+):(?P<col>\d+): (?P<field>[\w.]+): (?P<message>\S.*)$")
+
+# A file with one problem per case: an unknown data type (read) and an Axis past the rank (validated).
+BAD = """\
+operator: TOP_K1
+cases:
+  - id: bad-type
+    InputTensor:
+      Sizes: [1, 1, 1, 4]
+      DataType: FLOAT99
+      Data: [[[[1, 2, 3, 4]]]]
+    Axis: 3
+    K: 2
+  - id: bad-axis
+    InputTensor:
+      Sizes: [1, 1, 1, 4]
+      DataType: FLOAT32
+      Data: [[[[1, 2, 3, 4]]]]
+    Axis: 4
+    K: 2
+"""
+# Every verdict the CPU EP can give without a fault in onnxruntime, one case each.
+MIXED = """\
+operator: TOP_K1
+feature_level: "3_1"
+cases:
+  - id: pass
+    feature_level: "2_1"
+    InputTensor: {Sizes: [1, 1, 3, 4], DataType: FLOAT32, Data: [[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]]}
+    Axis: 3
+    K: 2
+  - id: pass-rank3
+    InputTensor: {Sizes: [3, 4, 5], DataType: FLOAT32, Generator: {Kind: uniform, Seed: 2}}
+    Axis: 1
+    K: 3
+  - id: wrong-golden
+    feature_level: "2_1"
+    InputTensor: {Sizes: [1, 1, 3, 4], DataType: FLOAT32, Data: [[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]]}
+    Axis: 3
+    K: 2
+    expected:
+      OutputValueTensor: [[[[11, 10], [9, 8], [7, 6]]]]
+      OutputIndexTensor: [[[[3, 2], [3, 2], [3, 2]]]]
+  - id: uint16
+    InputTensor: {Sizes: [1, 1, 2, 4], DataType: UINT16, Data: [[[[1, 5, 3, 2], [9, 8, 7, 6]]]]}
+    Axis: 3
+    K: 2
+  - id: negative
+    expect: invalid
+    reason: K must be greater than 0
+    InputTensor: {Sizes: [1, 1, 1, 4], DataType: FLOAT32, Data: [[[[1, 2, 3, 4]]]]}
+    Axis: 3
+    K: 0
+  - id: negative-accepted
+    expect: invalid
+    reason: wrongly marked
+    InputTensor: {Sizes: [1, 1, 1, 4], DataType: FLOAT32, Data: [[[[1, 2, 3, 4]]]]}
+    Axis: 3
+    K: 3
+"""
+MIXED_STATUSES = {
+    "mixed.yaml::pass": "PASS",
+    "mixed.yaml::pass-rank3": "PASS",
+    "mixed.yaml::wrong-golden": "ERROR",
+    "mixed.yaml::uint16": "NOT_SUPPORTED",
+    "mixed.yaml::negative": "INVALID",
+    "mixed.yaml::negative-accepted": "FAIL",
+}
+
+
+def _strict_json(path: Path) -> Any:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {constant}")
+
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+
+
+def _results(report_dir: Path) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = _strict_json(report_dir / "results.json")["results"]
+    return results
+
+
+def _statuses(report_dir: Path) -> dict[str, str]:
+    return {r["case"]: r["status"] for r in _results(report_dir)}
+
+
+@pytest.fixture
+def in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+
+
+@pytest.fixture
+def mixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mixed.yaml").write_text(MIXED, encoding="utf-8")
+    return tmp_path
+
+
+# validate ----------------------------------------------------------------------------------------------------------
+
+
+def test_validate_cases_exits_0(in_repo: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "cases"]) == 0
+    out, err = capsys.readouterr()
+    assert re.fullmatch(r"ok: \d+ case\(s\) in \d+ file\(s\)\n", out), out
+    assert err == ""
+
+
+def test_validate_bad_file_exits_2_with_one_line_problems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("bad.yaml").write_text(BAD, encoding="utf-8")
+    assert main(["validate", "bad.yaml"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "Traceback" not in err
+    *problems, count = err.splitlines()
+    assert count == "2 problem(s) in 1 file(s)"
+    found = [PROBLEM_LINE.match(line) for line in problems]
+    assert all(found), problems
+    by_field = {m["field"]: m for m in found if m}
+    assert set(by_field) == {"InputTensor.DataType", "Axis"}
+    lines = BAD.splitlines()
+    data_type = by_field["InputTensor.DataType"]
+    type_line = lines.index("      DataType: FLOAT99") + 1
+    assert (data_type["path"], int(data_type["line"])) == ("bad.yaml", type_line)
+    assert int(data_type["col"]) in (7, 17)  # the key or its value
+    assert "FLOAT99" in data_type["message"]
+    assert int(by_field["Axis"]["line"]) == lines.index("    Axis: 4") + 1
+
+
+def test_validate_fails_a_negative_case_the_validator_accepts(mixed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "mixed.yaml"]) == 2
+    err = capsys.readouterr().err
+    expect_line = MIXED.splitlines().index("  - id: negative-accepted") + 2  # its "expect: invalid"
+    assert f"mixed.yaml:{expect_line}:" in err
+    assert "marked invalid, but the validator accepts it" in err
+
+
+# run: the spec examples --------------------------------------------------------------------------------------------
+
+
+def test_run_spec_examples(in_repo: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["run", TOPK_EXAMPLES, SLICE_EXAMPLES, "--ep", "cpu", "--report-dir", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "running 6 case(s) from 2 file(s) on cpu"
+    assert "== 6 PASS ==" in out
+    document = _strict_json(tmp_path / "results.json")
+    assert list(document) == ["schema_version", "environment", "results"]
+    assert document["schema_version"] == 1
+    env = document["environment"]
+    assert env["onnxruntime"] == onnxruntime.__version__
+    assert env["eps"] == [{"label": "cpu", "alias": "cpu", "name": "CPUExecutionProvider", "options": {}}]
+    assert env["platform"] == platform.platform()
+    assert env["python"] == platform.python_version()
+    assert env["command"] == ["dmlconf", *argv]
+    assert env["target_feature_level"] is None
+    results = document["results"]
+    assert [r["case"] for r in results] == TOPK_IDS + SLICE_IDS
+    for r in results:
+        assert set(r) == RESULT_KEYS
+        assert (r["status"], r["ep"], r["data_type"], r["failure_kind"], r["message"]) == (
+            "PASS",
+            "cpu",
+            "FLOAT32",
+            None,
+            "",
+        )
+        assert r["operator"] == ("TOP_K1" if "top_k1" in r["case"] else "SLICE1")
+        assert r["lowering"] == ("TopK-11" if "top_k1" in r["case"] else "Slice-13")
+        assert r["feature_level"] == "2_1"
+        assert set(r["placement"].values()) == {"CPUExecutionProvider"}
+    # Output elements per example, from the pages' output Sizes: {1,1,3,2}, {1,1,2,4}, {1,1,3,3} twice, {1,1,2,2} twice.
+    assert [r["metrics"]["elements"] for r in results] == [6, 8, 9, 9, 4, 4]
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert re.search(r"^\| PASS +\| +6 \|$", summary, re.MULTILINE)
+    assert "## Not passing" not in summary
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+
+
+def test_keyword_filters(in_repo: None, tmp_path: Path) -> None:
+    assert (
+        main(["run", TOPK_EXAMPLES, SLICE_EXAMPLES, "--ep", "cpu", "--report-dir", str(tmp_path), "-k", "example-2"])
+        == 0
+    )
+    assert [r["case"] for r in _results(tmp_path)] == [TOPK_IDS[1], SLICE_IDS[1]]
+
+
+def test_keyword_matching_nothing_is_a_usage_error(
+    in_repo: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", TOPK_EXAMPLES, "--ep", "cpu", "--report-dir", str(tmp_path), "-k", "nothing-like-it"]) == 2
+    assert capsys.readouterr().err == "dmlconf: no cases selected (-k 'nothing-like-it' matched none)\n"
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_a_full_id_selects_that_case_alone(mixed: Path) -> None:
+    # "mixed.yaml::pass" is also a prefix of "mixed.yaml::pass-rank3".
+    assert main(["run", "mixed.yaml", "--ep", "cpu", "--report-dir", "r", "-k", "mixed.yaml::pass"]) == 0
+    assert _statuses(mixed / "r") == {"mixed.yaml::pass": "PASS"}
+    assert main(["run", "mixed.yaml", "--ep", "cpu", "--report-dir", "r", "-k", "pass"]) == 0
+    assert set(_statuses(mixed / "r")) == {"mixed.yaml::pass", "mixed.yaml::pass-rank3"}
+
+
+# run: bad input and usage ------------------------------------------------------------------------------------------
+
+
+def test_a_bad_file_runs_nothing(
+    mixed: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path("bad.yaml").write_text(BAD, encoding="utf-8")
+
+    def must_not_run(*_: Any) -> None:
+        raise AssertionError("a case was run")
+
+    monkeypatch.setattr(cli, "run_entry", must_not_run)
+    assert main(["run", ".", "--ep", "cpu", "--report-dir", "r"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert lines[-2:] == ["2 problem(s) in 2 file(s)", "nothing was run: fix the problems above"]
+    assert len(lines) == 4
+    assert all(PROBLEM_LINE.match(line) and "bad.yaml:" in line for line in lines[:-2]), lines
+    assert not (mixed / "r" / "results.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", TOPK_EXAMPLES, "--ep", "tpu"], "dmlconf: --ep: unknown execution provider 'tpu'"),
+        (["run", TOPK_EXAMPLES, "--ep", "cpu:threads"], "dmlconf: --ep: bad EP option 'threads'"),
+        (
+            ["run", TOPK_EXAMPLES, "--ep", "cpu", "--feature-level", "three"],
+            "dmlconf: --feature-level: not a feature level",
+        ),
+        (
+            ["run", "cases/no_such_file.yaml", "--ep", "cpu"],
+            "dmlconf: cases/no_such_file.yaml: no such file or directory",
+        ),
+        (["validate", "cases/no_such_dir"], "dmlconf: cases/no_such_dir: no such file or directory"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(
+    in_repo: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert main([*args, "--report-dir", str(tmp_path)] if args[0] == "run" else args) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.splitlines()) == 1 and err.startswith(message), err
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_unusable_report_dir_is_a_usage_error_before_running(
+    mixed: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path("taken").write_text("a file, not a folder", encoding="utf-8")
+    monkeypatch.setattr(cli, "run_entry", lambda *_: pytest.fail("a case was run"))
+    assert main(["run", "mixed.yaml", "--ep", "cpu", "--report-dir", "taken"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("dmlconf: --report-dir: cannot create taken")
+
+
+def test_argparse_rejects_a_zero_max_elements(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", TOPK_EXAMPLES, "--max-elements", "0"])
+    assert exit_info.value.code == 2
+    assert "--max-elements: must be at least 1, got 0" in capsys.readouterr().err
+
+
+# run: verdicts and exit codes --------------------------------------------------------------------------------------
+
+
+def test_target_feature_level_makes_a_3_1_case_not_supported(mixed: Path) -> None:
+    args = ["run", "mixed.yaml", "-k", "pass-rank3", "--ep", "cpu", "--report-dir", "r"]
+    assert main([*args, "--feature-level", "2_1"]) == 0
+    (result,) = _results(mixed / "r")
+    assert result["status"] == "NOT_SUPPORTED"
+    assert result["message"] == "needs feature level 3_1; the target is 2_1"
+    assert _strict_json(mixed / "r" / "results.json")["environment"]["target_feature_level"] == "2_1"
+    assert main([*args, "--feature-level", "DML_FEATURE_LEVEL_3_1"]) == 0
+    assert _statuses(mixed / "r") == {"mixed.yaml::pass-rank3": "PASS"}
+
+
+def test_a_golden_that_disagrees_with_the_spec_exits_1(
+    in_repo: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The page's example 1 with one index changed: the page says [3, 2] for the last row.
+    text = (REPO / TOPK_EXAMPLES).read_text(encoding="utf-8")
+    wrong = text.replace(
+        "OutputIndexTensor: [[[[3, 2], [2, 3], [3, 2]]]]", "OutputIndexTensor: [[[[3, 2], [2, 3], [2, 3]]]]"
+    )
+    assert wrong != text
+    case_file = tmp_path / "injected.yaml"
+    case_file.write_text(wrong, encoding="utf-8")
+    assert main(["run", str(case_file), "--ep", "cpu", "--report-dir", str(tmp_path / "r")]) == 1
+    out = capsys.readouterr().out
+    by_case = {r["case"].rpartition("::")[2]: r for r in _results(tmp_path / "r")}
+    assert {name: r["status"] for name, r in by_case.items()} == {
+        "example-1": "ERROR",
+        "example-2-different-axis": "PASS",
+        "example-3-tied-values": "PASS",
+        "example-4-increasing": "PASS",
+    }
+    assert by_case["example-1"]["failure_kind"] == "golden_mismatch"
+    assert "ERROR (golden_mismatch)" in out and "  repro: dmlconf run " in out
+    assert out.rstrip().splitlines()[-2] == "== 3 PASS, 1 ERROR =="
+
+
+def test_negative_cases(mixed: Path) -> None:
+    assert main(["run", "mixed.yaml", "-k", "::negative", "--ep", "cpu", "--report-dir", "r"]) == 1
+    results = {r["case"]: r for r in _results(mixed / "r")}
+    assert results["mixed.yaml::negative"]["status"] == "INVALID"
+    assert results["mixed.yaml::negative-accepted"]["status"] == "FAIL"
+    assert results["mixed.yaml::negative-accepted"]["failure_kind"] == "validator_accepted"
+    assert main(["run", "mixed.yaml", "-k", "mixed.yaml::negative", "--ep", "cpu", "--report-dir", "r"]) == 0
+    assert _statuses(mixed / "r") == {"mixed.yaml::negative": "INVALID"}
+
+
+def test_one_ep_named_twice_runs_once(in_repo: None, tmp_path: Path) -> None:
+    argv = ["run", TOPK_EXAMPLES, "--ep", "cpu", "--ep", "CPUExecutionProvider", "--report-dir", str(tmp_path)]
+    assert main(argv) == 0
+    assert [(r["case"], r["ep"]) for r in _results(tmp_path)] == [(case, "cpu") for case in TOPK_IDS]
+
+
+def test_two_eps_give_one_result_per_case_and_ep_and_a_matrix(in_repo: None, tmp_path: Path) -> None:
+    # Two configurations of the CPU EP (it ignores provider options it does not know) stand for two EPs.
+    argv = ["run", TOPK_EXAMPLES, "--ep", "cpu", "--ep", "cpu:probe=1", "--report-dir", str(tmp_path)]
+    assert main(argv) == 0
+    pairs = [(r["case"], r["ep"]) for r in _results(tmp_path)]
+    assert sorted(pairs) == sorted((case, ep) for case in TOPK_IDS for ep in ("cpu", "cpu:probe=1"))
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    matrix = summary.split("## Case × EP\n\n", 1)[1].split("\n\n", 1)[0].splitlines()  # noqa: RUF001
+    assert [cell.strip() for cell in matrix[0].strip("|").split("|")] == ["case", "cpu", "cpu:probe=1"]
+    rows = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]] for line in matrix[2:]]
+    assert rows == [[case.replace("_", "\\_"), "PASS", "PASS"] for case in TOPK_IDS]
+
+
+# reproduction commands ---------------------------------------------------------------------------------------------
+
+
+def test_every_repro_command_reproduces_its_result(mixed: Path) -> None:
+    assert main(["run", "mixed.yaml", "--ep", "cpu", "--feature-level", "3_1", "--report-dir", "all"]) == 1
+    results = _results(mixed / "all")
+    assert {r["case"]: r["status"] for r in results} == MIXED_STATUSES
+    for index, result in enumerate(results):
+        words = shlex.split(result["repro"])
+        assert words[:2] == ["dmlconf", "run"]
+        report_dir = f"repro{index}"
+        code = main([*words[1:], "--report-dir", report_dir])
+        assert code == (1 if result["status"] in ("FAIL", "ERROR") else 0)
+        (again,) = _results(mixed / report_dir)
+        assert (again["case"], again["ep"], again["status"], again["failure_kind"]) == (
+            result["case"],
+            result["ep"],
+            result["status"],
+            result["failure_kind"],
+        )
+
+
+def test_repro_keeps_the_target_feature_level(mixed: Path) -> None:
+    assert (
+        main(["run", "mixed.yaml", "-k", "pass-rank3", "--ep", "cpu", "--feature-level", "2_1", "--report-dir", "r"])
+        == 0
+    )
+    (result,) = _results(mixed / "r")
+    assert main([*shlex.split(result["repro"])[1:], "--report-dir", "again"]) == 0
+    assert _statuses(mixed / "again") == {"mixed.yaml::pass-rank3": "NOT_SUPPORTED"}
+
+
+# the two entry points, as real processes -----------------------------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONIOENCODING": "utf-8"}
+
+
+def test_python_dash_m_conformance(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(BAD, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance", "validate", "bad.yaml"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    *problems, count = done.stderr.splitlines()
+    assert count == "2 problem(s) in 1 file(s)"
+    assert all(PROBLEM_LINE.match(line) for line in problems), problems
+
+
+def test_dmlconf_script(tmp_path: Path) -> None:
+    script = shutil.which("dmlconf", path=sysconfig.get_path("scripts")) or shutil.which("dmlconf")
+    assert script, "the dmlconf console script is not installed"
+    for name in (TOPK_EXAMPLES, SLICE_EXAMPLES):
+        shutil.copy(REPO / name, tmp_path / Path(name).parent.name)
+    # Outside the checkout, so that the installed package (not the working directory) is what gets imported.
+    done = subprocess.run(
+        [script, "run", "top_k1", "slice1", "--ep", "cpu", "--report-dir", "out"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "== 6 PASS ==" in done.stdout
+    assert {r["status"] for r in _results(tmp_path / "out")} == {"PASS"}
+    assert len(_results(tmp_path / "out")) == 6

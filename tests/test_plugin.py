@@ -1,0 +1,235 @@
+"""The pytest plugin, in pytest runs of their own (pytester); it is loaded through its ``pytest11`` entry point."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parents[1]
+TOPK_EXAMPLES = REPO / "cases" / "top_k1" / "spec_examples.yaml"
+EXAMPLE_NAMES = ["example-1", "example-2-different-axis", "example-3-tied-values", "example-4-increasing"]
+# One case per verdict that the CPU EP can give, with the status the CLI gives it.
+MIXED = """\
+operator: TOP_K1
+feature_level: "2_1"
+cases:
+  - id: pass
+    InputTensor: {Sizes: [1, 1, 3, 4], DataType: FLOAT32, Data: [[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]]}
+    Axis: 3
+    K: 2
+  - id: wrong-golden
+    InputTensor: {Sizes: [1, 1, 3, 4], DataType: FLOAT32, Data: [[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]]}
+    Axis: 3
+    K: 2
+    expected:
+      OutputValueTensor: [[[[11, 10], [9, 8], [7, 5]]]]
+  - id: uint16
+    InputTensor: {Sizes: [1, 1, 2, 4], DataType: UINT16, Data: [[[[1, 5, 3, 2], [9, 8, 7, 6]]]]}
+    Axis: 3
+    K: 2
+  - id: negative
+    expect: invalid
+    reason: K must be greater than 0
+    InputTensor: {Sizes: [1, 1, 1, 4], DataType: FLOAT32, Data: [[[[1, 2, 3, 4]]]]}
+    Axis: 3
+    K: 0
+  - id: negative-accepted
+    expect: invalid
+    reason: wrongly marked
+    InputTensor: {Sizes: [1, 1, 1, 4], DataType: FLOAT32, Data: [[[[1, 2, 3, 4]]]]}
+    Axis: 3
+    K: 3
+"""
+BAD = """\
+operator: TOP_K1
+cases:
+  - id: bad-type
+    InputTensor: {Sizes: [1, 1, 1, 4], DataType: FLOAT99, Data: [[[[1, 2, 3, 4]]]]}
+    Axis: 3
+    K: 2
+"""
+
+
+# In-process runs leave hypothesis's plugin out: pytester restores sys.modules after each run, so that plugin would
+# import hypothesis afresh (most of a second) every time.
+FAST = ("-p", "no:hypothesispytest")
+
+
+@pytest.fixture
+def examples(pytester: pytest.Pytester) -> Path:
+    return Path(shutil.copy(TOPK_EXAMPLES, pytester.path / "spec_examples.yaml"))
+
+
+def _case_reports(reprec: pytest.HookRecorder) -> dict[str, pytest.TestReport]:
+    """The call-phase report of each case item (a skip is reported from setup or call), by node id."""
+    reports: dict[str, pytest.TestReport] = {}
+    for report in reprec.getreports("pytest_runtest_logreport"):
+        assert isinstance(report, pytest.TestReport)
+        if report.when == "call" or (report.when == "setup" and report.skipped):
+            reports[report.nodeid] = report
+    return reports
+
+
+def test_collects_the_spec_examples_with_the_harness_ids(pytester: pytest.Pytester, examples: Path) -> None:
+    reprec = pytester.inline_run(*FAST, "--ep", "cpu")
+    reports = _case_reports(reprec)
+    assert list(reports) == [f"spec_examples.yaml::{name}" for name in EXAMPLE_NAMES]
+    assert all(report.passed for report in reports.values())
+    assert [dict(report.user_properties)["status"] for report in reports.values()] == ["PASS"] * 4
+    reprec.assertoutcome(passed=4)
+
+
+def test_the_plugin_is_registered_once(pytester: pytest.Pytester, examples: Path) -> None:
+    pytester.makeconftest("""
+        import conformance.plugin
+
+        def pytest_report_header(config):
+            plugins = config.pluginmanager.get_plugins()
+            count = sum(1 for plugin in plugins if plugin is conformance.plugin)
+            names = sorted(config.pluginmanager.get_name(p) for p in plugins if p is conformance.plugin)
+            return f"conformance plugin registered {count} time(s) as {names}"
+    """)
+    result = pytester.runpytest_subprocess("--ep", "cpu", "-v")
+    result.stdout.fnmatch_lines(
+        ["conformance plugin registered 1 time(s) as ['dml_conformance']", "*spec_examples.yaml::example-1 PASSED*"]
+    )
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=4)
+
+
+def test_a_bad_golden_fails_with_the_difference_and_a_repro_line(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", mixed=MIXED)
+    result = pytester.runpytest(*FAST, "--ep", "cpu", "-k", "wrong")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ mixed.yaml::wrong-golden [[]cpu[]] _*",
+            "ERROR (golden_mismatch) on cpu, lowering -",
+            "the oracle disagrees with the case's expected OutputValueTensor*",
+            "OutputValueTensor: 1 of 6 elements differ; first at [[]0, 0, 2, 1[]]: "
+            "the case expects 5, the oracle gives 6",
+            "",
+            "reproduce: dmlconf run mixed.yaml -k mixed.yaml::wrong-golden --ep cpu",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_not_supported_is_skipped_with_the_reason(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", mixed=MIXED)
+    reprec = pytester.inline_run(*FAST, "--ep", "cpu", "-k", "uint16")
+    (report,) = _case_reports(reprec).values()
+    assert report.skipped
+    assert isinstance(report.longrepr, tuple)
+    path, line, reason = report.longrepr
+    assert (Path(path).name, line) == ("mixed.yaml", MIXED.splitlines().index("  - id: uint16") + 1)
+    # The CPU EP registers no uint16 TopK kernel.
+    assert reason.startswith("Skipped: NOT_SUPPORTED: no TopK") and "uint16" in reason
+
+
+def test_a_bad_case_file_errors_at_collection(pytester: pytest.Pytester, examples: Path) -> None:
+    pytester.makefile(".yaml", bad=BAD)
+    result = pytester.runpytest(*FAST, "--ep", "cpu")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "*_ ERROR collecting bad.yaml _*",
+            "*bad.yaml:4:*: InputTensor.DataType: must be one of FLOAT32, *, got 'FLOAT99'",
+            "ERROR bad.yaml",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_only_yaml_with_a_top_level_operator_is_collected(pytester: pytest.Pytester, examples: Path) -> None:
+    pytester.makefile(".yaml", config="name: not a case file\nsettings:\n  operator: TOP_K1\n")
+    pytester.makefile(".yml", other="# operator: TOP_K1 in a comment\nitems: [1, 2]\n")
+    pytester.makefile(".txt", notes="operator: TOP_K1\n")
+    result = pytester.runpytest(*FAST, "--ep", "cpu", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.OK
+    collected = [line for line in result.stdout.lines if "::" in line]
+    assert collected == [f"spec_examples.yaml::{name}" for name in EXAMPLE_NAMES]
+
+
+def test_verdicts_match_the_cli(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", mixed=MIXED)
+    reprec = pytester.inline_run(*FAST, "--ep", "cpu")
+    by_plugin = {nodeid: dict(report.user_properties)["status"] for nodeid, report in _case_reports(reprec).items()}
+    outcomes = {nodeid: report.outcome for nodeid, report in _case_reports(reprec).items()}
+    assert main(["run", "mixed.yaml", "--ep", "cpu", "--report-dir", "cli"]) == 1
+    results = json.loads((pytester.path / "cli" / "results.json").read_text(encoding="utf-8"))["results"]
+    by_cli = {r["case"]: r["status"] for r in results}
+    assert (
+        by_plugin
+        == by_cli
+        == {
+            "mixed.yaml::pass": "PASS",
+            "mixed.yaml::wrong-golden": "ERROR",
+            "mixed.yaml::uint16": "NOT_SUPPORTED",
+            "mixed.yaml::negative": "INVALID",
+            "mixed.yaml::negative-accepted": "FAIL",
+        }
+    )
+    assert outcomes == {
+        "mixed.yaml::pass": "passed",
+        "mixed.yaml::wrong-golden": "failed",
+        "mixed.yaml::uint16": "skipped",
+        "mixed.yaml::negative": "passed",
+        "mixed.yaml::negative-accepted": "failed",
+    }
+
+
+def test_several_eps(pytester: pytest.Pytester, examples: Path) -> None:
+    result = pytester.runpytest(*FAST, "--ep", "cpu", "--ep", "CPUExecutionProvider", "--collect-only", "-q")
+    assert [line for line in result.stdout.lines if "::" in line] == [
+        f"spec_examples.yaml::{name}" for name in EXAMPLE_NAMES
+    ]
+    result = pytester.runpytest(*FAST, "--ep", "cpu", "--ep", "cpu:probe=1", "-k", "example-1")
+    result.assert_outcomes(passed=2)
+    result = pytester.runpytest(*FAST, "--ep", "cpu", "--ep", "cpu:probe=1", "--collect-only", "-q", "-k", "example-1")
+    assert [line for line in result.stdout.lines if "::" in line] == [
+        "spec_examples.yaml::example-1@cpu",
+        "spec_examples.yaml::example-1@cpu:probe=1",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--ep", "tpu"], "ERROR: --ep: unknown execution provider 'tpu'*"),
+        (["--feature-level", "three"], "ERROR: --feature-level: not a feature level: 'three'*"),
+    ],
+)
+def test_bad_options_are_usage_errors(
+    pytester: pytest.Pytester, examples: Path, option: list[str], message: str
+) -> None:
+    result = pytester.runpytest(*FAST, *option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_feature_level_target(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".yaml",
+        rank3="""\
+operator: TOP_K1
+feature_level: "3_1"
+cases:
+  - id: rank3
+    InputTensor: {Sizes: [3, 4, 5], DataType: FLOAT32, Generator: {Kind: uniform, Seed: 2}}
+    Axis: 1
+    K: 3
+""",
+    )
+    reprec = pytester.inline_run(*FAST, "--ep", "cpu", "--feature-level", "2_1")
+    (report,) = _case_reports(reprec).values()
+    assert report.skipped and isinstance(report.longrepr, tuple)
+    assert report.longrepr[2] == "Skipped: NOT_SUPPORTED: needs feature level 3_1; the target is 2_1"
+    pytester.inline_run(*FAST, "--ep", "cpu", "--feature-level", "3_1").assertoutcome(passed=1)

@@ -1,0 +1,257 @@
+"""summary, summary.md, the console summary and results.json, from hand-made results."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from conformance.model import Status
+from conformance.report_console import render_console
+from conformance.report_markdown import render_markdown
+from conformance.results import SCHEMA_VERSION, Result, read_results, write_results
+from conformance.summary import summarize
+
+ENV = {
+    "onnxruntime": "1.0.0",
+    "platform": "TestOS-1",
+    "python": "3.11.0",
+    "command": ["dmlconf", "run", "x"],
+    "eps": [{"alias": "cpu", "name": "CPUExecutionProvider", "options": {}}],
+    "target_feature_level": None,
+}
+EVIL = "f.yaml::evil|<script>alert(1)</script>`code`*b*_i_[l](u)&amp;~~s~~\\"
+# Each character Markdown gives a meaning to, backslash-escaped (CommonMark allows it for all ASCII punctuation).
+EVIL_ESCAPED = r"f.yaml::evil\|\<script\>alert(1)\</script\>\`code\`\*b\*\_i\_\[l\](u)\&amp;\~\~s\~\~\\"
+
+
+def _results() -> list[Result]:
+    return [
+        Result("t.yaml::a", "TOP_K1", "cpu", Status.PASS, data_type="FLOAT32"),
+        Result(
+            "t.yaml::b",
+            "TOP_K1",
+            "cpu",
+            Status.FAIL,
+            "tie_order",
+            message="OutputIndexTensor: tie order\nmore",
+            repro="dmlconf run t.yaml -k t.yaml::b --ep cpu",
+        ),
+        Result(
+            "t.yaml::c",
+            "TOP_K1",
+            "cpu",
+            Status.NOT_SUPPORTED,
+            message="no uint16 kernel",
+            repro="dmlconf run t.yaml -k t.yaml::c --ep cpu",
+        ),
+        Result("s.yaml::a", "SLICE1", "cpu", Status.PASS),
+        Result(
+            "s.yaml::b",
+            "SLICE1",
+            "cpu",
+            Status.ERROR,
+            "execution",
+            message="boom",
+            repro="dmlconf run s.yaml -k s.yaml::b --ep cpu",
+        ),
+        Result("s.yaml::neg", "SLICE1", "cpu", Status.INVALID, message="rejected"),
+        Result("m.yaml::w", "MEAN_VARIANCE_NORMALIZATION1", "cpu", Status.QUALITY_WARNING, message="nan order"),
+        Result("t.yaml::a", "TOP_K1", "dml", Status.PASS),
+        Result("t.yaml::b", "TOP_K1", "dml", Status.PASS),
+    ]
+
+
+def _table(markdown: str, heading: str) -> list[list[str]]:
+    """The cells of the table under ``heading``, split on unescaped pipes."""
+    block = markdown.split(f"## {heading}\n\n", 1)[1].split("\n\n", 1)[0]
+    rows = []
+    for line in block.splitlines():
+        assert line.startswith("|") and line.endswith("|"), line
+        rows.append([cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]])
+    return rows
+
+
+def test_summary_counts() -> None:
+    summary = summarize(ENV, _results())
+    assert summary.totals == {
+        Status.PASS: 4,
+        Status.FAIL: 1,
+        Status.NOT_SUPPORTED: 1,
+        Status.ERROR: 1,
+        Status.INVALID: 1,
+        Status.QUALITY_WARNING: 1,
+    }
+    assert summary.eps == ("cpu", "dml")
+    assert summary.by_operator == (
+        ("MEAN_VARIANCE_NORMALIZATION1", "cpu", {Status.QUALITY_WARNING: 1}),
+        ("SLICE1", "cpu", {Status.PASS: 1, Status.ERROR: 1, Status.INVALID: 1}),
+        ("TOP_K1", "cpu", {Status.PASS: 1, Status.FAIL: 1, Status.NOT_SUPPORTED: 1}),
+        ("TOP_K1", "dml", {Status.PASS: 2}),
+    )
+    assert dict(summary.matrix)["t.yaml::b"] == (Status.FAIL, Status.PASS)
+    assert dict(summary.matrix)["s.yaml::a"] == (Status.PASS, None)
+    assert [r.case for r in summary.notable] == ["t.yaml::b", "t.yaml::c", "s.yaml::b", "m.yaml::w"]
+    assert summary.failed
+    assert not summarize(ENV, [_results()[0], _results()[5]]).failed
+
+
+def test_markdown_tables() -> None:
+    markdown = render_markdown(summarize(ENV, _results()))
+    assert markdown.startswith("# DirectML conformance summary\n")
+    assert "- onnxruntime 1.0.0 on TestOS-1, Python 3.11.0" in markdown
+    assert "- command: `dmlconf run x`" in markdown
+    totals = _table(markdown, "Totals")
+    assert totals[0] == ["status", "results"]
+    assert all(set(cell) == {"-"} for cell in totals[1])
+    assert totals[2:] == [
+        ["PASS", "4"],
+        ["FAIL", "1"],
+        ["NOT_SUPPORTED", "1"],
+        ["ERROR", "1"],
+        ["INVALID", "1"],
+        ["QUALITY_WARNING", "1"],
+    ]
+    by_op = _table(markdown, "By operator and EP")
+    assert by_op[0] == ["operator", "EP", "PASS", "FAIL", "NOT_SUPPORTED", "ERROR", "INVALID", "QUALITY_WARNING"]
+    assert by_op[2:] == [
+        ["MEAN_VARIANCE_NORMALIZATION1", "cpu", "0", "0", "0", "0", "0", "1"],
+        ["SLICE1", "cpu", "1", "0", "0", "1", "1", "0"],
+        ["TOP_K1", "cpu", "1", "1", "1", "0", "0", "0"],
+        ["TOP_K1", "dml", "2", "0", "0", "0", "0", "0"],
+    ]
+    matrix = _table(markdown, "Case × EP")  # noqa: RUF001
+    assert matrix[0] == ["case", "cpu", "dml"]
+    assert ["s.yaml::a", "PASS", "—"] in matrix and ["t.yaml::b", "FAIL", "PASS"] in matrix
+    failing = _table(markdown, "Not passing")
+    assert failing[0] == ["case", "EP", "status", "kind", "lowering", "message"]
+    assert failing[2] == ["t.yaml::b", "cpu", "FAIL", "tie_order", "", "OutputIndexTensor: tie order"]
+
+
+def test_one_ep_has_no_matrix() -> None:
+    markdown = render_markdown(summarize(ENV, _results()[:7]))
+    assert "Case × EP" not in markdown  # noqa: RUF001
+
+
+def test_markdown_escapes_case_provided_text() -> None:
+    results = [
+        Result(EVIL, "TOP_K1", "cpu", Status.FAIL, "values", message="a | b\n| c <b>d</b>"),
+        Result(EVIL, "TOP_K1", "cpu|x", Status.PASS),
+    ]
+    env = {**ENV, "command": ["dmlconf", "run", "-k", "a`b``c"]}
+    markdown = render_markdown(summarize(env, results))
+    assert "<script>" not in markdown and "<b>" not in markdown
+    # A code span fenced by more backticks than any run inside it (CommonMark 6.1).
+    assert "- command: ```dmlconf run -k a`b``c```" in markdown
+    matrix = _table(markdown, "Case × EP")  # noqa: RUF001
+    assert matrix[0] == ["case", "cpu", r"cpu\|x"]
+    assert matrix[2] == [EVIL_ESCAPED, "FAIL", "PASS"]
+    failing = _table(markdown, "Not passing")
+    assert all(len(row) == 6 for row in failing)
+    assert failing[2] == [EVIL_ESCAPED, "cpu", "FAIL", "values", "", r"a \| b"]
+
+
+def test_markdown_keeps_numeric_looking_text_as_written() -> None:
+    markdown = render_markdown(summarize(ENV, [Result("1e5", "TOP_K1", "cpu", Status.FAIL, message="0.10")]))
+    assert _table(markdown, "Not passing")[2][0] == "1e5"
+    assert _table(markdown, "Not passing")[2][5] == "0.10"
+
+
+def test_console_lists_failures_with_repro_and_totals() -> None:
+    text = render_console(summarize(ENV, _results()))
+    lines = text.splitlines()
+    assert lines[-1] == "== 4 PASS, 1 FAIL, 1 NOT_SUPPORTED, 1 ERROR, 1 INVALID, 1 QUALITY_WARNING =="
+    # FAIL first, then ERROR, then the rest; repro lines for FAIL and ERROR only.
+    blocks = [block for block in text.split("\n\n") if block.startswith(("FAIL", "ERROR", "NOT_", "QUALITY"))]
+    assert blocks[0] == (
+        "FAIL (tie_order) t.yaml::b [cpu]\n  OutputIndexTensor: tie order\n"
+        "  repro: dmlconf run t.yaml -k t.yaml::b --ep cpu"
+    )
+    assert blocks[1] == "ERROR (execution) s.yaml::b [cpu]\n  boom\n  repro: dmlconf run s.yaml -k s.yaml::b --ep cpu"
+    assert blocks[2] == "NOT_SUPPORTED t.yaml::c [cpu]\n  no uint16 kernel"
+    assert blocks[3] == "QUALITY_WARNING m.yaml::w [cpu]\n  nan order"
+    assert len(blocks) == 4  # INVALID is the expected outcome of a negative case: not listed
+
+
+def test_console_truncates_long_lists_and_escapes_control_characters() -> None:
+    many = [Result(f"t.yaml::c{i}", "TOP_K1", "cpu", Status.FAIL, message="x", repro="r") for i in range(5)]
+    text = render_console(summarize(ENV, many), max_listed=2)
+    assert sum(line.startswith("FAIL ") for line in text.splitlines()) == 2
+    assert "... and 3 more not passing (see summary.md)" in text
+    evil = render_console(summarize(ENV, [Result("t.yaml::\x1b[2Jx", "TOP_K1", "cpu", Status.FAIL, message="\x07")]))
+    assert "\x1b" not in evil and "\x07" not in evil
+    assert "t.yaml::\\x1b[2Jx" in evil
+
+
+def test_console_with_no_results() -> None:
+    assert render_console(summarize(ENV, [])).splitlines()[-1] == "== no results =="
+
+
+def test_results_json_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    results = [
+        *_results(),
+        Result(
+            "t.yaml::m",
+            "TOP_K1",
+            "cpu",
+            Status.FAIL,
+            "values",
+            "FLOAT16",
+            "TopK-11",
+            "m",
+            {"max_abs_error": 0.5, "mismatches": 2},
+            {"TopK_0": "CPUExecutionProvider"},
+            "2_1",
+            "dmlconf run",
+            0.25,
+        ),
+    ]
+    write_results(str(path), ENV, results)
+    env, back = read_results(str(path))
+    assert env == ENV
+    assert back == results
+    assert os.listdir(tmp_path) == ["results.json"]  # no temporary file left behind
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert document["schema_version"] == SCHEMA_VERSION == 1
+    assert list(document) == ["schema_version", "environment", "results"]
+
+
+def test_results_json_is_strict_json(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    write_results(
+        str(path), ENV, [Result("a", "TOP_K1", "cpu", Status.FAIL, metrics={"max": float("nan"), "min": float("-inf")})]
+    )
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {constant}")
+
+    document = json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+    assert document["results"][0]["metrics"] == {"max": "nan", "min": "-inf"}
+
+
+def test_failed_write_keeps_the_old_file_and_leaves_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "results.json"
+    write_results(str(path), ENV, _results()[:1])
+    before = path.read_bytes()
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="No space"):
+        write_results(str(path), ENV, _results())
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["results.json"]
+
+
+def test_read_results_refuses_another_schema(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"schema_version": 2, "environment": {}, "results": []}), encoding="utf-8")
+    with pytest.raises(ValueError, match="schema_version 2"):
+        read_results(str(path))

@@ -1,0 +1,195 @@
+"""Sweeps: ``matrix:`` expands a case to the product of its lists, in the order written, with readable ids.
+
+Positions are counted by hand: the header takes lines 1-3, the case starts at line 4, its ``matrix:`` entries
+are at column 7.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.load import load_document
+from conformance.model import Case, DataType, Mvn1Desc, SourcePos, TopK1Desc
+from conformance.parse import Entry, Rejected, parse_document
+from conformance.sweep import expand
+
+TOPK = """operator: TOP_K1
+feature_level: '3_1'
+cases:
+  - id: sweep
+    InputTensor: {Sizes: [1, 4], DataType: FLOAT32, Generator: {Kind: uniform, Seed: 1}}
+    Axis: 1
+    K: 2
+    matrix:
+"""
+MVN = """operator: MEAN_VARIANCE_NORMALIZATION1
+feature_level: '3_1'
+cases:
+  - id: act
+    InputTensor: {Sizes: [1, 4], DataType: FLOAT32, Generator: {Kind: uniform, Seed: 1}}
+    Axes: [1]
+    FusedActivation: {Type: LEAKY_RELU, Alpha: 0.3}
+    matrix:
+"""
+
+
+def parse(tmp_path: Path, text: str) -> tuple[str, list[Entry], list[str]]:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    entries, problems = parse_document(load_document(path))
+    return str(path), entries, [str(p) for p in problems]
+
+
+def cases(tmp_path: Path, text: str) -> list[Case]:
+    _, entries, problems = parse(tmp_path, text)
+    assert problems == []
+    assert all(isinstance(e, Case) for e in entries), entries
+    return [e for e in entries if isinstance(e, Case)]
+
+
+def suffixes(found: list[Case]) -> list[str]:
+    return [c.id.rpartition("::")[2] for c in found]
+
+
+def test_product_in_the_written_order(tmp_path: Path) -> None:
+    found = cases(
+        tmp_path,
+        TOPK + "      InputTensor.DataType: [FLOAT16, FLOAT32]\n      AxisDirection: [INCREASING, DECREASING]\n",
+    )
+    assert suffixes(found) == [
+        "sweep[FLOAT16-INCREASING]",
+        "sweep[FLOAT16-DECREASING]",
+        "sweep[FLOAT32-INCREASING]",
+        "sweep[FLOAT32-DECREASING]",
+    ]
+    descs = [c.descriptor for c in found]
+    assert all(isinstance(d, TopK1Desc) for d in descs)
+    assert [(d.input.data_type, d.axis_direction) for d in descs if isinstance(d, TopK1Desc)] == [
+        (DataType.FLOAT16, "INCREASING"),
+        (DataType.FLOAT16, "DECREASING"),
+        (DataType.FLOAT32, "INCREASING"),
+        (DataType.FLOAT32, "DECREASING"),
+    ]
+
+
+def test_list_values_label_with_x(tmp_path: Path) -> None:
+    found = cases(tmp_path, TOPK.replace("Axis: 1", "Axis: 0") + "      InputTensor.Sizes: [[4, 2, 3], [5]]\n")
+    assert suffixes(found) == ["sweep[4x2x3]", "sweep[5]"]
+    assert [c.descriptor.input.sizes for c in found] == [(4, 2, 3), (5,)]
+
+
+def test_mapping_values_label_as_key_equals_value(tmp_path: Path) -> None:
+    found = cases(
+        tmp_path,
+        MVN + "      FusedActivation: [{Type: RELU}, {Type: HARD_SIGMOID, Alpha: 0.3, Beta: 0.4}]\n"
+        "      NormalizeVariance: [true, false]\n",
+    )
+    assert suffixes(found) == [
+        "act[Type=RELU-true]",
+        "act[Type=RELU-false]",
+        "act[Type=HARD_SIGMOID,Alpha=0.3,Beta=0.4-true]",
+        "act[Type=HARD_SIGMOID,Alpha=0.3,Beta=0.4-false]",
+    ]
+    activations = [c.descriptor.fused_activation for c in found if isinstance(c.descriptor, Mvn1Desc)]
+    assert [(a.type, dict(a.params)) for a in activations if a is not None] == [
+        ("RELU", {}),
+        ("RELU", {}),
+        ("HARD_SIGMOID", {"alpha": 0.3, "beta": 0.4}),
+        ("HARD_SIGMOID", {"alpha": 0.3, "beta": 0.4}),
+    ]
+
+
+def test_a_value_replaces_the_whole_field(tmp_path: Path) -> None:
+    """The base case's Alpha: 0.3 does not leak into a swept {Type: RELU}, which takes no Alpha."""
+    found = cases(tmp_path, MVN + "      FusedActivation: [{Type: RELU}]\n")
+    assert isinstance(found[0].descriptor, Mvn1Desc) and found[0].descriptor.fused_activation is not None
+    assert dict(found[0].descriptor.fused_activation.params) == {}
+
+
+def test_dotted_path_sets_one_field_of_a_tensor(tmp_path: Path) -> None:
+    found = cases(tmp_path, MVN + "      FusedActivation.Alpha: [0.1, 0.2]\n")
+    assert suffixes(found) == ["act[0.1]", "act[0.2]"]
+    params = [
+        dict(c.descriptor.fused_activation.params)
+        for c in found
+        if isinstance(c.descriptor, Mvn1Desc) and c.descriptor.fused_activation is not None
+    ]
+    assert params == [{"alpha": 0.1}, {"alpha": 0.2}]
+
+
+def test_overridden_field_position_points_to_the_matrix_entry(tmp_path: Path) -> None:
+    found = cases(tmp_path, TOPK + "      InputTensor.Sizes: [[1, 4]]\n      K: [1]\n")
+    case = found[0]
+    assert str(case.pos("InputTensor.Sizes")) == f"{case.path}:9:7"
+    assert str(case.pos("InputTensor.Sizes.1")) == f"{case.path}:9:7"  # the base case's item positions are gone
+    assert str(case.pos("K")) == f"{case.path}:10:7"
+    assert str(case.pos("InputTensor.DataType")) == f"{case.path}:5:34"  # not swept: where the case wrote it
+    assert str(case.pos("Axis")) == f"{case.path}:6:5"
+
+
+def test_a_bad_variant_is_rejected_at_the_matrix_entry(tmp_path: Path) -> None:
+    path, entries, problems = parse(tmp_path, TOPK + "      InputTensor.DataType: [FLOAT32, INT9]\n")
+    assert problems == []
+    good, bad = entries
+    assert isinstance(good, Case) and good.id.endswith("sweep[FLOAT32]")
+    assert isinstance(bad, Rejected) and bad.id.endswith("sweep[INT9]")
+    assert [str(p) for p in bad.problems] == [
+        f"{path}:9:7: InputTensor.DataType: must be one of FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, "
+        "UINT8, got 'INT9'"
+    ]
+
+
+def test_an_unknown_field_introduced_by_the_matrix_is_refused_there(tmp_path: Path) -> None:
+    path, entries, _ = parse(tmp_path, TOPK + "      Bogus: [1]\n")
+    assert isinstance(entries[0], Rejected)
+    assert str(entries[0].problems[0]).startswith(f"{path}:9:7: Bogus: unknown field")
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("      K.x: [1]\n", "9:7: matrix.K.x: path does not lead to a field of the case"),
+        ("      Axis.Sizes.0: [1]\n", "9:7: matrix.Axis.Sizes.0: path does not lead to a field of the case"),
+        (
+            "      InputTensor.Sizes.0: [1]\n",
+            "9:7: matrix.InputTensor.Sizes.0: path does not lead to a field of the case",
+        ),
+        ("      K: []\n", "9:7: matrix.K: must be a non-empty list"),
+        ("      K: 3\n", "9:7: matrix.K: must be a non-empty list"),
+        ("      K: [1, 1]\n", "8:5: matrix: gives the id '{path}::sweep[1]' twice (repeated values?)"),
+    ],
+)
+def test_bad_matrix_entries_are_file_problems(tmp_path: Path, entry: str, problem: str) -> None:
+    path, entries, problems = parse(tmp_path, TOPK + entry)
+    display = entries[0].path if entries else ""
+    assert problems == [f"{path}:{problem.format(path=display)}"]
+    assert len(entries) <= 1
+
+
+@pytest.mark.parametrize("matrix", [" {}", " []", "", " 7"])
+def test_matrix_must_map_paths_to_lists(tmp_path: Path, matrix: str) -> None:
+    path, entries, problems = parse(tmp_path, TOPK.replace("    matrix:\n", f"    matrix:{matrix}\n"))
+    assert (entries, problems) == ([], [f"{path}:8:5: matrix: must map field paths to non-empty lists"])
+
+
+def test_a_case_without_matrix_is_one_variant_with_no_suffix() -> None:
+    raw: dict[str, Any] = {"id": "a", "K": 2}
+    positions = {"K": SourcePos("f.yaml", 3, 5)}
+    (variant,), problems = expand(raw, positions)
+    assert (variant.suffix, variant.raw, variant.positions, problems) == ("", raw, positions, [])
+
+
+def test_expand_leaves_its_input_alone_and_variants_independent() -> None:
+    raw: dict[str, Any] = {"InputTensor": {"Sizes": [2]}, "matrix": {"InputTensor.Sizes": [[1], [3, 4]]}}
+    where = SourcePos("f.yaml", 9, 7)
+    variants, problems = expand(raw, {"matrix.InputTensor.Sizes": where, "InputTensor.Sizes": SourcePos("f", 1, 1)})
+    assert problems == []
+    assert raw == {"InputTensor": {"Sizes": [2]}, "matrix": {"InputTensor.Sizes": [[1], [3, 4]]}}
+    assert [v.raw for v in variants] == [{"InputTensor": {"Sizes": [1]}}, {"InputTensor": {"Sizes": [3, 4]}}]
+    assert [v.suffix for v in variants] == ["[1]", "[3x4]"]
+    assert all(v.positions["InputTensor.Sizes"] == where for v in variants)
+    variants[0].raw["InputTensor"]["Sizes"].append(9)
+    assert variants[1].raw["InputTensor"]["Sizes"] == [3, 4]
