@@ -11,7 +11,6 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 
 from conformance.eps import EpSpec, best_available_ep, parse_ep
 from conformance.model import Case, FeatureLevel
@@ -19,7 +18,7 @@ from conformance.problems import Problem
 from conformance.report_console import render_console
 from conformance.report_markdown import render_markdown
 from conformance.results import Result, environment, write_results, write_text_atomic
-from conformance.runner import RunOptions, ep_text, run_entry
+from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
 from conformance.suite import Suite, collect
 from conformance.summary import summarize
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
@@ -80,10 +79,7 @@ def _collect(paths: Sequence[str], max_elements: int, keyword: str | None = None
     for path in paths:
         if not os.path.exists(path):
             raise UsageError(f"{path}: no such file or directory")
-    suite = collect(paths, max_elements, keyword)
-    exact = tuple(entry for entry in suite.entries if entry.id == keyword)
-    # A full id (what a reproduction command gives) selects that case alone, not every id it is a prefix of.
-    return replace(suite, entries=exact) if exact else suite
+    return collect(paths, max_elements, keyword)
 
 
 def _print_problems(problems: Sequence[Problem], files: int) -> None:
@@ -106,15 +102,11 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _eps(texts: Sequence[str]) -> list[EpSpec]:
-    """The EPs to run on, each once: ``--ep cpu --ep CPUExecutionProvider`` names one EP, so it runs once."""
+    """The EPs to run on, each once (``distinct_eps``); the best available when none is named."""
     try:
-        eps = [parse_ep(text) for text in texts] or [best_available_ep()]
+        return distinct_eps([parse_ep(text) for text in texts] or [best_available_ep()])
     except ValueError as error:
         raise UsageError(f"--ep: {error}") from None
-    unique: dict[str, EpSpec] = {}
-    for ep in eps:
-        unique.setdefault(ep_text(ep), ep)
-    return list(unique.values())
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:

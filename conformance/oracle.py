@@ -70,17 +70,23 @@ def _golden_differences(case: Case, name: str, got: np.ndarray) -> str | None:
     )
 
 
-def golden_mismatches(case: Case, oracle: Mapping[str, np.ndarray]) -> list[str]:
-    """Outputs where the case's own ``expected:`` (e.g. a spec example) disagrees with the oracle.
+def golden_differences(case: Case, oracle: Mapping[str, np.ndarray]) -> dict[str, str]:
+    """Output name -> one line saying how the case's own ``expected:`` (e.g. a spec example) disagrees with the
+    oracle: how many elements differ and the first difference. Empty when they agree.
 
     A disagreement is a harness or case-file bug, never the EP's fault: the runner reports it as ERROR.
     Exact outputs (TOP_K1, SLICE1) must match exactly; MVN1 goldens are written with few digits, so they
     are held to the relative precision they were written with.
     """
-    return [name for name in case.expected if _golden_differences(case, name, oracle[name]) is not None]
+    lines = {name: _golden_differences(case, name, oracle[name]) for name in case.expected}
+    return {name: line for name, line in lines.items() if line is not None}
+
+
+def golden_mismatches(case: Case, oracle: Mapping[str, np.ndarray]) -> list[str]:
+    """The outputs of ``golden_differences``."""
+    return list(golden_differences(case, oracle))
 
 
 def golden_report(case: Case, oracle: Mapping[str, np.ndarray]) -> list[str]:
-    """One line per output of ``golden_mismatches``: how many elements differ and the first difference."""
-    lines = (_golden_differences(case, name, oracle[name]) for name in case.expected)
-    return [line for line in lines if line is not None]
+    """The lines of ``golden_differences``."""
+    return list(golden_differences(case, oracle).values())

@@ -18,7 +18,7 @@ from conformance.eps import EpSpec, best_available_ep, parse_ep
 from conformance.model import FeatureLevel, Status
 from conformance.parse import Entry, Rejected
 from conformance.results import Result
-from conformance.runner import RunOptions, ep_text, run_entry
+from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
 from conformance.suite import read_file
 from conformance.validate import DEFAULT_MAX_ELEMENTS
 
@@ -79,10 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     max_elements = config.getoption("max_elements")
     if max_elements < 1:
         raise pytest.UsageError(f"--max-elements: must be at least 1, got {max_elements}")
-    unique: dict[str, EpSpec] = {}
-    for ep in eps:  # one EP named twice (cpu, CPUExecutionProvider) runs once
-        unique.setdefault(ep_text(ep), ep)
-    config.stash[_SETTINGS] = _Settings(tuple(unique.values()), RunOptions(level, max_elements))
+    config.stash[_SETTINGS] = _Settings(tuple(distinct_eps(eps)), RunOptions(level, max_elements))
 
 
 def _settings(config: pytest.Config) -> _Settings:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import shlex
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -15,7 +16,7 @@ from conformance.execute import ExecutionError, NotSupported, execute
 from conformance.generate import case_inputs
 from conformance.lower import NotExpressible, lower
 from conformance.model import Case, FeatureLevel, Status
-from conformance.oracle import expected_outputs, golden_mismatches, golden_report
+from conformance.oracle import expected_outputs, golden_differences
 from conformance.parse import Entry, Rejected
 from conformance.results import Result
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
@@ -33,6 +34,14 @@ def ep_text(ep: EpSpec) -> str:
     """The --ep text that selects ``ep`` again."""
     options = ",".join(f"{k}={v}" for k, v in ep.options.items())
     return f"{ep.alias}:{options}" if options else ep.alias
+
+
+def distinct_eps(eps: Iterable[EpSpec]) -> list[EpSpec]:
+    """Each EP once, in order: ``--ep cpu --ep CPUExecutionProvider`` names one EP, so it runs once."""
+    unique: dict[str, EpSpec] = {}
+    for ep in eps:
+        unique.setdefault(ep_text(ep), ep)
+    return list(unique.values())
 
 
 def repro_command(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> str:
@@ -87,7 +96,7 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
         )
     inputs = case_inputs(case)
     expected = expected_outputs(case, inputs)
-    wrong = golden_mismatches(case, expected)
+    wrong = golden_differences(case, expected)
     if wrong:
         return replace(
             base,
@@ -96,7 +105,7 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
             message="\n".join(
                 [
                     f"the oracle disagrees with the case's expected {', '.join(wrong)}: harness or case-file bug",
-                    *golden_report(case, expected),
+                    *wrong.values(),
                 ]
             ),
         )

@@ -43,4 +43,6 @@ def collect(paths: Sequence[str], max_elements: int = DEFAULT_MAX_ELEMENTS, keyw
         file_entries, file_problems = read_file(path, max_elements)
         entries.extend(e for e in file_entries if keyword is None or keyword in e.id)
         problems.extend(file_problems)
-    return Suite(tuple(entries), tuple(problems), len(files))
+    exact = tuple(e for e in entries if e.id == keyword)
+    # A full id (what a reproduction command gives) selects that case alone, not every id it is a prefix of.
+    return Suite(exact or tuple(entries), tuple(problems), len(files))

@@ -84,7 +84,7 @@ def test_spec_example_passes_on_cpu(entries: dict[str, Entry]) -> None:
 
 
 @pytest.mark.parametrize(
-    "stage", ["case_inputs", "expected_outputs", "golden_mismatches", "lower", "execute", "compare"]
+    "stage", ["case_inputs", "expected_outputs", "golden_differences", "lower", "execute", "compare"]
 )
 def test_a_stage_raising_becomes_error_with_its_first_line(
     entries: dict[str, Entry], monkeypatch: pytest.MonkeyPatch, stage: str
