@@ -12,12 +12,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from conformance.eps import EpSpec, best_available_ep, parse_ep
+from conformance import dml
+from conformance.eps import DML, EpSpec, best_available_ep, parse_ep
+from conformance.identity import environment
 from conformance.model import Case, FeatureLevel
 from conformance.problems import Problem
 from conformance.report_console import render_console
 from conformance.report_markdown import render_markdown
-from conformance.results import Result, environment, write_results, write_text_atomic
+from conformance.results import Result, write_results, write_text_atomic
 from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
 from conformance.suite import Suite, collect
 from conformance.summary import summarize
@@ -56,7 +58,12 @@ def _parser() -> argparse.ArgumentParser:
         help="cpu, cuda, dml, webgpu, a full EP name or a plugin library path, with options as "
         "ALIAS:key=value,...; repeatable (default: the best available)",
     )
-    run.add_argument("--feature-level", metavar="FL", help="the target's DML feature level, e.g. 4_1")
+    run.add_argument(
+        "--feature-level",
+        metavar="FL",
+        help="the target's DML feature level, e.g. 4_1: cases needing more are NOT_SUPPORTED "
+        "(default: for dml, what the installed DirectML supports; for other EPs, none)",
+    )
     run.add_argument("--report-dir", default="reports", metavar="DIR", help="where reports go (default: reports/)")
     run.add_argument(
         "-k",
@@ -122,7 +129,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return EXIT_USAGE
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
-    options = RunOptions(feature_level=level, max_elements=args.max_elements)
+    directml = dml.detect() if any(ep.name == DML for ep in eps) else None
+    options = RunOptions(level, args.max_elements, directml.feature_level if directml else None)
     results_path = os.path.join(args.report_dir, "results.json")
     summary_path = os.path.join(args.report_dir, "summary.md")
     try:  # before the run, so that an unusable --report-dir costs nothing
@@ -130,14 +138,15 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except OSError as error:
         raise UsageError(f"--report-dir: cannot create {args.report_dir}: {error.strerror or error}") from None
     print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(map(ep_text, eps))}")
+    if directml is not None:
+        print(f"DirectML {directml.version or '?'} ({directml.source}): feature level {directml.feature_level or '?'}")
     results: list[Result] = []
     try:
         for entry in suite.entries:
             results.extend(run_entry(entry, ep, options) for ep in eps)
     except KeyboardInterrupt:
         print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
-    ep_records = [{"label": ep_text(e), "alias": e.alias, "name": e.name, "options": dict(e.options)} for e in eps]
-    env = environment(ep_records, argv, str(level) if level else None)
+    env = environment(eps, options, argv, directml)
     summary = summarize(env, results)
     print(render_console(summary))
     try:

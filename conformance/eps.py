@@ -18,6 +18,8 @@ from typing import Any
 
 import onnxruntime as ort  # type: ignore[import-untyped]
 
+from conformance import dml
+
 log = logging.getLogger(__name__)
 
 CPU = "CPUExecutionProvider"
@@ -88,10 +90,9 @@ def parse_ep(text: str) -> EpSpec:
         raise ValueError(f"no execution provider named in {text!r}")
     if _is_path(head):
         return EpSpec(alias=head, name=_library_name(head), options=options, library=head)
-    if head.lower() in ALIASES:
-        return EpSpec(alias=head.lower(), name=ALIASES[head.lower()], options=options)
     for alias, name in ALIASES.items():
-        if head.lower() == name.lower():
+        if head.lower() in (alias, name.lower()):
+            check_options(name, options)
             return EpSpec(alias=alias, name=name, options=options)
     if re.fullmatch(r"[A-Za-z][A-Za-z0-9]*ExecutionProvider", head):
         return EpSpec(alias=head, name=head, options=options)
@@ -99,6 +100,15 @@ def parse_ep(text: str) -> EpSpec:
         f"unknown execution provider {head!r}: expected cpu, cuda, dml, webgpu, a full onnxruntime name "
         "such as CUDAExecutionProvider, or the path of a plugin EP library"
     )
+
+
+def check_options(name: str, options: Mapping[str, str]) -> None:
+    """ValueError for provider options the EP would reject or silently ignore, where the harness knows them:
+    DirectML's (``dml.check_options``) and CUDA's device_id; other options pass through to onnxruntime."""
+    if name == DML:
+        dml.check_options(options)
+    if name == CUDA and not options.get("device_id", "0").isdigit():
+        raise ValueError(f"CUDA option device_id={options['device_id']!r}: expected a non-negative whole number")
 
 
 @functools.cache

@@ -41,10 +41,11 @@ def render_markdown(summary: Summary) -> str:
     lines = [
         "# DirectML conformance summary",
         "",
-        f"- onnxruntime {env.get('onnxruntime')} on {env.get('platform')}, Python {env.get('python')}",
-        f"- EPs: {', '.join(_cell(ep) for ep in summary.eps) or 'none'}; "
-        f"target feature level: {env.get('target_feature_level') or 'any'}",
+        *(f"- {what}: {_cell(which)}" for what, which in summary.identity),
+        f"- target feature level: {env.get('target_feature_level') or 'per EP (above)'}",
         f"- command: {_code(' '.join(str(word) for word in command))}",
+        *([f"- placement: {summary.placement.line}"] if summary.placement else []),
+        *(f"  - {_cell(line)}" for line in (summary.placement.unproven if summary.placement else ())),
         "",
         "## Totals",
         "",

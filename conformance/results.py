@@ -6,11 +6,8 @@ import contextlib
 import json
 import math
 import os
-import platform
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from typing import Any
 
 from conformance.model import Status
@@ -49,37 +46,6 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     return value
-
-
-def _version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def environment(eps: Sequence[Mapping[str, Any]], argv: Sequence[str], feature_level: str | None) -> dict[str, Any]:
-    """What was tested with what: versions, EPs, platform and the exact command line."""
-    import numpy
-    import onnx
-    import onnxruntime  # type: ignore[import-untyped]
-
-    packages = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-ep-webgpu")
-    return {
-        "command": list(argv),
-        "cwd": os.getcwd(),
-        "dml_conformance": _version("dml-conformance"),
-        "onnxruntime": onnxruntime.__version__,
-        "onnxruntime_packages": {p: v for p in packages if (v := _version(p)) is not None},
-        "available_providers": onnxruntime.get_available_providers(),
-        "onnx": onnx.__version__,
-        "numpy": numpy.__version__,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "eps": [dict(ep) for ep in eps],
-        "target_feature_level": feature_level,
-    }
 
 
 def write_text_atomic(path: str, text: str) -> None:

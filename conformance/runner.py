@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from conformance.compare import compare
-from conformance.eps import EpSpec
+from conformance.eps import DML, EpSpec
 from conformance.execute import ExecutionError, NotSupported, execute
 from conformance.generate import case_inputs
 from conformance.lower import NotExpressible, lower
@@ -26,8 +26,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunOptions:
-    feature_level: FeatureLevel | None = None  # the target's level: cases needing more are NOT_SUPPORTED
+    feature_level: FeatureLevel | None = None  # --feature-level: every EP's target; cases needing more: NOT_SUPPORTED
     max_elements: int = DEFAULT_MAX_ELEMENTS
+    directml_level: FeatureLevel | None = None  # what the installed DirectML supports (dml.detect), for the dml EP
+
+    def target_level(self, ep: EpSpec) -> FeatureLevel | None:
+        """--feature-level where given; else, for DirectML, the installed DirectML's level; else none (all run)."""
+        if self.feature_level is not None:
+            return self.feature_level
+        return self.directml_level if ep.name == DML else None
 
 
 def ep_text(ep: EpSpec) -> str:
@@ -88,11 +95,12 @@ def _negative(entry: Entry, base: Result, options: RunOptions) -> Result:
 
 
 def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Result:
-    if options.feature_level is not None and case.feature_level > options.feature_level:
+    target = options.target_level(ep)
+    if target is not None and case.feature_level > target:
         return replace(
             base,
             status=Status.NOT_SUPPORTED,
-            message=f"needs feature level {case.feature_level}; the target is {options.feature_level}",
+            message=f"needs feature level {case.feature_level}; the target is {target}",
         )
     inputs = case_inputs(case)
     expected = expected_outputs(case, inputs)

@@ -16,6 +16,21 @@ NOTABLE = frozenset(Status) - {Status.PASS, Status.INVALID}
 
 
 @dataclass(frozen=True)
+class Placement:
+    """How many results ran (PASS, FAIL, QUALITY_WARNING) with every node recorded on their own EP, and which did
+    not: a verdict without onnxruntime's placement record on the EP proves nothing."""
+
+    proven: int
+    unproven: tuple[str, ...]  # "case [ep]: why"
+
+    @property
+    def line(self) -> str:
+        if not self.unproven:
+            return f"{self.proven} executed result(s), every node recorded on its own EP by onnxruntime"
+        return f"{len(self.unproven)} executed result(s) WITHOUT placement proof; {self.proven} proven"
+
+
+@dataclass(frozen=True)
 class Summary:
     environment: Mapping[str, Any]
     totals: Mapping[Status, int]
@@ -23,10 +38,72 @@ class Summary:
     by_operator: tuple[tuple[str, str, Mapping[Status, int]], ...]  # (operator, ep, counts)
     matrix: tuple[tuple[str, tuple[Status | None, ...]], ...]  # (case, status per ep), only with several EPs
     notable: tuple[Result, ...]
+    identity: tuple[tuple[str, str], ...] = ()  # (what, which): device, software, EPs; from the environment
+    placement: Placement | None = None
 
     @property
     def failed(self) -> bool:
         return any(self.totals.get(s, 0) for s in FAILING)
+
+
+EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.QUALITY_WARNING})
+
+
+def check_placement(environment: Mapping[str, Any], results: Sequence[Result]) -> Placement:
+    names = {str(ep.get("label")): str(ep.get("name")) for ep in environment.get("eps", [])}
+    proven, unproven = 0, []
+    for r in results:
+        if r.status not in EXECUTED:
+            continue
+        where = set(r.placement.values())
+        if not where or (r.ep in names and where != {names[r.ep]}):
+            unproven.append(f"{r.case} [{r.ep}]: placed on {', '.join(sorted(where)) or 'nothing recorded'}")
+        else:
+            proven += 1
+    return Placement(proven, tuple(unproven))
+
+
+def _gpu_line(gpu: Mapping[str, Any]) -> str:
+    details = [f"driver {gpu['driver_version']}" if gpu.get("driver_version") else ""]
+    details += [f"{gpu['memory_total_mib']} MiB" if gpu.get("memory_total_mib") else ""]
+    details += [f"PCI {gpu['pci_bus_id']}" if gpu.get("pci_bus_id") else ""]
+    shown = ", ".join(d for d in details if d)
+    return f"{gpu.get('name') or '?'}" + (f" ({shown})" if shown else "")
+
+
+def _device_text(device: Mapping[str, Any]) -> str:
+    """e.g. "GPU 10de:2330 (pci_bus_id=0000:00:06.0)": type, PCI vendor:device ids, metadata."""
+    words = [str(device.get("type", "?")), str(device.get("vendor") or "")]
+    words.append(f"{int(device.get('vendor_id', 0)):04x}:{int(device.get('device_id', 0)):04x}")
+    metadata = ", ".join(f"{k}={v}" for k, v in (device.get("metadata") or {}).items())
+    return " ".join(w for w in words if w) + (f" ({metadata})" if metadata else "")
+
+
+def _ep_line(ep: Mapping[str, Any]) -> str:
+    options = ",".join(f"{k}={v}" for k, v in (ep.get("options") or {}).items())
+    devices = [_device_text(d) for d in ep.get("devices") or []]
+    line = f"{ep.get('name')}" + (f" ({options})" if options else "")
+    if devices:
+        line += f" on {'; '.join(devices)}"
+    if ep.get("directml"):
+        dml = ep["directml"]
+        line += f"; DirectML {dml.get('version') or '?'} ({dml.get('source')})"
+    if ep.get("target_feature_level"):
+        line += f"; target feature level {ep['target_feature_level']}"
+    return line
+
+
+def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The report header: which device, which software, which EPs, which command."""
+    gpus = env.get("gpus") or []
+    packages = ", ".join(f"{name} {version}" for name, version in (env.get("onnxruntime_packages") or {}).items())
+    lines = [
+        ("GPU", "; ".join(_gpu_line(g) for g in gpus) if gpus else "none found (nvidia-smi / Win32_VideoController)")
+    ]
+    lines.append(("onnxruntime", f"{env.get('onnxruntime')} ({packages})" if packages else str(env.get("onnxruntime"))))
+    lines += [(f"EP {ep.get('label')}", _ep_line(ep)) for ep in env.get("eps") or []]
+    lines.append(("platform", f"{env.get('platform')}, Python {env.get('python')}, numpy {env.get('numpy')}"))
+    return tuple(lines)
 
 
 def summarize(environment: Mapping[str, Any], results: Sequence[Result]) -> Summary:
@@ -48,6 +125,8 @@ def summarize(environment: Mapping[str, Any], results: Sequence[Result]) -> Summ
         by_operator=by_operator,
         matrix=matrix,
         notable=tuple(r for r in results if r.status in NOTABLE),
+        identity=identity_lines(environment),
+        placement=check_placement(environment, results),
     )
 
 

@@ -197,7 +197,16 @@ def test_run_spec_examples(in_repo: None, tmp_path: Path, capsys: pytest.Capture
     assert document["schema_version"] == 1
     env = document["environment"]
     assert env["onnxruntime"] == onnxruntime.__version__
-    assert env["eps"] == [{"label": "cpu", "alias": "cpu", "name": "CPUExecutionProvider", "options": {}}]
+    (ep,) = env["eps"]
+    assert {k: ep[k] for k in ("label", "alias", "name", "options", "target_feature_level")} == {
+        "label": "cpu",
+        "alias": "cpu",
+        "name": "CPUExecutionProvider",
+        "options": {},
+        "target_feature_level": None,
+    }
+    assert [d["ep_name"] for d in ep["devices"]] == ["CPUExecutionProvider"]
+    assert isinstance(env["gpus"], list)
     assert env["platform"] == platform.platform()
     assert env["python"] == platform.python_version()
     assert env["command"] == ["dmlconf", *argv]

@@ -254,7 +254,9 @@ def library_files() -> list[str]:
 
 
 def test_the_case_library_has_every_operator() -> None:
-    assert {Path(p).parent.name for p in library_files()} == {"top_k1", "mean_variance_normalization1", "slice1"}
+    operators = {"top_k1", "mean_variance_normalization1", "slice1"}
+    assert {Path(p).parent.name for p in library_files()} == {*operators, "found"}
+    assert {Path(p).stem for p in library_files() if Path(p).parent.name == "found"} == operators
 
 
 def test_every_case_file_loads_and_validates_without_problems() -> None:

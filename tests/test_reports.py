@@ -15,12 +15,31 @@ from conformance.report_markdown import render_markdown
 from conformance.results import SCHEMA_VERSION, Result, read_results, write_results
 from conformance.summary import summarize
 
+GPU = {
+    "index": "0",
+    "name": "NVIDIA H100 80GB HBM3",
+    "driver_version": "580.159.04",
+    "memory_total_mib": "81559",
+    "pci_bus_id": "00000000:00:06.0",
+}
+DML_EP = {
+    "label": "dml",
+    "alias": "dml",
+    "name": "DmlExecutionProvider",
+    "options": {"disable_metacommands": "true"},
+    "devices": [{"type": "GPU", "vendor": "NVIDIA", "vendor_id": 0x10DE, "device_id": 0x2330, "metadata": {}}],
+    "directml": {"version": "1.15.4", "source": "DirectML.dll file version", "feature_level": "6_4"},
+    "target_feature_level": "6_4",
+}
 ENV = {
     "onnxruntime": "1.0.0",
+    "onnxruntime_packages": {"onnxruntime-directml": "1.0.0"},
     "platform": "TestOS-1",
     "python": "3.11.0",
+    "numpy": "2.0",
     "command": ["dmlconf", "run", "x"],
-    "eps": [{"alias": "cpu", "name": "CPUExecutionProvider", "options": {}}],
+    "gpus": [GPU],
+    "eps": [{"label": "cpu", "alias": "cpu", "name": "CPUExecutionProvider", "options": {}}, DML_EP],
     "target_feature_level": None,
 }
 EVIL = "f.yaml::evil|<script>alert(1)</script>`code`*b*_i_[l](u)&amp;~~s~~\\"
@@ -102,7 +121,15 @@ def test_summary_counts() -> None:
 def test_markdown_tables() -> None:
     markdown = render_markdown(summarize(ENV, _results()))
     assert markdown.startswith("# DirectML conformance summary\n")
-    assert "- onnxruntime 1.0.0 on TestOS-1, Python 3.11.0" in markdown
+    header = markdown.split("## Totals")[0].splitlines()
+    assert header[2:6] == [
+        "- GPU: NVIDIA H100 80GB HBM3 (driver 580.159.04, 81559 MiB, PCI 00000000:00:06.0)",
+        "- onnxruntime: 1.0.0 (onnxruntime-directml 1.0.0)",
+        "- EP cpu: CPUExecutionProvider",
+        "- EP dml: DmlExecutionProvider (disable\\_metacommands=true) on GPU NVIDIA 10de:2330; "
+        "DirectML 1.15.4 (DirectML.dll file version); target feature level 6\\_4",
+    ]
+    assert "- platform: TestOS-1, Python 3.11.0, numpy 2.0" in header
     assert "- command: `dmlconf run x`" in markdown
     totals = _table(markdown, "Totals")
     assert totals[0] == ["status", "results"]
@@ -255,3 +282,37 @@ def test_read_results_refuses_another_schema(tmp_path: Path) -> None:
     path.write_text(json.dumps({"schema_version": 2, "environment": {}, "results": []}), encoding="utf-8")
     with pytest.raises(ValueError, match="schema_version 2"):
         read_results(str(path))
+
+
+def test_placement_proof_counts_only_results_run_on_their_own_ep() -> None:
+    env = {"eps": [{"label": "cuda", "name": "CUDAExecutionProvider"}]}
+    on_cuda = {"TopK_0": "CUDAExecutionProvider"}
+    results = [
+        Result("a", "TOP_K1", "cuda", Status.PASS, placement=on_cuda),
+        Result("b", "TOP_K1", "cuda", Status.FAIL, placement=on_cuda),
+        Result("c", "TOP_K1", "cuda", Status.PASS, placement={"TopK_0": "CPUExecutionProvider"}),
+        Result("d", "TOP_K1", "cuda", Status.QUALITY_WARNING),
+        Result("e", "TOP_K1", "cuda", Status.NOT_SUPPORTED),  # never ran: nothing to prove
+        Result("f", "TOP_K1", "cuda", Status.INVALID),
+    ]
+    placement = summarize(env, results).placement
+    assert placement is not None
+    assert placement.proven == 2
+    assert placement.unproven == (
+        "c [cuda]: placed on CPUExecutionProvider",
+        "d [cuda]: placed on nothing recorded",
+    )
+    assert placement.line == "2 executed result(s) WITHOUT placement proof; 2 proven"
+    markdown = render_markdown(summarize(env, results))
+    assert "- placement: 2 executed result(s) WITHOUT placement proof; 2 proven" in markdown
+    assert "  - c \\[cuda\\]: placed on CPUExecutionProvider" in markdown
+
+
+def test_placement_proof_all_proven() -> None:
+    env = {"eps": [{"label": "cpu", "name": "CPUExecutionProvider"}]}
+    results = [Result("a", "SLICE1", "cpu", Status.PASS, placement={"Slice_0": "CPUExecutionProvider"})]
+    placement = summarize(env, results).placement
+    assert placement is not None
+    assert (placement.proven, placement.unproven) == (1, ())
+    console = render_console(summarize(env, results))
+    assert "placement: 1 executed result(s), every node recorded on its own EP" in console

@@ -1,0 +1,176 @@
+"""The DirectML execution provider: its provider options, and the DML feature level a run targets.
+
+DirectML only runs on Windows; everything here is plain logic that is tested anywhere, with the Windows-only
+queries (DirectML.dll's file version) behind small functions.
+
+Feature level: each DirectML release supports feature levels up to a maximum (DML_FEATURE_LEVEL history in
+Microsoft's "DirectML version history"): a case that needs more than the installed DirectML gives is
+NOT_SUPPORTED rather than run. ``--feature-level`` overrides the derived level.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import re
+import struct
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+
+from conformance.model import FeatureLevel
+
+log = logging.getLogger(__name__)
+
+# DirectML (major, minor) -> the highest DML_FEATURE_LEVEL it supports. DirectML 1.4.0 is the first
+# redistributable release (the one onnxruntime bundles); earlier ones shipped with Windows only.
+FEATURE_LEVEL_BY_DIRECTML: tuple[tuple[tuple[int, int], FeatureLevel], ...] = (
+    ((1, 4), FeatureLevel(3, 0)),
+    ((1, 5), FeatureLevel(3, 1)),
+    ((1, 6), FeatureLevel(4, 0)),
+    ((1, 7), FeatureLevel(4, 1)),
+    ((1, 8), FeatureLevel(5, 0)),
+    ((1, 9), FeatureLevel(5, 1)),
+    ((1, 10), FeatureLevel(5, 2)),
+    ((1, 11), FeatureLevel(6, 0)),
+    ((1, 12), FeatureLevel(6, 1)),
+    ((1, 13), FeatureLevel(6, 2)),
+    ((1, 14), FeatureLevel(6, 3)),
+    ((1, 15), FeatureLevel(6, 4)),
+)
+
+# onnxruntime-directml (major, minor) -> the DirectML redistributable it bundles (Microsoft.AI.DirectML in
+# onnxruntime's cmake/external/dml.cmake), used when DirectML.dll's own version cannot be read.
+DIRECTML_BUNDLED_WITH: Mapping[tuple[int, int], str] = {
+    (1, 17): "1.13.1",
+    (1, 18): "1.14.1",
+    (1, 19): "1.15.1",
+    (1, 20): "1.15.2",
+    (1, 21): "1.15.2",
+    (1, 22): "1.15.4",
+    (1, 23): "1.15.4",
+    (1, 24): "1.15.4",
+}
+
+_BOOLEAN = ("true", "false")
+# Provider options onnxruntime's DirectML EP reads (core/providers/dml/dml_provider_factory.cc), with their values.
+DML_OPTION_VALUES: Mapping[str, tuple[str, ...] | None] = {
+    "device_id": None,  # a non-negative adapter index
+    "performance_preference": ("default", "high_performance", "minimum_power"),
+    "device_filter": ("gpu", "npu", "any"),
+    "disable_metacommands": _BOOLEAN,
+    "enable_graph_capture": _BOOLEAN,
+}
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def check_options(options: Mapping[str, str]) -> None:
+    """ValueError (one line) for an option the DirectML EP does not read or a value it does not accept."""
+    for key, value in options.items():
+        if key not in DML_OPTION_VALUES:
+            raise ValueError(f"unknown DirectML option {key!r}: known are {', '.join(DML_OPTION_VALUES)}")
+        allowed = DML_OPTION_VALUES[key]
+        if allowed is None and not value.isdigit():
+            raise ValueError(f"DirectML option {key}={value!r}: expected a non-negative whole number")
+        if allowed is not None and value.lower() not in allowed:
+            raise ValueError(f"DirectML option {key}={value!r}: expected one of {', '.join(allowed)}")
+    if "device_id" in options and ({"performance_preference", "device_filter"} & options.keys()):
+        raise ValueError(
+            "DirectML option device_id picks the adapter itself: give it without performance_preference/device_filter"
+        )
+
+
+def version_tuple(version: str) -> tuple[int, int]:
+    match = _VERSION.match(version.strip())
+    if match is None:
+        raise ValueError(f"not a version: {version!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def feature_level_for(directml_version: str) -> FeatureLevel:
+    """The highest DML feature level DirectML ``directml_version`` supports; ValueError below 1.4."""
+    found = version_tuple(directml_version)
+    supported = [level for release, level in FEATURE_LEVEL_BY_DIRECTML if release <= found]
+    if not supported:
+        raise ValueError(f"DirectML {directml_version} predates the redistributable (1.4): no known feature level")
+    return supported[-1]
+
+
+@dataclass(frozen=True)
+class DirectML:
+    """The DirectML a run uses: its version, where that was learnt, and the feature level it gives."""
+
+    version: str | None
+    source: str
+    feature_level: FeatureLevel | None
+
+    def to_json(self) -> dict[str, str | None]:
+        level = str(self.feature_level) if self.feature_level else None
+        return {"version": self.version, "source": self.source, "feature_level": level}
+
+
+def fixed_file_version(block: bytes) -> str | None:
+    """The file version in a VS_VERSIONINFO resource block (its VS_FIXEDFILEINFO, found by signature)."""
+    at = block.find(struct.pack("<I", 0xFEEF04BD))
+    if at < 0 or len(block) < at + 16:
+        return None
+    most, least = struct.unpack_from("<II", block, at + 8)
+    return f"{most >> 16}.{most & 0xFFFF}.{least >> 16}.{least & 0xFFFF}"
+
+
+def _windows_version_block(path: str) -> bytes | None:
+    """GetFileVersionInfoW's resource block for ``path`` (Windows only)."""
+    version = ctypes.WinDLL("version")  # type: ignore[attr-defined,unused-ignore]
+    size = version.GetFileVersionInfoSizeW(path, None)
+    if not size:
+        return None
+    buffer = ctypes.create_string_buffer(size)
+    if not version.GetFileVersionInfoW(path, 0, size, buffer):
+        return None
+    return buffer.raw
+
+
+def _dll_version(capi_folder: str) -> str | None:
+    path = os.path.join(capi_folder, "DirectML.dll")
+    if sys.platform != "win32" or not os.path.exists(path):
+        return None
+    block = _windows_version_block(path)
+    return fixed_file_version(block) if block else None
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _capi_folder() -> str:
+    import onnxruntime  # type: ignore[import-untyped]
+
+    return os.path.join(os.path.dirname(onnxruntime.__file__), "capi")
+
+
+def detect(
+    dll_version: Callable[[], str | None] | None = None,
+    package_version: Callable[[str], str | None] = _package_version,
+) -> DirectML:
+    """The installed DirectML: DirectML.dll's file version next to onnxruntime, else the version the installed
+    onnxruntime-directml release bundles; its feature level from FEATURE_LEVEL_BY_DIRECTML."""
+    read_dll = dll_version if dll_version is not None else (lambda: _dll_version(_capi_folder()))
+    version, source = read_dll(), "DirectML.dll file version"
+    if version is None:
+        package = package_version("onnxruntime-directml")
+        if package is None:
+            return DirectML(None, "onnxruntime-directml is not installed", None)
+        version = DIRECTML_BUNDLED_WITH.get(version_tuple(package))
+        source = f"bundled with onnxruntime-directml {package}"
+        if version is None:
+            return DirectML(None, f"onnxruntime-directml {package}: bundled DirectML version unknown", None)
+    try:
+        return DirectML(version, source, feature_level_for(version))
+    except ValueError as error:
+        log.debug("%s", error)
+        return DirectML(version, f"{source}; {error}", None)
