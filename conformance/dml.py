@@ -24,9 +24,14 @@ from conformance.model import FeatureLevel
 
 log = logging.getLogger(__name__)
 
-# DirectML (major, minor) -> the highest DML_FEATURE_LEVEL it supports. DirectML 1.4.0 is the first
-# redistributable release (the one onnxruntime bundles); earlier ones shipped with Windows only.
+# DirectML (major, minor) -> the highest DML_FEATURE_LEVEL it supports: Microsoft's "DirectML version history"
+# (learn.microsoft.com/windows/ai/directml/dml-version-history). 1.2 and 1.3 were not widely released but
+# introduced 2_1 (dml-feature-level-history); the table has no 1.14 row, so 1.14.x (bundled by onnxruntime-directml
+# 1.18) is taken at 1.13's level, the most it is documented to support.
 FEATURE_LEVEL_BY_DIRECTML: tuple[tuple[tuple[int, int], FeatureLevel], ...] = (
+    ((1, 0), FeatureLevel(1, 0)),
+    ((1, 1), FeatureLevel(2, 0)),
+    ((1, 2), FeatureLevel(2, 1)),
     ((1, 4), FeatureLevel(3, 0)),
     ((1, 5), FeatureLevel(3, 1)),
     ((1, 6), FeatureLevel(4, 0)),
@@ -37,31 +42,31 @@ FEATURE_LEVEL_BY_DIRECTML: tuple[tuple[tuple[int, int], FeatureLevel], ...] = (
     ((1, 11), FeatureLevel(6, 0)),
     ((1, 12), FeatureLevel(6, 1)),
     ((1, 13), FeatureLevel(6, 2)),
-    ((1, 14), FeatureLevel(6, 3)),
     ((1, 15), FeatureLevel(6, 4)),
 )
 
-# onnxruntime-directml (major, minor) -> the DirectML redistributable it bundles (Microsoft.AI.DirectML in
-# onnxruntime's cmake/external/dml.cmake), used when DirectML.dll's own version cannot be read.
+# onnxruntime-directml (major, minor) -> the DirectML.dll it ships in onnxruntime/capi (the DLL's FileVersion in
+# the PyPI wheels), used when the DLL's own version cannot be read.
 DIRECTML_BUNDLED_WITH: Mapping[tuple[int, int], str] = {
+    (1, 16): "1.12.1",
     (1, 17): "1.13.1",
     (1, 18): "1.14.1",
     (1, 19): "1.15.1",
     (1, 20): "1.15.2",
-    (1, 21): "1.15.2",
+    (1, 21): "1.15.4",
     (1, 22): "1.15.4",
     (1, 23): "1.15.4",
     (1, 24): "1.15.4",
 }
 
-_BOOLEAN = ("true", "false")
-# Provider options onnxruntime's DirectML EP reads (core/providers/dml/dml_provider_factory.cc), with their values.
+# Provider options onnxruntime's DirectML EP reads (core/providers/dml/dml_provider_factory.cc,
+# CreateFromProviderOptions), with the exact values it accepts: it throws on others, and silently ignores unknown
+# keys, which is why the harness refuses them. performance_preference and device_filter exist from 1.17.
 DML_OPTION_VALUES: Mapping[str, tuple[str, ...] | None] = {
-    "device_id": None,  # a non-negative adapter index
+    "device_id": None,  # an IDXGIFactory::EnumAdapters1 index
     "performance_preference": ("default", "high_performance", "minimum_power"),
     "device_filter": ("gpu", "npu", "any"),
-    "disable_metacommands": _BOOLEAN,
-    "enable_graph_capture": _BOOLEAN,
+    "disable_metacommands": ("true", "True", "false", "False"),  # ParseBoolean: "1" or "0" throws
 }
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -74,10 +79,10 @@ def check_options(options: Mapping[str, str]) -> None:
         allowed = DML_OPTION_VALUES[key]
         if allowed is None and not value.isdigit():
             raise ValueError(f"DirectML option {key}={value!r}: expected a non-negative whole number")
-        if allowed is not None and value.lower() not in allowed:
+        if allowed is not None and value not in allowed:
             raise ValueError(f"DirectML option {key}={value!r}: expected one of {', '.join(allowed)}")
     if "device_id" in options and ({"performance_preference", "device_filter"} & options.keys()):
-        raise ValueError(
+        raise ValueError(  # the EP would silently ignore the other two
             "DirectML option device_id picks the adapter itself: give it without performance_preference/device_filter"
         )
 
@@ -90,11 +95,11 @@ def version_tuple(version: str) -> tuple[int, int]:
 
 
 def feature_level_for(directml_version: str) -> FeatureLevel:
-    """The highest DML feature level DirectML ``directml_version`` supports; ValueError below 1.4."""
+    """The highest DML feature level DirectML ``directml_version`` supports; ValueError for no version."""
     found = version_tuple(directml_version)
     supported = [level for release, level in FEATURE_LEVEL_BY_DIRECTML if release <= found]
     if not supported:
-        raise ValueError(f"DirectML {directml_version} predates the redistributable (1.4): no known feature level")
+        raise ValueError(f"DirectML {directml_version} predates 1.0: no known feature level")
     return supported[-1]
 
 

@@ -115,18 +115,22 @@ def recorded_placement(session: Any) -> list[PlacedNode]:
 
 
 def check_placement(records: Sequence[PlacedNode], nodes: Sequence[str], ep_name: str) -> dict[str, str]:
-    """node -> EP from the record; NotSupported for a node elsewhere, ExecutionError for an empty record."""
+    """node -> EP from the record; NotSupported for a node elsewhere, ExecutionError for an empty record.
+
+    A recorded node need not carry one of our names: DirectML's EP fuses an activation into the node before it
+    (``DmlFused<Op>``, "fused op (...)") and may record its partition as ``DmlFusedNode_*``; what counts is that
+    every node recorded ran on ``ep_name``."""
     strays = [r for r in records if r.ep != ep_name]
     if strays:
         raise NotSupported(
             "; ".join(f"{r.op_type} node '{r.name}' was placed on {r.ep}, not {ep_name}" for r in strays)
         )
-    placement = {r.name: r.ep for r in records}
-    if nodes and not any(node in placement for node in nodes):
+    if nodes and not records:
         raise ExecutionError(f"onnxruntime recorded no placement for any of {', '.join(nodes)} on {ep_name}")
+    placement = {r.name: r.ep for r in records}
     for node in nodes:
         if node not in placement:
-            log.debug("node %s was removed by onnxruntime's optimizer before placement: it ran nowhere", node)
+            log.debug("node %s is not in the record: fused into another node, or removed before placement", node)
     return placement
 
 

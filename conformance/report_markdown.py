@@ -55,6 +55,10 @@ def render_markdown(summary: Summary) -> str:
     lines += ["", "## By operator and EP", ""]
     rows = [[op, _cell(ep), *(counts.get(s, 0) for s in statuses)] for op, ep, counts in summary.by_operator]
     lines.append(_table(rows, ["operator", "EP", *statuses], text=False))
+    if summary.dml_operators:
+        lines += ["", "## What the cases reach on DirectML", ""]
+        rows = [[op, _cell(dml), n] for op, dml, n in summary.dml_operators]
+        lines.append(_table(rows, ["operator", "DML operator(s), from the DirectML lowering", "cases"], text=False))
     if summary.matrix:
         lines += ["", "## Case × EP", ""]  # noqa: RUF001
         rows = [[_cell(case), *((s.value if s else "—") for s in row)] for case, row in summary.matrix]

@@ -32,6 +32,7 @@ class Result:
     feature_level: str = ""
     repro: str = ""
     seconds: float = 0.0
+    dml_operator: str = ""  # the DML operator(s) the case's DirectML lowering reaches (dml_operators)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

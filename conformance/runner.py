@@ -5,16 +5,17 @@ from __future__ import annotations
 import logging
 import shlex
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from conformance.compare import compare
+from conformance.dml_operators import expected_dml_operators
 from conformance.eps import DML, EpSpec
 from conformance.execute import ExecutionError, NotSupported, execute
 from conformance.generate import case_inputs
-from conformance.lower import NotExpressible, lower
+from conformance.lower import Lowering, NotExpressible, lower
 from conformance.model import Case, FeatureLevel, Status
 from conformance.oracle import expected_outputs, golden_differences
 from conformance.parse import Entry, Rejected
@@ -94,6 +95,15 @@ def _negative(entry: Entry, base: Result, options: RunOptions) -> Result:
     )
 
 
+def _dml_operator(case: Case, inputs: Mapping[str, np.ndarray], lowering: Lowering | NotExpressible, ep: EpSpec) -> str:
+    """What the case reaches on DirectML (its DirectML lowering through the EP's operator mapping), whatever EP
+    runs it: a CUDA or WebGPU report still says which DML operator the case stands for."""
+    on_dml = lowering if ep.name == DML else lower(case, inputs, DML)
+    if isinstance(on_dml, NotExpressible):
+        return "none: not expressible in ONNX"
+    return expected_dml_operators(on_dml.model)
+
+
 def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Result:
     target = options.target_level(ep)
     if target is not None and case.feature_level > target:
@@ -118,6 +128,7 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
             ),
         )
     lowering = lower(case, inputs, ep.name)
+    base = replace(base, dml_operator=_dml_operator(case, inputs, lowering, ep))
     if isinstance(lowering, NotExpressible):
         return replace(base, status=Status.NOT_EXPRESSIBLE, message=lowering.reason)
     base = replace(base, lowering=lowering.name)

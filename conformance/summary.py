@@ -39,6 +39,7 @@ class Summary:
     matrix: tuple[tuple[str, tuple[Status | None, ...]], ...]  # (case, status per ep), only with several EPs
     notable: tuple[Result, ...]
     identity: tuple[tuple[str, str], ...] = ()  # (what, which): device, software, EPs; from the environment
+    dml_operators: tuple[tuple[str, str, int], ...] = ()  # (operator, DML operator(s) reached, cases)
     placement: Placement | None = None
 
     @property
@@ -106,6 +107,12 @@ def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(lines)
 
 
+def dml_operator_counts(results: Sequence[Result]) -> tuple[tuple[str, str, int], ...]:
+    """How many cases reach each DML operator on DirectML (each case once, whatever the EPs)."""
+    reached = {r.case: (r.operator, r.dml_operator) for r in results if r.dml_operator}
+    return tuple((op, dml, n) for (op, dml), n in sorted(Counter(reached.values()).items()))
+
+
 def summarize(environment: Mapping[str, Any], results: Sequence[Result]) -> Summary:
     eps = tuple(dict.fromkeys(r.ep for r in results))
     grouped: dict[tuple[str, str], Counter[Status]] = {}
@@ -126,6 +133,7 @@ def summarize(environment: Mapping[str, Any], results: Sequence[Result]) -> Summ
         matrix=matrix,
         notable=tuple(r for r in results if r.status in NOTABLE),
         identity=identity_lines(environment),
+        dml_operators=dml_operator_counts(results),
         placement=check_placement(environment, results),
     )
 

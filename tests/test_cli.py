@@ -36,6 +36,7 @@ RESULT_KEYS = {
     "failure_kind",
     "data_type",
     "lowering",
+    "dml_operator",
     "message",
     "metrics",
     "placement",
@@ -223,6 +224,7 @@ def test_run_spec_examples(in_repo: None, tmp_path: Path, capsys: pytest.Capture
             "",
         )
         assert r["operator"] == ("TOP_K1" if "top_k1" in r["case"] else "SLICE1")
+        assert r["dml_operator"] == ("DML_OPERATOR_TOP_K1" if "top_k1" in r["case"] else "DML_OPERATOR_SLICE1")
         assert r["lowering"] == ("TopK-11" if "top_k1" in r["case"] else "Slice-13")
         assert r["feature_level"] == "2_1"
         assert set(r["placement"].values()) == {"CPUExecutionProvider"}

@@ -184,6 +184,13 @@ def test_check_placement() -> None:
         check_placement([], nodes, CUDA)
     # a node onnxruntime deleted before partitioning ran nowhere; the others still prove where they ran
     assert check_placement(records[:2], nodes, CUDA) == {"Cast_0": CUDA, "Relu_1": CUDA}
+    # DirectML records an activation fused into the normalization under a name of its own
+    fused = [
+        PlacedNode("fused op (#0 'InstanceNormalization_0') + (#1 'Relu_1')", "DmlFusedInstanceNormalization", DML)
+    ]
+    assert check_placement(fused, ("InstanceNormalization_0", "Relu_1"), DML) == {fused[0].name: DML}
+    with pytest.raises(NotSupported, match="placed on CPUExecutionProvider, not DmlExecutionProvider"):
+        check_placement([*fused, PlacedNode("Relu_1", "Relu", CPU)], ("InstanceNormalization_0", "Relu_1"), DML)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("onnxruntime_ep_webgpu") is not None, reason="the package is here")

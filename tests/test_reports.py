@@ -316,3 +316,25 @@ def test_placement_proof_all_proven() -> None:
     assert (placement.proven, placement.unproven) == (1, ())
     console = render_console(summarize(env, results))
     assert "placement: 1 executed result(s), every node recorded on its own EP" in console
+
+
+def test_dml_operator_counts_each_case_once() -> None:
+    results = [
+        Result("a", "TOP_K1", "cpu", Status.PASS, dml_operator="DML_OPERATOR_TOP_K1"),
+        Result("a", "TOP_K1", "cuda", Status.FAIL, dml_operator="DML_OPERATOR_TOP_K1"),
+        Result("b", "SLICE1", "cpu", Status.PASS, dml_operator="DML_OPERATOR_SPLIT"),
+        Result("c", "SLICE1", "cpu", Status.PASS, dml_operator="DML_OPERATOR_SLICE1"),
+        Result("d", "SLICE1", "cpu", Status.INVALID),
+    ]
+    summary = summarize({}, results)
+    assert summary.dml_operators == (
+        ("SLICE1", "DML_OPERATOR_SLICE1", 1),
+        ("SLICE1", "DML_OPERATOR_SPLIT", 1),
+        ("TOP_K1", "DML_OPERATOR_TOP_K1", 1),
+    )
+    table = _table(render_markdown(summary), "What the cases reach on DirectML")
+    assert table[2:] == [
+        ["SLICE1", "DML\\_OPERATOR\\_SLICE1", "1"],
+        ["SLICE1", "DML\\_OPERATOR\\_SPLIT", "1"],
+        ["TOP_K1", "DML\\_OPERATOR\\_TOP\\_K1", "1"],
+    ]

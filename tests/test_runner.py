@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 import pytest
 
 import conformance.runner as runner
-from conformance.eps import parse_ep
+from conformance.eps import EpSpec, parse_ep
 from conformance.execute import ExecutionError
 from conformance.lower import NotExpressible
 from conformance.model import FeatureLevel, Status
@@ -193,3 +193,19 @@ def test_repro_command_quotes_awkward_ids(tmp_path: Path) -> None:
     words = shlex.split(repro_command(entry, CPU))
     assert words[2] == entry.path and words[4] == entry.id
     assert entry.id.endswith("::it's $(odd) `x`")
+
+
+def test_target_feature_level_per_ep() -> None:
+    """--feature-level binds every EP; without it, DirectML's own level binds dml and nothing binds the others."""
+    dml, cuda = EpSpec("dml", "DmlExecutionProvider"), EpSpec("cuda", "CUDAExecutionProvider")
+    derived = RunOptions(directml_level=FeatureLevel(6, 4))
+    assert (derived.target_level(dml), derived.target_level(cuda)) == (FeatureLevel(6, 4), None)
+    forced = RunOptions(feature_level=FeatureLevel(3, 0), directml_level=FeatureLevel(6, 4))
+    assert (forced.target_level(dml), forced.target_level(cuda)) == (FeatureLevel(3, 0), FeatureLevel(3, 0))
+
+
+def test_directml_level_gates_dml_cases_before_anything_runs(entries: dict[str, Entry]) -> None:
+    dml = parse_ep("dml:disable_metacommands=true")
+    result = run_entry(entries["rank3"], dml, RunOptions(directml_level=FeatureLevel(2, 1)))
+    assert (result.status, result.message) == (Status.NOT_SUPPORTED, "needs feature level 3_1; the target is 2_1")
+    assert result.repro.endswith("--ep dml:disable_metacommands=true")

@@ -1,0 +1,143 @@
+"""The DirectML EP's options, DirectML's version and the feature level it gives: everything that runs without
+Windows. The version -> feature level rows are Microsoft's "DirectML version history" table."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from conformance import dml
+from conformance.dml import DirectML, check_options, detect, feature_level_for, fixed_file_version
+from conformance.eps import parse_ep
+from conformance.model import FeatureLevel
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"device_id": "0"},
+        {"device_id": "1", "disable_metacommands": "true"},
+        {"disable_metacommands": "False"},
+        {"performance_preference": "high_performance", "device_filter": "gpu"},
+        {"performance_preference": "minimum_power", "device_filter": "npu"},
+        {"performance_preference": "default", "device_filter": "any"},
+        {"disable_metacommands": "True"},
+    ],
+)
+def test_options_the_dml_ep_reads(options: dict[str, str]) -> None:
+    check_options(options)
+    assert parse_ep("dml:" + ",".join(f"{k}={v}" for k, v in options.items())).options == options
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("dml:device=1", "unknown DirectML option 'device'"),
+        ("dml:device_id=-1", "device_id='-1': expected a non-negative whole number"),
+        ("dml:device_id=gpu0", "device_id='gpu0': expected a non-negative whole number"),
+        ("dml:disable_metacommands=1", "disable_metacommands='1': expected one of true, True, false, False"),
+        ("dml:disable_metacommands=TRUE", "expected one of true, True, false, False"),
+        ("dml:enable_graph_capture=true", "unknown DirectML option 'enable_graph_capture'"),
+        ("dml:performance_preference=High_Performance", "expected one of default, high_performance"),
+        ("dml:performance_preference=fast", "expected one of default, high_performance, minimum_power"),
+        ("dml:device_filter=cpu", "expected one of gpu, npu, any"),
+        ("dml:device_id=0,device_filter=gpu", "device_id picks the adapter itself"),
+        ("DmlExecutionProvider:disable_metacommands=yes", "expected one of true, True, false, False"),
+        ("cuda:device_id=first", "CUDA option device_id='first'"),
+    ],
+)
+def test_bad_options_are_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as error:
+        parse_ep(text)
+    assert "\n" not in str(error.value)
+
+
+def test_options_of_other_eps_pass_through() -> None:
+    assert parse_ep("cuda:device_id=1,cudnn_conv_algo_search=HEURISTIC").options["cudnn_conv_algo_search"] == (
+        "HEURISTIC"
+    )
+    assert parse_ep("webgpu:anything=1").options == {"anything": "1"}
+
+
+@pytest.mark.parametrize(
+    ("version", "level"),
+    [
+        ("1.0.0", "1_0"),
+        ("1.1.0", "2_0"),
+        ("1.2.0", "2_1"),
+        ("1.3.0", "2_1"),
+        ("1.4.0", "3_0"),
+        ("1.4.3", "3_0"),
+        ("1.5.1", "3_1"),
+        ("1.6.0", "4_0"),
+        ("1.7.0", "4_1"),
+        ("1.8.2", "5_0"),
+        ("1.9.1", "5_1"),
+        ("1.10.1", "5_2"),
+        ("1.11.0", "6_0"),
+        ("1.12.1", "6_1"),
+        ("1.13.1", "6_2"),
+        ("1.13.0", "6_2"),
+        ("1.14.1", "6_2"),  # no 1.14 row in Microsoft's table: the level 1.13 is documented to reach
+        ("1.15.0", "6_4"),
+        ("1.15.4", "6_4"),
+        ("1.15.4.0", "6_4"),
+        ("1.99.0", "6_4"),  # newer than the table: at least what the newest known release supports
+    ],
+)
+def test_feature_level_of_each_directml_release(version: str, level: str) -> None:
+    assert feature_level_for(version) == FeatureLevel.parse(level)
+
+
+@pytest.mark.parametrize("version", ["0.9.1", "DirectML", ""])
+def test_feature_level_of_unknown_versions_is_refused(version: str) -> None:
+    with pytest.raises(ValueError):
+        feature_level_for(version)
+
+
+def _version_block(major: int, minor: int, build: int, revision: int) -> bytes:
+    """A VS_VERSIONINFO block as GetFileVersionInfoW returns it: a header, then VS_FIXEDFILEINFO."""
+    header = struct.pack("<HHH", 0x5C, 0x34, 0) + "VS_VERSION_INFO".encode("utf-16-le") + b"\0\0\0\0"
+    fixed = struct.pack("<IIII", 0xFEEF04BD, 0x00010000, (major << 16) | minor, (build << 16) | revision)
+    return header + fixed + bytes(36)
+
+
+def test_fixed_file_version_reads_the_dll_resource() -> None:
+    assert fixed_file_version(_version_block(1, 15, 4, 0)) == "1.15.4.0"
+    assert fixed_file_version(b"no signature here") is None
+
+
+def test_detect_prefers_the_dll_version() -> None:
+    found = detect(dll_version=lambda: "1.15.4.0", package_version=lambda name: "1.24.1")
+    assert found == DirectML("1.15.4.0", "DirectML.dll file version", FeatureLevel(6, 4))
+    assert found.to_json() == {"version": "1.15.4.0", "source": "DirectML.dll file version", "feature_level": "6_4"}
+
+
+@pytest.mark.parametrize(
+    ("package", "directml", "level"),
+    [
+        ("1.24.4", "1.15.4", "6_4"),
+        ("1.21.1", "1.15.4", "6_4"),
+        ("1.19.2", "1.15.1", "6_4"),
+        ("1.17.3", "1.13.1", "6_2"),
+    ],
+)
+def test_detect_falls_back_to_the_bundled_version(package: str, directml: str, level: str) -> None:
+    found = detect(dll_version=lambda: None, package_version=lambda name: package)
+    assert found == DirectML(directml, f"bundled with onnxruntime-directml {package}", FeatureLevel.parse(level))
+
+
+def test_detect_without_directml() -> None:
+    found = detect(dll_version=lambda: None, package_version=lambda name: None)
+    assert found == DirectML(None, "onnxruntime-directml is not installed", None)
+    unknown = detect(dll_version=lambda: None, package_version=lambda name: "9.1.0")
+    assert (unknown.version, unknown.feature_level) == (None, None)
+    assert "bundled DirectML version unknown" in unknown.source
+
+
+def test_detect_on_this_machine_reads_no_dll_off_windows() -> None:
+    if dml.sys.platform == "win32":
+        pytest.skip("reads the real DirectML.dll on Windows")
+    assert dml._dll_version("/nonexistent") is None
