@@ -12,8 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from conformance import dml
-from conformance.eps import DML, EpSpec, best_available_ep, parse_ep
+from conformance.eps import EpSpec, best_available_ep, directml_for, parse_ep
 from conformance.identity import environment
 from conformance.model import Case, FeatureLevel
 from conformance.problems import Problem
@@ -129,7 +128,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return EXIT_USAGE
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
-    directml = dml.detect() if any(ep.name == DML for ep in eps) else None
+    directml = directml_for(eps)
     options = RunOptions(level, args.max_elements, directml.feature_level if directml else None)
     results_path = os.path.join(args.report_dir, "results.json")
     summary_path = os.path.join(args.report_dir, "summary.md")

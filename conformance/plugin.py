@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from conformance.eps import EpSpec, best_available_ep, parse_ep
+from conformance.eps import EpSpec, best_available_ep, directml_for, parse_ep
 from conformance.model import FeatureLevel, Status
 from conformance.parse import Entry, Rejected
 from conformance.results import Result
@@ -79,7 +79,9 @@ def pytest_configure(config: pytest.Config) -> None:
     max_elements = config.getoption("max_elements")
     if max_elements < 1:
         raise pytest.UsageError(f"--max-elements: must be at least 1, got {max_elements}")
-    config.stash[_SETTINGS] = _Settings(tuple(distinct_eps(eps)), RunOptions(level, max_elements))
+    directml = directml_for(eps)
+    options = RunOptions(level, max_elements, directml.feature_level if directml else None)
+    config.stash[_SETTINGS] = _Settings(tuple(distinct_eps(eps)), options)
 
 
 def _settings(config: pytest.Config) -> _Settings:
