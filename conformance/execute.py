@@ -49,7 +49,12 @@ class Execution:
 
 
 class NotSupported(Exception):
-    """The EP does not run this lowering itself (no kernel, or a node placed elsewhere)."""
+    """The EP does not run this lowering itself: ``kind`` is "no_kernel", "placed_elsewhere" (a node went to another
+    EP) or "ep_not_started" (the EP could not create the session at all)."""
+
+    def __init__(self, message: str, kind: str = "no_kernel") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class ExecutionError(Exception):
@@ -123,7 +128,8 @@ def check_placement(records: Sequence[PlacedNode], nodes: Sequence[str], ep_name
     strays = [r for r in records if r.ep != ep_name]
     if strays:
         raise NotSupported(
-            "; ".join(f"{r.op_type} node '{r.name}' was placed on {r.ep}, not {ep_name}" for r in strays)
+            "; ".join(f"{r.op_type} node '{r.name}' was placed on {r.ep}, not {ep_name}" for r in strays),
+            "placed_elsewhere",
         )
     if nodes and not records:
         raise ExecutionError(f"onnxruntime recorded no placement for any of {', '.join(nodes)} on {ep_name}")
@@ -151,12 +157,22 @@ def _diagnose(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[An
             return missing
         return ExecutionError(f"{ep_name} refused {lowering.name}: {_one_line(error)} ({_one_line(second)})")
     if not is_plugin(ep) and ep_name not in session.get_providers():
-        return ExecutionError(f"{ep_name} did not start for {lowering.name}: {_one_line(error)}")
+        return wrapper_fallback(lowering, ep_name, _one_line(error))
     try:
         check_placement(recorded_placement(session), lowering.nodes, ep_name)
     except (NotSupported, ExecutionError) as found:
         return found
     return ExecutionError(f"{ep_name} refused {lowering.name}: {_one_line(error)}")
+
+
+def wrapper_fallback(lowering: Lowering, ep_name: str, text: str) -> NotSupported:
+    """The EP could not create the session: onnxruntime's Python wrapper would print "Falling back to
+    ['CPUExecutionProvider'] and retrying" and run every node on the CPU; here that is NOT_SUPPORTED, saying so."""
+    return NotSupported(
+        f"{ep_name} could not create a session for {lowering.name} ({text}); onnxruntime's Python wrapper would fall "
+        f"back to {CPU} and retry (switched off here): {', '.join(lowering.nodes)} would have run on {CPU}",
+        "ep_not_started",
+    )
 
 
 def missing_kernel(text: str, lowering: Lowering, ep_name: str) -> NotSupported | None:
@@ -183,6 +199,8 @@ def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any]
             raise missing from error
         if _FALLBACK_REFUSED in text:
             raise _diagnose(lowering, ep, ep_name, devices, error) from error
+        if ep_name != CPU:
+            raise wrapper_fallback(lowering, ep_name, text) from error
         raise ExecutionError(f"onnxruntime could not create a {ep_name} session for {lowering.name}: {text}") from error
 
 

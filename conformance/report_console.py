@@ -36,6 +36,8 @@ def render_console(summary: Summary, max_listed: int = 30) -> str:
     if len(listed) > max_listed:
         parts.append(f"... and {len(listed) - max_listed} more not passing (see summary.md)")
     parts.append("\n".join(f"{what}: {_plain(which)}" for what, which in summary.identity[:1]))
+    for ep in summary.idle_eps:
+        parts.append(f"EP {_plain(ep)} executed none of its cases (see the NOT_SUPPORTED messages): the run fails")
     if summary.placement is not None:
         parts.append(f"placement: {summary.placement.line}")
     totals = ", ".join(f"{summary.totals[s]} {s.value}" for s in statuses)

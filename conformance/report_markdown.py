@@ -46,6 +46,7 @@ def render_markdown(summary: Summary) -> str:
         f"- command: {_code(' '.join(str(word) for word in command))}",
         *([f"- placement: {summary.placement.line}"] if summary.placement else []),
         *(f"  - {_cell(line)}" for line in (summary.placement.unproven if summary.placement else ())),
+        *(f"- **EP {_cell(ep)} executed none of its cases**: the run fails" for ep in summary.idle_eps),
         "",
         "## Totals",
         "",

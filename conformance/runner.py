@@ -110,6 +110,7 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
         return replace(
             base,
             status=Status.NOT_SUPPORTED,
+            failure_kind="feature_level",
             message=f"needs feature level {case.feature_level}; the target is {target}",
         )
     inputs = case_inputs(case)
@@ -135,7 +136,7 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
     try:
         execution = execute(lowering, ep)
     except NotSupported as error:
-        return replace(base, status=Status.NOT_SUPPORTED, message=str(error))
+        return replace(base, status=Status.NOT_SUPPORTED, failure_kind=error.kind, message=str(error))
     except ExecutionError as error:
         return replace(base, status=Status.ERROR, failure_kind="execution", message=str(error))
     verdict = compare(case, inputs, expected, execution.outputs)

@@ -41,10 +41,12 @@ class Summary:
     identity: tuple[tuple[str, str], ...] = ()  # (what, which): device, software, EPs; from the environment
     dml_operators: tuple[tuple[str, str, int], ...] = ()  # (operator, DML operator(s) reached, cases)
     placement: Placement | None = None
+    idle_eps: tuple[str, ...] = ()  # EPs that never started a session and so executed nothing
 
     @property
     def failed(self) -> bool:
-        return any(self.totals.get(s, 0) for s in FAILING)
+        """A FAIL or ERROR, or an EP that ran nothing: a gate must not pass on an EP that never started."""
+        return any(self.totals.get(s, 0) for s in FAILING) or bool(self.idle_eps)
 
 
 EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.QUALITY_WARNING})
@@ -107,6 +109,13 @@ def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(lines)
 
 
+def idle(results: Sequence[Result]) -> tuple[str, ...]:
+    """EPs that could not create a session ("ep_not_started") and executed no case at all."""
+    not_started = dict.fromkeys(r.ep for r in results if r.failure_kind == "ep_not_started")
+    executed = {r.ep for r in results if r.status in EXECUTED}
+    return tuple(ep for ep in not_started if ep not in executed)
+
+
 def dml_operator_counts(results: Sequence[Result]) -> tuple[tuple[str, str, int], ...]:
     """How many cases reach each DML operator on DirectML (each case once, whatever the EPs)."""
     reached = {r.case: (r.operator, r.dml_operator) for r in results if r.dml_operator}
@@ -134,6 +143,7 @@ def summarize(environment: Mapping[str, Any], results: Sequence[Result]) -> Summ
         notable=tuple(r for r in results if r.status in NOTABLE),
         identity=identity_lines(environment),
         dml_operators=dml_operator_counts(results),
+        idle_eps=idle(results),
         placement=check_placement(environment, results),
     )
 

@@ -211,3 +211,30 @@ def test_onnxruntime_failures_are_execution_errors() -> None:
     wrong_shape = {"InputTensor": np.zeros((1, 1, 3, 5), np.float32)}
     with pytest.raises(ExecutionError, match="TopK-11 failed on CPUExecutionProvider"):
         execute(Lowering(good.name, good.model, wrong_shape, good.outputs, good.nodes), parse_ep("cpu"))
+
+
+class _FailingEp:
+    """An InferenceSession whose EP cannot start: what the Python wrapper would answer with a CPU retry."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(
+            "D:\\a\\onnxruntime\\provider_bridge.cc: CUDA failure 100: no CUDA-capable device is detected"
+        )
+
+
+@pytest.mark.skipif("AzureExecutionProvider" not in AVAILABLE, reason="needs a second EP in this build")
+def test_an_ep_that_cannot_start_is_not_supported_naming_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ort, "InferenceSession", _FailingEp)
+    with pytest.raises(NotSupported) as error:
+        execute(topk(), parse_ep("AzureExecutionProvider"))
+    message = str(error.value)
+    assert message.startswith("AzureExecutionProvider could not create a session for TopK-11 (")
+    assert "no CUDA-capable device" in message
+    assert message.endswith("TopK_0 would have run on CPUExecutionProvider")
+    assert error.value.kind == "ep_not_started"
+
+
+def test_the_cpu_ep_failing_to_start_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ort, "InferenceSession", _FailingEp)
+    with pytest.raises(ExecutionError, match="could not create a CPUExecutionProvider session"):
+        execute(topk(), parse_ep("cpu"))

@@ -338,3 +338,21 @@ def test_dml_operator_counts_each_case_once() -> None:
         ["SLICE1", "DML\\_OPERATOR\\_SPLIT", "1"],
         ["TOP_K1", "DML\\_OPERATOR\\_TOP\\_K1", "1"],
     ]
+
+
+def test_an_ep_that_executed_nothing_fails_the_run() -> None:
+    not_started = [
+        Result("a", "TOP_K1", "cuda", Status.NOT_SUPPORTED, "ep_not_started", message="could not create a session"),
+        Result("b", "TOP_K1", "cuda", Status.INVALID),
+        Result("a", "TOP_K1", "cpu", Status.PASS, placement={"TopK_0": "CPUExecutionProvider"}),
+    ]
+    summary = summarize({}, not_started)
+    assert summary.idle_eps == ("cuda",) and summary.failed
+    assert "EP cuda executed none of its cases" in render_console(summary)
+    assert "- **EP cuda executed none of its cases**: the run fails" in render_markdown(summary)
+    # one executed case is enough; cases only gated or without kernels do not make an EP idle
+    some = [*not_started, Result("c", "TOP_K1", "cuda", Status.FAIL, placement={"TopK_0": "CUDAExecutionProvider"})]
+    assert summarize({}, some).idle_eps == ()
+    gated = Result("d", "TOP_K1", "cuda", Status.NOT_SUPPORTED, "feature_level")
+    no_kernel = Result("e", "TOP_K1", "cuda", Status.NOT_SUPPORTED, "no_kernel")
+    assert summarize({}, [gated, no_kernel]).idle_eps == ()

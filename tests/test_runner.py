@@ -208,4 +208,5 @@ def test_directml_level_gates_dml_cases_before_anything_runs(entries: dict[str, 
     dml = parse_ep("dml:disable_metacommands=true")
     result = run_entry(entries["rank3"], dml, RunOptions(directml_level=FeatureLevel(2, 1)))
     assert (result.status, result.message) == (Status.NOT_SUPPORTED, "needs feature level 3_1; the target is 2_1")
+    assert result.failure_kind == "feature_level"
     assert result.repro.endswith("--ep dml:disable_metacommands=true")
