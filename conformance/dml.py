@@ -77,7 +77,7 @@ def check_options(options: Mapping[str, str]) -> None:
         if key not in DML_OPTION_VALUES:
             raise ValueError(f"unknown DirectML option {key!r}: known are {', '.join(DML_OPTION_VALUES)}")
         allowed = DML_OPTION_VALUES[key]
-        if allowed is None and not value.isdigit():
+        if allowed is None and not re.fullmatch(r"[0-9]+", value):
             raise ValueError(f"DirectML option {key}={value!r}: expected a non-negative whole number")
         if allowed is not None and value not in allowed:
             raise ValueError(f"DirectML option {key}={value!r}: expected one of {', '.join(allowed)}")
@@ -127,7 +127,13 @@ def fixed_file_version(block: bytes) -> str | None:
 
 def _windows_version_block(path: str) -> bytes | None:
     """GetFileVersionInfoW's resource block for ``path`` (Windows only)."""
-    version = ctypes.WinDLL("version")  # type: ignore[attr-defined,unused-ignore]
+    from ctypes import wintypes
+
+    version = ctypes.WinDLL("version", use_last_error=True)  # type: ignore[attr-defined,unused-ignore]
+    version.GetFileVersionInfoSizeW.argtypes = (wintypes.LPCWSTR, wintypes.LPDWORD)
+    version.GetFileVersionInfoSizeW.restype = wintypes.DWORD
+    version.GetFileVersionInfoW.argtypes = (wintypes.LPCWSTR, wintypes.DWORD, wintypes.DWORD, wintypes.LPVOID)
+    version.GetFileVersionInfoW.restype = wintypes.BOOL
     size = version.GetFileVersionInfoSizeW(path, None)
     if not size:
         return None
@@ -141,11 +147,16 @@ def _dll_version(capi_folder: str) -> str | None:
     path = os.path.join(capi_folder, "DirectML.dll")
     if sys.platform != "win32" or not os.path.exists(path):
         return None
-    block = _windows_version_block(path)
-    return fixed_file_version(block) if block else None
+    try:
+        block = _windows_version_block(path)
+    except OSError as error:  # the run goes on with the bundled-version table
+        log.debug("cannot read %s's version: %s", path, error)
+        return None
+    found = fixed_file_version(block) if block else None
+    return found if found is not None and found.startswith("1.") else None
 
 
-def _package_version(name: str) -> str | None:
+def package_version(name: str) -> str | None:
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -160,7 +171,7 @@ def _capi_folder() -> str:
 
 def detect(
     dll_version: Callable[[], str | None] | None = None,
-    package_version: Callable[[str], str | None] = _package_version,
+    package_version: Callable[[str], str | None] = package_version,
 ) -> DirectML:
     """The installed DirectML: DirectML.dll's file version next to onnxruntime, else the version the installed
     onnxruntime-directml release bundles; its feature level from FEATURE_LEVEL_BY_DIRECTML."""

@@ -60,19 +60,15 @@ _TARGETS = {"TopK": TOP_K1, "Slice": SLICE1, "InstanceNormalization": MVN1, "Mea
 
 def slice_becomes_split(shape: Sequence[int], starts: Sequence[int], ends: Sequence[int], steps: Sequence[int]) -> bool:
     """DmlOperatorSlice's GetSplitIndex: every step 1, exactly one axis starting after 0, and that axis's window
-    running to the axis's end (ONNX clamps ``end`` to the dimension)."""
+    running to the axis's end (ONNX clamps ``end`` to the dimension). The other axes' windows are not looked at."""
     if any(step != 1 for step in steps):
         return False
     cut = [axis for axis, start in enumerate(starts) if start > 0]
     return len(cut) == 1 and min(ends[cut[0]], shape[cut[0]]) == shape[cut[0]]
 
 
-def _constants(model: onnx.ModelProto) -> dict[str, list[int]]:
-    found = {init.name: numpy_helper.to_array(init).tolist() for init in model.graph.initializer}
-    for node in model.graph.node:
-        if node.op_type == "Constant":
-            found[node.output[0]] = numpy_helper.to_array(node.attribute[0].t).tolist()
-    return found
+def _initializers(model: onnx.ModelProto) -> dict[str, list[int]]:
+    return {init.name: numpy_helper.to_array(init).tolist() for init in model.graph.initializer}
 
 
 def _shapes(model: onnx.ModelProto) -> dict[str, list[int]]:
@@ -80,12 +76,22 @@ def _shapes(model: onnx.ModelProto) -> dict[str, list[int]]:
 
 
 def _slice_operator(node: onnx.NodeProto, model: onnx.ModelProto) -> str:
-    consts, shapes = _constants(model), _shapes(model)
-    shape = shapes.get(node.input[0])
-    starts, ends, _axes, steps = (consts.get(name) for name in node.input[1:5])
-    if shape is None or starts is None or ends is None or steps is None:
+    """SPLIT or SLICE1 for a Slice whose bounds are initializers (the harness's always are), per input axis:
+    starts and ends are placed by ``axes`` and made non-negative as onnxruntime normalizes them."""
+    consts, shape = _initializers(model), _shapes(model).get(node.input[0])
+    bounds = [consts.get(name) for name in node.input[1:5]]
+    if shape is None or len(bounds) < 2 or any(b is None for b in bounds):
         return SLICE1
-    return SPLIT if slice_becomes_split(shape, starts, ends, steps) else SLICE1
+    starts, ends = list(bounds[0] or []), list(bounds[1] or [])
+    axes = list(bounds[2] or range(len(starts))) if len(bounds) > 2 else list(range(len(starts)))
+    steps = list(bounds[3] or []) if len(bounds) > 3 else [1] * len(starts)
+    full_starts, full_ends, full_steps = [0] * len(shape), list(shape), [1] * len(shape)
+    for axis, start, end, step in zip(axes, starts, ends, steps, strict=True):
+        axis %= len(shape)
+        full_starts[axis] = start + shape[axis] if start < 0 else start
+        full_ends[axis] = end + shape[axis] if end < 0 else end
+        full_steps[axis] = step
+    return SPLIT if slice_becomes_split(shape, full_starts, full_ends, full_steps) else SLICE1
 
 
 def expected_dml_operators(model_bytes: bytes) -> str:

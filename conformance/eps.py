@@ -107,7 +107,7 @@ def check_options(name: str, options: Mapping[str, str]) -> None:
     DirectML's (``dml.check_options``) and CUDA's device_id; other options pass through to onnxruntime."""
     if name == DML:
         dml.check_options(options)
-    if name == CUDA and not options.get("device_id", "0").isdigit():
+    if name == CUDA and not re.fullmatch(r"[0-9]+", options.get("device_id", "0")):
         raise ValueError(f"CUDA option device_id={options['device_id']!r}: expected a non-negative whole number")
 
 

@@ -25,10 +25,11 @@ from typing import Any
 import numpy as np
 import onnx
 import onnxruntime as ort  # type: ignore[import-untyped]
+from onnx import TensorProto, helper
 
 from conformance.eps import CPU, CUDA, DML, EpSpec, is_plugin, plugin_devices
 from conformance.lower import Lowering
-from conformance.lower_mvn import Array
+from conformance.lower_mvn import IR_VERSION, Array
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,15 @@ _NO_KERNEL = re.compile(r"Could not find an implementation for (\S+?) node")
 # With CPU fallback disabled, a node that no allowed EP can take is left unassigned and the session fails here.
 _UNASSIGNED = re.compile(r"Provider type for (\S+) node with name '([^']*)' is not set")
 # Level-1 rules that would delete our nodes before they are placed (DirectML runs at level 2).
-_KEEP_NODES = ("EliminateIdentity", "EliminateSlice", "NoopElimination", "ConstantFolding", "EliminateDropout")
+_KEEP_NODES = (
+    "EliminateIdentity",
+    "EliminateSlice",
+    "NoopElimination",
+    "ConstantFolding",
+    "EliminateDropout",
+    "LayerNormFusion",  # would turn the MVN decomposition into LayerNormalization (DirectML's MVN2) at level 2
+    "SimplifiedLayerNormFusion",
+)
 
 
 @dataclass(frozen=True)
@@ -119,7 +128,14 @@ def recorded_placement(session: Any) -> list[PlacedNode]:
     ]
 
 
-def check_placement(records: Sequence[PlacedNode], nodes: Sequence[str], ep_name: str) -> dict[str, str]:
+def _of_lowering(op_type: str, op_types: frozenset[str]) -> bool:
+    """A recorded node is the lowering's: one of its op types, or DirectML's fusion of them (``DmlFused*``)."""
+    return op_type in op_types or op_type.startswith("DmlFused")
+
+
+def check_placement(
+    records: Sequence[PlacedNode], nodes: Sequence[str], ep_name: str, op_types: frozenset[str] | None = None
+) -> dict[str, str]:
     """node -> EP from the record; NotSupported for a node elsewhere, ExecutionError for an empty record.
 
     A recorded node need not carry one of our names: DirectML's EP fuses an activation into the node before it
@@ -133,6 +149,12 @@ def check_placement(records: Sequence[PlacedNode], nodes: Sequence[str], ep_name
         )
     if nodes and not records:
         raise ExecutionError(f"onnxruntime recorded no placement for any of {', '.join(nodes)} on {ep_name}")
+    foreign = [r for r in records if op_types is not None and not _of_lowering(r.op_type, op_types)]
+    if foreign:  # an optimizer replaced our nodes: what ran is not the lowering the verdict would be about
+        raise ExecutionError(
+            "onnxruntime rewrote the lowering before placing it: "
+            + "; ".join(f"{r.op_type} node '{r.name}' is not in the lowering" for r in foreign)
+        )
     placement = {r.name: r.ep for r in records}
     for node in nodes:
         if node not in placement:
@@ -199,9 +221,34 @@ def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any]
             raise missing from error
         if _FALLBACK_REFUSED in text:
             raise _diagnose(lowering, ep, ep_name, devices, error) from error
-        if ep_name != CPU:
+        if ep_name != CPU and not _starts(ep, devices):
             raise wrapper_fallback(lowering, ep_name, text) from error
         raise ExecutionError(f"onnxruntime could not create a {ep_name} session for {lowering.name}: {text}") from error
+
+
+def _probe_model() -> bytes:
+    """One float32 Identity: a session any working EP can create."""
+    tensor = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"], name="probe")],
+        "probe",
+        [tensor],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = IR_VERSION
+    return bytes(model.SerializeToString())
+
+
+def _starts(ep: EpSpec, devices: Sequence[Any]) -> bool:
+    """Whether the EP can create a session at all (with CPU fallback allowed: only its start is in question). A
+    case whose session fails on an EP that starts is an ERROR of that case, not an EP that never started."""
+    try:
+        ort.InferenceSession(_probe_model(), _session_options(ep, devices, strict=False), providers=_providers(ep))
+    except Exception as error:  # onnxruntime's own exception types
+        log.debug("%s does not start: %s", ep.name, error)
+        return False
+    return True
 
 
 def _target(ep: EpSpec) -> tuple[str, list[Any]]:
@@ -226,7 +273,8 @@ def execute(lowering: Lowering, ep: EpSpec) -> Execution:
     """Run ``lowering`` on ``ep`` alone; outputs keyed by DML output names, with each node's recorded EP."""
     ep_name, devices = _target(ep)
     session = _create(lowering, ep, ep_name, devices)
-    placement = check_placement(recorded_placement(session), lowering.nodes, ep_name)
+    op_types = frozenset(node.op_type for node in onnx.load_from_string(lowering.model).graph.node)
+    placement = check_placement(recorded_placement(session), lowering.nodes, ep_name, op_types)
     names = list(lowering.outputs)
     try:
         values = session.run(names, dict(lowering.feeds))

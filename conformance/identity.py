@@ -10,24 +10,16 @@ import os
 import platform
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from typing import Any
 
 from conformance import device
-from conformance.dml import DirectML
+from conformance.dml import DirectML, package_version
 from conformance.eps import DML, EpSpec, is_plugin, plugin_devices
 from conformance.runner import RunOptions, ep_text
 
 log = logging.getLogger(__name__)
 
 PACKAGES = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-ep-webgpu")
-
-
-def package_version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def _ep_name_and_devices(ep: EpSpec) -> tuple[str, list[dict[str, Any]]]:

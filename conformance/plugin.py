@@ -1,7 +1,8 @@
 """pytest plugin: ``pytest cases/ --ep cpu`` collects every case as a test with the harness's own id.
 
 A collector (CaseFile), an item (CaseItem) and a custom failure report, as in pytest's "YAML tests" example.
-Verdicts are the CLI's: FAIL/ERROR fail, NOT_SUPPORTED/NOT_EXPRESSIBLE skip, QUALITY_WARNING warns.
+Verdicts are the CLI's: FAIL/ERROR fail, NOT_SUPPORTED/NOT_EXPRESSIBLE skip (except an EP that could not start,
+which fails), QUALITY_WARNING warns.
 """
 
 from __future__ import annotations
@@ -146,8 +147,8 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         result = run_entry(self.entry, self.ep, self.options)
         self.user_properties.append(("status", result.status.value))
-        if result.status in (Status.FAIL, Status.ERROR):
-            raise CaseFailure(result)
+        if result.status in (Status.FAIL, Status.ERROR) or result.failure_kind == "ep_not_started":
+            raise CaseFailure(result)  # an EP that cannot start must not turn a gate green by skipping
         if result.status in (Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE):
             _skip(f"{result.status.value}: {result.message}")
         if result.status == Status.QUALITY_WARNING:

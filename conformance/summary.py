@@ -52,14 +52,14 @@ class Summary:
 EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.QUALITY_WARNING})
 
 
-def check_placement(environment: Mapping[str, Any], results: Sequence[Result]) -> Placement:
+def placement_proof(environment: Mapping[str, Any], results: Sequence[Result]) -> Placement:
     names = {str(ep.get("label")): str(ep.get("name")) for ep in environment.get("eps", [])}
     proven, unproven = 0, []
     for r in results:
         if r.status not in EXECUTED:
             continue
         where = set(r.placement.values())
-        if not where or (r.ep in names and where != {names[r.ep]}):
+        if not where or where != {names.get(r.ep)}:
             unproven.append(f"{r.case} [{r.ep}]: placed on {', '.join(sorted(where)) or 'nothing recorded'}")
         else:
             proven += 1
@@ -144,7 +144,7 @@ def summarize(environment: Mapping[str, Any], results: Sequence[Result]) -> Summ
         identity=identity_lines(environment),
         dml_operators=dml_operator_counts(results),
         idle_eps=idle(results),
-        placement=check_placement(environment, results),
+        placement=placement_proof(environment, results),
     )
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from conformance.model import Status
 from conformance.results import read_results
-from conformance.summary import check_placement
+from conformance.summary import placement_proof
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 RUNS = sorted(path.parent for path in REPORTS.glob("*/results.json"))
@@ -43,7 +43,7 @@ def test_run_names_its_device_and_software(run: Path) -> None:
 @pytest.mark.parametrize("run", RUNS, ids=lambda path: path.name)
 def test_every_executed_result_ran_on_its_own_ep(run: Path) -> None:
     env, results = read_results(str(run / "results.json"))
-    placement = check_placement(env, results)
+    placement = placement_proof(env, results)
     assert placement.unproven == ()
     assert placement.proven == sum(r.status in (Status.PASS, Status.FAIL, Status.QUALITY_WARNING) for r in results)
     names = {ep["label"]: ep["name"] for ep in env["eps"]}
@@ -62,3 +62,14 @@ def test_every_non_pass_result_is_explained(run: Path) -> None:
         }
     )
     assert unexplained == []
+
+
+NOT_SUPPORTED_KINDS = frozenset({"no_kernel", "placed_elsewhere", "ep_not_started", "feature_level"})
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda path: path.name)
+def test_every_not_supported_says_why(run: Path) -> None:
+    _, results = read_results(str(run / "results.json"))
+    kinds = {r.failure_kind for r in results if r.status is Status.NOT_SUPPORTED}
+    assert kinds <= NOT_SUPPORTED_KINDS
+    assert all(r.message for r in results if r.status is Status.NOT_SUPPORTED)

@@ -46,12 +46,33 @@ def test_topk_reaches_top_k1(direction: AxisDirection, data_type: DataType) -> N
         ((4, 6), (0, 2), (4, 4), (1, 2), SLICE1),  # a stride
         ((4, 6), (0, 2), (4, 4), (1, -1), SLICE1),  # a reversed window
         ((4, 6), (0, 0), (4, 6), (1, 1), SLICE1),  # the whole tensor
+        # GetSplitIndex looks at the cut axis only: axis 1's trailing cut is not checked (onnxruntime then hands
+        # Split a [3, 2] output of a [4, 4] input, the harness predicts what the EP's code does)
+        ((4, 4), (1, 0), (3, 2), (1, 1), SPLIT),
     ],
 )
 def test_slice_reaches_slice1_or_the_split_shortcut(
     sizes: tuple[int, ...], offsets: tuple[int, ...], window: tuple[int, ...], strides: tuple[int, ...], expected: str
 ) -> None:
     assert _slice(sizes, offsets, window, strides) == expected
+
+
+def test_split_rule_places_bounds_by_axes() -> None:
+    from onnx import TensorProto, helper, numpy_helper
+
+    def model(starts: list[int], ends: list[int], axes: list[int]) -> bytes:
+        consts = [
+            numpy_helper.from_array(np.array(v, np.int64), name)
+            for name, v in (("s", starts), ("e", ends), ("a", axes), ("t", [1] * len(axes)))
+        ]
+        node = helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"], name="Slice_0")
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        return helper.make_model(helper.make_graph([node], "g", [x], [y], consts)).SerializeToString()
+
+    assert expected_dml_operators(model([2], [6], [1])) == SPLIT  # only axis 1 named: axis 0 is whole
+    assert expected_dml_operators(model([-4], [6], [-1])) == SPLIT  # negative start and axis, normalized
+    assert expected_dml_operators(model([0], [3], [1])) == SLICE1
 
 
 def test_split_rule_reads_onnx_bounds() -> None:

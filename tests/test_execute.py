@@ -189,6 +189,11 @@ def test_check_placement() -> None:
         PlacedNode("fused op (#0 'InstanceNormalization_0') + (#1 'Relu_1')", "DmlFusedInstanceNormalization", DML)
     ]
     assert check_placement(fused, ("InstanceNormalization_0", "Relu_1"), DML) == {fused[0].name: DML}
+    ops = frozenset({"InstanceNormalization", "Relu"})
+    assert check_placement(fused, ("InstanceNormalization_0", "Relu_1"), DML, ops) == {fused[0].name: DML}
+    rewritten = [PlacedNode("LayerNorm_fused", "LayerNormalization", DML)]
+    with pytest.raises(ExecutionError, match=r"rewrote the lowering.*LayerNormalization node 'LayerNorm_fused'"):
+        check_placement(rewritten, ("ReduceMean_0", "Sub_1"), DML, frozenset({"ReduceMean", "Sub"}))
     with pytest.raises(NotSupported, match="placed on CPUExecutionProvider, not DmlExecutionProvider"):
         check_placement([*fused, PlacedNode("Relu_1", "Relu", CPU)], ("InstanceNormalization_0", "Relu_1"), DML)
 
@@ -238,3 +243,24 @@ def test_the_cpu_ep_failing_to_start_is_an_error(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(ort, "InferenceSession", _FailingEp)
     with pytest.raises(ExecutionError, match="could not create a CPUExecutionProvider session"):
         execute(topk(), parse_ep("cpu"))
+
+
+class _FailingModel:
+    """An EP that starts (the probe session works) but refuses the case's model."""
+
+    def __init__(self) -> None:
+        self.real = ort.InferenceSession
+
+    def __call__(self, model: bytes, *args: Any, **kwargs: Any) -> Any:
+        if b"probe" not in model:
+            raise RuntimeError("DmlOperatorTopk.cpp(42): the parameter is incorrect")
+        return self.real(model, *args, **kwargs)
+
+
+@pytest.mark.skipif("AzureExecutionProvider" not in AVAILABLE, reason="needs a second EP in this build")
+def test_a_session_refused_by_an_ep_that_starts_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ort, "InferenceSession", _FailingModel())
+    with pytest.raises(
+        ExecutionError, match=r"could not create a AzureExecutionProvider session for TopK-11: .*incorrect"
+    ):
+        execute(topk(), parse_ep("AzureExecutionProvider"))
