@@ -29,7 +29,7 @@ from onnx import TensorProto, helper
 
 from conformance.eps import CPU, CUDA, DML, EpSpec, is_plugin, plugin_devices
 from conformance.lower import Lowering
-from conformance.lower_mvn import IR_VERSION, Array
+from conformance.lower_mvn import BASE_OPSET, IR_VERSION, Array
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +126,20 @@ def recorded_placement(session: Any) -> list[PlacedNode]:
         for sub in session.get_provider_graph_assignment_info()
         for node in sub.get_nodes()
     ]
+
+
+def lowering_op_types(lowering: Lowering) -> frozenset[str]:
+    """The lowering's op types, plus those of the ONNX function bodies of its ops (HardSwish -> HardSigmoid, Mul):
+    onnxruntime expands a function op that no kernel takes into its definition, which is still the op."""
+    model = onnx.load_from_string(lowering.model)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), BASE_OPSET)
+    found = set()
+    for node in model.graph.node:
+        found.add(node.op_type)
+        schema = onnx.defs.get_schema(node.op_type, opset)
+        if getattr(schema, "has_function", False):  # onnx's stubs lack it
+            found.update(inner.op_type for inner in schema.function_body.node)
+    return frozenset(found)
 
 
 def _of_lowering(op_type: str, op_types: frozenset[str]) -> bool:
@@ -273,8 +287,7 @@ def execute(lowering: Lowering, ep: EpSpec) -> Execution:
     """Run ``lowering`` on ``ep`` alone; outputs keyed by DML output names, with each node's recorded EP."""
     ep_name, devices = _target(ep)
     session = _create(lowering, ep, ep_name, devices)
-    op_types = frozenset(node.op_type for node in onnx.load_from_string(lowering.model).graph.node)
-    placement = check_placement(recorded_placement(session), lowering.nodes, ep_name, op_types)
+    placement = check_placement(recorded_placement(session), lowering.nodes, ep_name, lowering_op_types(lowering))
     names = list(lowering.outputs)
     try:
         values = session.run(names, dict(lowering.feeds))

@@ -25,6 +25,8 @@ class Placement:
 
     @property
     def line(self) -> str:
+        if not self.unproven and not self.proven:
+            return "no executed results"
         if not self.unproven:
             return f"{self.proven} executed result(s), every node recorded on its own EP by onnxruntime"
         return f"{len(self.unproven)} executed result(s) WITHOUT placement proof; {self.proven} proven"

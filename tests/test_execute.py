@@ -20,6 +20,7 @@ from conformance.execute import (
     PlacedNode,
     check_placement,
     execute,
+    lowering_op_types,
     missing_kernel,
 )
 from conformance.lower import Lowering, lower
@@ -264,3 +265,19 @@ def test_a_session_refused_by_an_ep_that_starts_is_an_error(monkeypatch: pytest.
         ExecutionError, match=r"could not create a AzureExecutionProvider session for TopK-11: .*incorrect"
     ):
         execute(topk(), parse_ep("AzureExecutionProvider"))
+
+
+def test_lowering_op_types_include_function_bodies() -> None:
+    hard_swish = Lowering("HardSwish", _one_node_model("HardSwish"), {}, {}, ("HardSwish_0",))
+    assert lowering_op_types(hard_swish) == {"HardSwish", "HardSigmoid", "Mul"}
+    sqrt = Lowering("Sqrt", _one_node_model("Sqrt"), {}, {}, ("Sqrt_0",))
+    assert lowering_op_types(sqrt) == {"Sqrt"}
+
+
+def _one_node_model(op_type: str) -> bytes:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    graph = helper.make_graph([helper.make_node(op_type, ["x"], ["y"], name=f"{op_type}_0")], "g", [x], [y])
+    return bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]).SerializeToString())
