@@ -1,6 +1,7 @@
-"""dmlconf: ``validate`` case files, ``run`` them on onnxruntime execution providers.
+"""dmlconf: ``validate`` case files, ``run`` them on onnxruntime execution providers, map their ``coverage``.
 
-Exit codes: 0 nothing failed; 1 a FAIL or ERROR; 2 invalid input or usage (one line per problem).
+Exit codes: 0 nothing failed; 1 a FAIL or ERROR (run) or a clause left uncovered (coverage); 2 invalid input or
+usage (one line per problem).
 """
 
 from __future__ import annotations
@@ -12,15 +13,17 @@ import os
 import sys
 from collections.abc import Sequence
 
+from conformance.coverage import build_map, case_coverage
 from conformance.eps import EpSpec, best_available_ep, directml_for, parse_ep
 from conformance.identity import environment
-from conformance.model import Case, FeatureLevel
+from conformance.model import Case, FeatureLevel, Operator
 from conformance.problems import Problem
 from conformance.report_console import render_console
+from conformance.report_coverage import render_coverage
 from conformance.report_markdown import render_markdown
 from conformance.results import Result, write_results, write_text_atomic
 from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
-from conformance.suite import Suite, collect
+from conformance.suite import Suite, collect, quick
 from conformance.summary import summarize
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
 
@@ -70,7 +73,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SUBSTRING",
         help="only cases whose id contains SUBSTRING; a case's full id selects that case alone",
     )
-    for sub in (check, run):
+    run.add_argument("--quick", action="store_true", help="only the quick selection (every clause, few cases)")
+    cover = commands.add_parser("coverage", help="map the spec's clauses to the cases that exercise them (Markdown)")
+    cover.add_argument("paths", nargs="*", metavar="PATH", help="case files or directories (default: cases/)")
+    cover.add_argument("--output", default="reports/coverage.md", metavar="FILE", help="default: reports/coverage.md")
+    cover.add_argument("--quick", action="store_true", help="map the quick selection only")
+    for sub in (check, run, cover):
         sub.add_argument(
             "--max-elements",
             type=_positive,
@@ -122,6 +130,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except ValueError as error:
         raise UsageError(f"--feature-level: {error}") from None
     suite = _collect(args.paths or ["cases"], args.max_elements, args.keyword)
+    if args.quick and not suite.problems:
+        suite = quick(suite, args.max_elements)
     if suite.problems:
         _print_problems(suite.problems, suite.files)
         print("nothing was run: fix the problems above", file=sys.stderr)
@@ -158,6 +168,30 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return EXIT_FAILED if summary.failed or len(results) < len(suite.entries) * len(eps) else EXIT_OK
 
 
+def _coverage(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    suite = _collect(args.paths or ["cases"], args.max_elements)
+    if suite.problems:
+        _print_problems(suite.problems, suite.files)
+        return EXIT_USAGE
+    if args.quick:
+        suite = quick(suite, args.max_elements)
+    operators = {Operator(e.operator) for e in suite.entries}
+    coverage = build_map([case_coverage(e, args.max_elements) for e in suite.entries], sorted(operators))
+    title = "Spec coverage of the quick selection" if args.quick else "Spec coverage"
+    try:
+        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
+        write_text_atomic(args.output, render_coverage(coverage, title, " ".join(argv)))
+    except OSError as error:
+        raise UsageError(f"--output: cannot write {args.output}: {error.strerror or error}") from None
+    covered = len(coverage.clauses) - len(coverage.uncovered)
+    print(f"{covered} of {len(coverage.clauses)} clause(s) covered by {len(suite.entries)} case(s): {args.output}")
+    for row in coverage.uncovered:
+        missing = f" (facets missing: {', '.join(row.missing)})" if row.missing else ""
+        needs = " (no negative case)" if row.clause.needs_negative and not row.negative else ""
+        print(f"not covered: {row.clause.id}{missing}{needs}", file=sys.stderr)
+    return EXIT_FAILED if coverage.uncovered or coverage.unknown else EXIT_OK
+
+
 def _tolerant_output() -> None:
     """A console that cannot encode a case id (cp1252, a pipe) shows an escape instead of raising."""
     for stream in (sys.stdout, sys.stderr):
@@ -175,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "validate":
             return _validate(args)
+        if args.command == "coverage":
+            return _coverage(args, ["dmlconf", *argv])
         return _run(args, ["dmlconf", *argv])
     except UsageError as error:
         print(f"dmlconf: {error}", file=sys.stderr)

@@ -164,6 +164,15 @@ def check_placement(
     if nodes and not records:
         raise ExecutionError(f"onnxruntime recorded no placement for any of {', '.join(nodes)} on {ep_name}")
     foreign = [r for r in records if op_types is not None and not _of_lowering(r.op_type, op_types)]
+    casts = [r for r in foreign if r.op_type == "Cast"]
+    if casts:
+        # onnxruntime's InsertCastTransformer: an op with no float16 kernel on this EP is computed in float32
+        # (after expanding it into its function body, if it has one); that is not this EP's float16 operator.
+        raise NotSupported(
+            f"{ep_name} has no float16 kernel for part of the lowering: onnxruntime inserted "
+            f"{len(casts)} Cast node(s) to compute it in float32",
+            "no_kernel",
+        )
     if foreign:  # an optimizer replaced our nodes: what ran is not the lowering the verdict would be about
         raise ExecutionError(
             "onnxruntime rewrote the lowering before placing it: "

@@ -192,13 +192,18 @@ def _exact_values(values: Float64Array, data_type: DataType, what: str) -> np.nd
     raise ValueError(f"{what}: not all of {values.tolist()[:8]} are exact {data_type} values")
 
 
-def _ties(params: Mapping[str, float], data_type: DataType, count: int, streams: Streams) -> np.ndarray:
+def tie_levels(params: Mapping[str, float], data_type: DataType) -> np.ndarray:
+    """The ``ties`` generator's distinct values, Low + Step * i; ValueError unless each is exact in the type."""
     distinct = _param(params, "Distinct", 4.0)
     low, step = _param(params, "Low", 0.0), _param(params, "Step", 1.0)
     if distinct < 1 or not distinct.is_integer() or step == 0:
         raise ValueError(f"ties needs an integral Distinct >= 1 and Step != 0, got Distinct={distinct}, Step={step}")
-    levels = _exact_values(low + step * np.arange(int(distinct), dtype=np.float64), data_type, "ties")
-    return levels[permutation(streams.raw(0, count)) % int(distinct)]
+    return _exact_values(low + step * np.arange(int(distinct), dtype=np.float64), data_type, "ties")
+
+
+def _ties(params: Mapping[str, float], data_type: DataType, count: int, streams: Streams) -> np.ndarray:
+    levels = tie_levels(params, data_type)
+    return levels[permutation(streams.raw(0, count)) % levels.size]
 
 
 def _special_values(data_type: DataType) -> np.ndarray:

@@ -242,6 +242,9 @@ def add_activation(g: GraphBuilder, x: str, act: Activation, dtype: np.dtype[Any
     """Append ``act`` after tensor ``x`` (of ``dtype``); returns (output tensor, name suffix such as "+Relu")."""
     if act.type not in ACTIVATION_PARAMS:
         raise CannotLower(f"unknown fused activation {act.type}")
+    if act.type == "CELU" and dtype == np.float16:
+        # ONNX Celu-12: "T : tensor(float)"; any rewrite in float16 would round where DML's CELU does not.
+        raise CannotLower("ONNX Celu takes float32 only, so a FLOAT16 CELU has no ONNX form")
     p = {**ACTIVATION_PARAMS[act.type], **act.params}
     start = len(g.nodes)
     y = _decomposition(g, act.type, x, p, dtype)

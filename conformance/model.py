@@ -104,6 +104,14 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class OutputDesc:
+    """An output tensor's DML_TENSOR_DESC as a case wrote it (each part optional: derived when omitted)."""
+
+    sizes: tuple[int, ...] | None = None
+    data_type: DataType | None = None
+
+
+@dataclass(frozen=True)
 class TopK1Desc:
     input: TensorSpec
     axis: int
@@ -169,6 +177,7 @@ class Case:
     tolerance: Tolerance | None = None
     expect_invalid: str | None = None
     positions: Mapping[str, SourcePos] = field(default_factory=dict)
+    outputs: Mapping[str, OutputDesc] = field(default_factory=dict)
 
     def pos(self, field_path: str) -> SourcePos:
         """The position of ``field_path``, or of its nearest written ancestor, or of the case itself."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance.fields import Fields
@@ -24,12 +24,13 @@ from conformance.model import (
     FeatureLevel,
     Mvn1Desc,
     Operator,
+    OutputDesc,
     Slice1Desc,
     SourcePos,
     Tolerance,
     TopK1Desc,
 )
-from conformance.parse_tensor import read_tensor, read_values
+from conformance.parse_tensor import read_outputs, read_tensor, read_values
 from conformance.problems import Problem
 from conformance.sweep import expand
 
@@ -38,7 +39,7 @@ INTRODUCED = FeatureLevel(2, 1)
 FILE_FIELDS = ("operator", "feature_level", "description", "cases")
 CASE_FIELDS = ("id", "description", "feature_level", "expected", "tolerance", "expect", "reason")
 OPERATOR_FIELDS: Mapping[Operator, tuple[str, ...]] = {
-    Operator.TOP_K1: ("InputTensor", "Axis", "K", "AxisDirection"),
+    Operator.TOP_K1: ("InputTensor", "Axis", "K", "AxisDirection", "OutputValueTensor", "OutputIndexTensor"),
     Operator.MEAN_VARIANCE_NORMALIZATION1: (
         "InputTensor",
         "ScaleTensor",
@@ -47,8 +48,16 @@ OPERATOR_FIELDS: Mapping[Operator, tuple[str, ...]] = {
         "NormalizeVariance",
         "Epsilon",
         "FusedActivation",
+        "OutputTensor",
     ),
-    Operator.SLICE1: ("InputTensor", "InputWindowOffsets", "InputWindowSizes", "InputWindowStrides", "OutputSizes"),
+    Operator.SLICE1: (
+        "InputTensor",
+        "InputWindowOffsets",
+        "InputWindowSizes",
+        "InputWindowStrides",
+        "OutputSizes",
+        "OutputTensor",
+    ),
 }
 # YAML spelling of each activation parameter -> the oracle's key.
 ACTIVATION_KEYS = {
@@ -143,6 +152,19 @@ def _slice(f: Fields) -> Descriptor | None:
 _DESCRIPTORS = {Operator.TOP_K1: _topk, Operator.MEAN_VARIANCE_NORMALIZATION1: _mvn, Operator.SLICE1: _slice}
 
 
+def _slice_output_sizes(
+    f: Fields, descriptor: Descriptor | None, outputs: Mapping[str, OutputDesc]
+) -> Descriptor | None:
+    """SLICE1's OutputTensor.Sizes is the descriptor's own way of giving OutputSizes; both must then agree."""
+    output = outputs.get("OutputTensor")
+    if not isinstance(descriptor, Slice1Desc) or output is None or output.sizes is None:
+        return descriptor
+    if descriptor.output_sizes is not None and descriptor.output_sizes != output.sizes:
+        f.problem("OutputTensor.Sizes", f"differs from OutputSizes {list(descriptor.output_sizes)}; give one")
+        return None
+    return replace(descriptor, output_sizes=output.sizes)
+
+
 def _feature_level(f: Fields, default: FeatureLevel) -> FeatureLevel:
     if not f.has("feature_level"):
         return default
@@ -194,7 +216,8 @@ def _case(
         f.problem("expect", f"must be 'valid' or 'invalid', got {expect!r}")
     reason = f.text("reason", default="(no reason given)") if expect == "invalid" else None
     level = _feature_level(f, file_level)
-    descriptor = _DESCRIPTORS[operator](f)
+    outputs = read_outputs(f, OUTPUT_NAMES[operator])
+    descriptor = _slice_output_sizes(f, _DESCRIPTORS[operator](f), outputs)
     expected, shapes = _expected(f.sub("expected", required=False), operator)
     tolerance = _tolerance(f.sub("tolerance", required=False))
     if descriptor is None and not problems:  # every reader records why it gave up; this is a safety net
@@ -213,6 +236,7 @@ def _case(
         tolerance=tolerance,
         expect_invalid=reason,
         positions=positions,
+        outputs=outputs,
     )
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from conformance.fields import Fields, as_number
 from conformance.generate import GENERATOR_KINDS
-from conformance.model import DataType, Generator, TensorSpec
+from conformance.model import DataType, Generator, OutputDesc, TensorSpec
 
 TENSOR_FIELDS = ("Sizes", "DataType", "Data", "Generator")
 
@@ -107,3 +108,27 @@ def read_values(fields: Fields, name: str) -> tuple[tuple[float, ...], tuple[int
         return None
     values, shape = flat
     return tuple(values), shape
+
+
+def read_output(fields: Fields) -> OutputDesc | None:
+    """An output tensor's descriptor: optional Sizes and DataType (no data: the operator writes it)."""
+    fields.check_known(("Sizes", "DataType"))
+    sizes = fields.int_list("Sizes", required=False)
+    if sizes is not None and not sizes:
+        fields.problem("Sizes", "must list at least one dimension")
+        return None
+    data_type = fields.choice("DataType", DataType, required=False, strip="DML_TENSOR_DATA_TYPE_")
+    if (fields.has("Sizes") and sizes is None) or (fields.has("DataType") and data_type is None):
+        return None
+    return OutputDesc(sizes, data_type)
+
+
+def read_outputs(fields: Fields, names: Sequence[str]) -> dict[str, OutputDesc]:
+    """The output tensors' descriptors a case writes, by name."""
+    read = {}
+    for name in names:
+        sub = fields.sub(name, required=False)
+        desc = read_output(sub) if sub is not None else None
+        if desc is not None:
+            read[name] = desc
+    return read

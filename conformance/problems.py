@@ -10,9 +10,12 @@ from conformance.model import SourcePos
 
 @dataclass(frozen=True)
 class Problem:
+    """``clauses``: the ids of the spec clauses (conformance/clauses.py) the problem breaks, if any."""
+
     pos: SourcePos
     field: str
     message: str
+    clauses: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         where = f"{self.pos}: {self.field}: " if self.field else f"{self.pos}: "

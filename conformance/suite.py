@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
 
+from conformance.coverage import case_coverage, quick_selection
 from conformance.load import iter_case_files, load_document
 from conformance.model import Case
 from conformance.parse import Entry, Rejected, parse_document
@@ -46,3 +48,15 @@ def collect(paths: Sequence[str], max_elements: int = DEFAULT_MAX_ELEMENTS, keyw
     exact = tuple(e for e in entries if e.id == keyword)
     # A full id (what a reproduction command gives) selects that case alone, not every id it is a prefix of.
     return Suite(exact or tuple(entries), tuple(problems), len(files))
+
+
+def is_found(entry: Entry) -> bool:
+    """A case under a ``found/`` folder: the smallest form of something a GPU run found (a regression test)."""
+    return "found" in PurePosixPath(entry.path).parent.parts
+
+
+def quick(suite: Suite, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Suite:
+    """The quick selection: few cases covering every clause and facet the suite covers, plus the found ones."""
+    coverages = [case_coverage(entry, max_elements) for entry in suite.entries]
+    chosen = set(quick_selection(coverages, [e.id for e in suite.entries if is_found(e)]))
+    return replace(suite, entries=tuple(e for e in suite.entries if e.id in chosen))

@@ -2,6 +2,9 @@
 
 ``matrix: {InputTensor.DataType: [FLOAT32, FLOAT16], AxisDirection: [DECREASING, INCREASING]}`` on case
 ``sweep`` gives ``sweep[FLOAT32-DECREASING]``, ``sweep[FLOAT32-INCREASING]``, ... in the order written.
+The key ``each`` (or ``each_<anything>``, to have several) takes a list of mappings, each setting several
+fields together (e.g. a rank's Sizes with one of its axes): ``each: [{InputTensor.Sizes: [5, 3], Axis: 1}]``
+labels its variant ``[5x3,1]``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 from conformance.model import SourcePos
 from conformance.problems import Problem
+
+EACH = "each"  # matrix keys "each" and "each_*" list mappings that set several fields together
 
 
 @dataclass(frozen=True)
@@ -63,16 +68,51 @@ def expand(raw: dict[str, Any], positions: Mapping[str, SourcePos]) -> tuple[lis
     ]
     if problems:
         return [], problems
+    for key in filter(_is_each, matrix):
+        if not all(isinstance(v, dict) and v for v in matrix[key]):
+            return [], [Problem(positions.get(f"matrix.{key}", where), f"matrix.{key}", "must list non-empty mappings")]
     variants = []
     for combo in itertools.product(*matrix.values()):
         variant_raw = copy.deepcopy(base)
         variant_pos = dict(positions)
-        for dotted, value in zip(matrix, combo, strict=True):
-            if not _assign(variant_raw, dotted, value):
-                pos = positions.get(f"matrix.{dotted}", where)
-                return [], [Problem(pos, f"matrix.{dotted}", "path does not lead to a field of the case")]
-            for key in [k for k in variant_pos if k == dotted or k.startswith(dotted + ".")]:
-                del variant_pos[key]
-            variant_pos[dotted] = positions.get(f"matrix.{dotted}", where)
-        variants.append(Variant("[" + "-".join(_label(v) for v in combo) + "]", variant_raw, variant_pos))
+        for key, value in zip(matrix, combo, strict=True):
+            for dotted, field_value in _settings(key, value):
+                problem = _apply(variant_raw, variant_pos, positions, where, dotted, field_value, key)
+                if problem is not None:
+                    return [], [problem]
+        labels = [_entry_label(key, value) for key, value in zip(matrix, combo, strict=True)]
+        variants.append(Variant("[" + "-".join(labels) + "]", variant_raw, variant_pos))
     return variants, []
+
+
+def _is_each(key: str) -> bool:
+    return key == EACH or key.startswith(EACH + "_")
+
+
+def _entry_label(key: str, value: Any) -> str:
+    return ",".join(_label(v) for v in value.values()) if _is_each(key) else _label(value)
+
+
+def _settings(key: str, value: Any) -> list[tuple[str, Any]]:
+    """The (field path, value) pairs one matrix entry sets."""
+    return list(value.items()) if _is_each(key) else [(key, value)]
+
+
+def _apply(
+    raw: dict[str, Any],
+    variant_pos: dict[str, SourcePos],
+    positions: Mapping[str, SourcePos],
+    where: SourcePos,
+    dotted: str,
+    value: Any,
+    key: str,
+) -> Problem | None:
+    """Set one field of a variant and point its position at the matrix entry; a Problem if the path is bad."""
+    if not _assign(raw, dotted, value):
+        pos = positions.get(f"matrix.{key}", where)
+        path = f"path {dotted!r}" if _is_each(key) else "path"
+        return Problem(pos, f"matrix.{key}", f"{path} does not lead to a field of the case")
+    for stale in [k for k in variant_pos if k == dotted or k.startswith(dotted + ".")]:
+        del variant_pos[stale]
+    variant_pos[dotted] = positions.get(f"matrix.{key}", where)
+    return None

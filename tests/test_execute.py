@@ -25,6 +25,7 @@ from conformance.execute import (
 )
 from conformance.lower import Lowering, lower
 from conformance.model import (
+    Activation,
     AxisDirection,
     Case,
     DataType,
@@ -197,6 +198,22 @@ def test_check_placement() -> None:
         check_placement(rewritten, ("ReduceMean_0", "Sub_1"), DML, frozenset({"ReduceMean", "Sub"}))
     with pytest.raises(NotSupported, match="placed on CPUExecutionProvider, not DmlExecutionProvider"):
         check_placement([*fused, PlacedNode("Relu_1", "Relu", CPU)], ("InstanceNormalization_0", "Relu_1"), DML)
+    # the CPU EP's missing float16 Relu: onnxruntime widens it with unnamed Casts (InsertCastTransformer)
+    widened = [PlacedNode("", "Cast", CPU), PlacedNode("Relu_1", "Relu", CPU), PlacedNode("", "Cast", CPU)]
+    with pytest.raises(NotSupported, match=r"no float16 kernel.*inserted 2 Cast node") as raised:
+        check_placement(widened, ("Relu_1",), CPU, frozenset({"Relu"}))
+    assert raised.value.kind == "no_kernel"
+
+
+def test_float16_relu_on_cpu_is_not_supported() -> None:
+    """onnxruntime's CPU EP has no float16 Relu kernel (it computes one in float32 between inserted Casts)."""
+    desc = Mvn1Desc(TensorSpec((1, 2, 3), DataType.FLOAT16), None, None, (2,), True, 1e-5, Activation("RELU"))
+    case = Case("m", "m.yaml", Operator.MEAN_VARIANCE_NORMALIZATION1, FeatureLevel(3, 1), desc)
+    x = np.array([[[1, 2, 4], [-3, 0, 3]]], np.float16)
+    lowering = lower(case, {"InputTensor": x}, CPU)
+    assert isinstance(lowering, Lowering)
+    with pytest.raises(NotSupported, match="no float16 kernel"):
+        execute(lowering, parse_ep("cpu"))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("onnxruntime_ep_webgpu") is not None, reason="the package is here")

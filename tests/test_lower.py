@@ -417,6 +417,15 @@ def test_non_float_mvn_and_unknown_activation_are_not_expressible() -> None:
     assert isinstance(result, NotExpressible) and "SOFTMAX" in result.reason
 
 
+def test_float16_celu_is_not_expressible() -> None:
+    """ONNX Celu-12 constrains T to tensor(float): a float16 model using it is invalid."""
+    desc = mvn((2, 3, 4), (2,), data_type=DataType.FLOAT16, activation=Activation("CELU"))
+    result = lower(case_of(desc), mvn_inputs(desc), CPU)
+    assert isinstance(result, NotExpressible) and "Celu takes float32 only" in result.reason
+    desc = mvn((2, 3, 4), (2,), activation=Activation("CELU"))
+    assert isinstance(lower(case_of(desc), mvn_inputs(desc), CPU), Lowering)
+
+
 # --- fused activations ------------------------------------------------------------------------------------------
 
 

@@ -73,7 +73,7 @@ def test_unknown_case_field(tmp_path: Path) -> None:
     path, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK + "    Bogus: 1\n")
     assert lines == [
         f"{path}:8:5: Bogus: unknown field (expected one of: id, description, feature_level, expected, "
-        "tolerance, expect, reason, InputTensor, Axis, K, AxisDirection)"
+        "tolerance, expect, reason, InputTensor, Axis, K, AxisDirection, OutputValueTensor, OutputIndexTensor)"
     ]
 
 

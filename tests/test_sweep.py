@@ -193,3 +193,33 @@ def test_expand_leaves_its_input_alone_and_variants_independent() -> None:
     assert all(v.positions["InputTensor.Sizes"] == where for v in variants)
     variants[0].raw["InputTensor"]["Sizes"].append(9)
     assert variants[1].raw["InputTensor"]["Sizes"] == [3, 4]
+
+
+def test_each_sets_several_fields_together(tmp_path: Path) -> None:
+    text = """
+operator: TOP_K1
+feature_level: "3_1"
+cases:
+  - id: ranks
+    InputTensor: {Sizes: [5], DataType: FLOAT32, Generator: {Kind: uniform, Seed: 1}}
+    Axis: 0
+    K: 2
+    matrix:
+      each:
+        - {InputTensor.Sizes: [5], Axis: 0}
+        - {InputTensor.Sizes: [2, 5], Axis: 1}
+      each_k:
+        - {K: 1}
+        - {K: 3}
+"""
+    path = tmp_path / "c.yaml"
+    path.write_text(text, encoding="utf-8")
+    entries, problems = parse_document(load_document(str(path)))
+    assert problems == []
+    got = [(e.id.split("::")[1], e.descriptor.input.sizes, e.descriptor.axis, e.descriptor.k) for e in entries]
+    assert got == [
+        ("ranks[5,0-1]", (5,), 0, 1),
+        ("ranks[5,0-3]", (5,), 0, 3),
+        ("ranks[2x5,1-1]", (2, 5), 1, 1),
+        ("ranks[2x5,1-3]", (2, 5), 1, 3),
+    ]
