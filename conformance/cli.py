@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from conformance.coverage import build_map, case_coverage
 from conformance.eps import EpSpec, best_available_ep, directml_for, parse_ep
+from conformance.fuzz import fuzz
 from conformance.identity import environment
 from conformance.model import Case, FeatureLevel, Operator
 from conformance.problems import Problem
@@ -78,6 +79,13 @@ def _parser() -> argparse.ArgumentParser:
     cover.add_argument("paths", nargs="*", metavar="PATH", help="case files or directories (default: cases/)")
     cover.add_argument("--output", default="reports/coverage.md", metavar="FILE", help="default: reports/coverage.md")
     cover.add_argument("--quick", action="store_true", help="map the quick selection only")
+    fuzzing = commands.add_parser("fuzz", help="random valid cases on an EP; a mismatch is shrunk to a case file")
+    fuzzing.add_argument("--operator", required=True, choices=[op.value for op in Operator])
+    fuzzing.add_argument("--ep", default=None, metavar="EP", help="as for run (default: the best available)")
+    fuzzing.add_argument("--time", type=float, default=60.0, metavar="SECONDS", help="how long to search (default 60)")
+    fuzzing.add_argument("--seed", type=int, default=0, metavar="N", help="the same seed draws the same cases")
+    fuzzing.add_argument("--out", default="cases/found", metavar="DIR", help="where a minimal case goes")
+    fuzzing.add_argument("--special", action="store_true", help="draw NaN, infinities and denormals too")
     for sub in (check, run, cover):
         sub.add_argument(
             "--max-elements",
@@ -192,6 +200,24 @@ def _coverage(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return EXIT_FAILED if coverage.uncovered or coverage.unknown else EXIT_OK
 
 
+def _fuzz(args: argparse.Namespace) -> int:
+    (ep,) = _eps([args.ep] if args.ep else [])
+    if args.time <= 0:
+        raise UsageError(f"--time: must be above 0, got {args.time}")
+    operator = Operator(args.operator)
+    print(f"fuzzing {operator.value} on {ep_text(ep)} for {args.time:g} s, seed {args.seed}")
+    outcome = fuzz(operator, ep, args.time, args.seed, args.out, args.special)
+    print(f"{outcome.examples} example(s) in {outcome.seconds:.1f} s")
+    if outcome.result is None or outcome.case_file is None:
+        print("no mismatch found")
+        return EXIT_OK
+    first = outcome.result.message.splitlines()[0] if outcome.result.message else ""
+    print(f"{outcome.result.status.value} ({outcome.result.failure_kind}): {first}")
+    print(f"minimal case: {outcome.case_file} (reproduces: {'yes' if outcome.reproduced else 'NO'})")
+    print(f"reproduce: dmlconf run {outcome.case_file} --ep {ep.alias}")
+    return EXIT_FAILED
+
+
 def _tolerant_output() -> None:
     """A console that cannot encode a case id (cp1252, a pipe) shows an escape instead of raising."""
     for stream in (sys.stdout, sys.stderr):
@@ -209,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "validate":
             return _validate(args)
+        if args.command == "fuzz":
+            return _fuzz(args)
         if args.command == "coverage":
             return _coverage(args, ["dmlconf", *argv])
         return _run(args, ["dmlconf", *argv])

@@ -129,7 +129,7 @@ class MvnGraph:
 def per_channel(sizes: Sequence[int], spec_sizes: Sequence[int]) -> bool:
     """Every dimension but 1 is size 1, and dimension 1 is 1 or C."""
     return (
-        len(spec_sizes) == len(sizes)
+        len(spec_sizes) == len(sizes) >= 2
         and all(s == 1 for i, s in enumerate(spec_sizes) if i != 1)
         and spec_sizes[1] in (1, sizes[1])
     )

@@ -417,6 +417,12 @@ def test_non_float_mvn_and_unknown_activation_are_not_expressible() -> None:
     assert isinstance(result, NotExpressible) and "SOFTMAX" in result.reason
 
 
+def test_rank1_scale_and_bias_lower() -> None:
+    """Found by the fuzzer: a rank-1 input with scale and bias has no channel dimension (an IndexError once)."""
+    desc = mvn((1,), (0,), scale=(1,), bias=(1,), normalize=False)
+    assert isinstance(lower(case_of(desc), mvn_inputs(desc), CPU), Lowering)
+
+
 def test_float16_celu_is_not_expressible() -> None:
     """ONNX Celu-12 constrains T to tensor(float): a float16 model using it is invalid."""
     desc = mvn((2, 3, 4), (2,), data_type=DataType.FLOAT16, activation=Activation("CELU"))

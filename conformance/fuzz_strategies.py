@@ -1,0 +1,134 @@
+"""Hypothesis strategies that draw valid case entries, written as the case files write them.
+
+Data is drawn as indices into a small pool of values, so that ties are common and shrinking heads for
+"every element equal" and short, low-rank tensors: the minimal failing case is one a person can read.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.dtypes import value_range
+from conformance.model import ACTIVATION_PARAMS, DataType
+
+MAX_ELEMENTS = 1024  # per tensor: keeps every draw within Hypothesis's buffer and each run in milliseconds
+FEATURE_LEVEL = "4_0"  # every rank 1-8 and broadcast scale/bias are valid here
+CaseDict = dict[str, Any]
+
+
+def _sizes(draw: st.DrawFn, max_rank: int, long_axis: int | None = None) -> list[int]:
+    rank = draw(st.integers(1, max_rank))
+    sizes = draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank))
+    if long_axis is not None:
+        sizes[long_axis % rank] = draw(st.integers(2, 300))
+    while math.prod(sizes) > MAX_ELEMENTS:
+        sizes[sizes.index(max(sizes))] //= 2
+    return sizes
+
+
+def _pool_value(draw: st.DrawFn, data_type: DataType, special: bool) -> float:
+    low, high = value_range(data_type)
+    if not data_type.is_float:
+        small = st.integers(max(-4, int(low)), 4)
+        return float(draw(st.one_of(small, st.integers(int(low), int(high)))))
+    floats = st.floats(width=16, allow_nan=special, allow_infinity=special, allow_subnormal=special)
+    if data_type == DataType.FLOAT32:
+        floats = st.floats(width=32, allow_nan=special, allow_infinity=special, allow_subnormal=special)
+    value = draw(floats)
+    return float(value)
+
+
+def _data(draw: st.DrawFn, data_type: DataType, count: int, special: bool) -> list[float]:
+    """``count`` values drawn from a pool of 1 to 8 distinct ones (ties everywhere)."""
+    distinct = draw(st.integers(1, 8))
+    values = [_pool_value(draw, data_type, special) for _ in range(distinct)]
+    picks = draw(st.lists(st.integers(0, distinct - 1), min_size=count, max_size=count))
+    return [values[i] for i in picks]
+
+
+@st.composite
+def top_k1(draw: st.DrawFn, special: bool = False) -> CaseDict:
+    axis_hint = draw(st.integers(0, 7))
+    sizes = _sizes(draw, 8, axis_hint)
+    axis = axis_hint % len(sizes)
+    if sizes[axis] < 2:
+        sizes[axis] = 2
+    data_type = draw(st.sampled_from(list(DataType)))
+    return {
+        "InputTensor": {
+            "Sizes": sizes,
+            "DataType": data_type.value,
+            "Data": _data(draw, data_type, math.prod(sizes), special),
+        },
+        "Axis": axis,
+        "K": draw(st.integers(1, sizes[axis] - 1)),
+        "AxisDirection": draw(st.sampled_from(["DECREASING", "INCREASING"])),
+    }
+
+
+def _activation(draw: st.DrawFn) -> dict[str, Any] | None:
+    name = draw(st.one_of(st.none(), st.sampled_from(sorted(ACTIVATION_PARAMS))))
+    if name is None:
+        return None
+    keys = {"alpha": "Alpha", "beta": "Beta", "gamma": "Gamma", "steepness": "Steepness", "bias": "Bias"}
+    keys |= {"threshold": "Threshold", "sigmoid_input_scale": "SigmoidInputScale"}
+    activation: dict[str, Any] = {"Type": name}
+    for key, default in ACTIVATION_PARAMS[name].items():
+        activation[keys[key]] = draw(st.sampled_from([default, 0.5, 2.0, -0.25]))
+    return activation
+
+
+@st.composite
+def mean_variance_normalization1(draw: st.DrawFn, special: bool = False) -> CaseDict:
+    sizes = _sizes(draw, 5)
+    rank = len(sizes)
+    data_type = draw(st.sampled_from([DataType.FLOAT32, DataType.FLOAT16]))
+    # Moderate values (multiples of 1/8 up to 8, exact in FLOAT16) around an offset: overflow is not the
+    # question here, cancellation and rounding are.
+    offset = draw(st.sampled_from([0.0, 10.0, -1000.0]))
+    distinct = draw(st.integers(1, 8))
+    pool = [offset + draw(st.integers(-64, 64)) / 8 for _ in range(distinct)]
+    if special:
+        pool += draw(st.lists(st.sampled_from([math.nan, math.inf, -math.inf]), max_size=1))
+    picks = draw(st.lists(st.integers(0, len(pool) - 1), min_size=math.prod(sizes), max_size=math.prod(sizes)))
+    data = [pool[i] for i in picks]
+    case: CaseDict = {
+        "InputTensor": {"Sizes": sizes, "DataType": data_type.value, "Data": data},
+        "Axes": sorted(draw(st.sets(st.integers(0, rank - 1), min_size=1))),
+        "NormalizeVariance": draw(st.booleans()),
+        "Epsilon": draw(st.sampled_from([1e-5, 1e-3, 0.25, 1.0])),
+    }
+    if draw(st.booleans()):
+        for name in ("ScaleTensor", "BiasTensor"):
+            shape = [s if draw(st.booleans()) else 1 for s in sizes]
+            count = math.prod(shape)
+            values = draw(st.lists(st.sampled_from([1.0, -2.0, 0.5, 3.0, 0.0]), min_size=count, max_size=count))
+            case[name] = {"Sizes": shape, "DataType": data_type.value, "Data": values}
+    activation = _activation(draw)
+    if activation is not None:
+        case["FusedActivation"] = activation
+    return case
+
+
+@st.composite
+def slice1(draw: st.DrawFn, special: bool = False) -> CaseDict:
+    sizes = _sizes(draw, 8)
+    offsets, windows, strides, outputs = [], [], [], []
+    for size in sizes:
+        window = draw(st.integers(1, size))
+        offsets.append(draw(st.integers(0, size - window)))
+        windows.append(window)
+        stride = draw(st.integers(1, 4)) * draw(st.sampled_from([1, -1]))
+        strides.append(stride)
+        outputs.append(draw(st.integers(1, 1 + (window - 1) // abs(stride))))
+    data_type = draw(st.sampled_from(list(DataType)))
+    return {
+        "InputTensor": {"Sizes": sizes, "DataType": data_type.value, "Generator": {"Kind": "arange", "Start": 1}},
+        "InputWindowOffsets": offsets,
+        "InputWindowSizes": windows,
+        "InputWindowStrides": strides,
+        "OutputSizes": outputs,
+    }

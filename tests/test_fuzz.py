@@ -1,0 +1,62 @@
+"""The fuzzer: valid draws, seeded reproducibility, shrinking to a minimal case file that reads back."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conformance import fuzz as fuzz_module
+from conformance.eps import parse_ep
+from conformance.fuzz import fuzz, read_case
+from conformance.model import Case, Operator, Status, TopK1Desc
+from conformance.parse import Entry
+from conformance.results import Result
+from conformance.runner import RunOptions, run_entry
+from conformance.validate import validate
+
+
+def _k_over_one_fails(entry: Entry, ep: object, options: RunOptions) -> Result:
+    """A stand-in EP that gets every K > 1 wrong; validity is still checked for real."""
+    assert isinstance(entry, Case) and not validate(entry)
+    result = Result(entry.id, entry.operator.value, "cpu", Status.PASS)
+    assert isinstance(entry.descriptor, TopK1Desc)
+    if entry.descriptor.k > 1:
+        return replace(result, status=Status.FAIL, failure_kind="wrong_elements", message="K > 1 is wrong")
+    return result
+
+
+@pytest.mark.slow  # about 3 minutes: a full shrink, twice; run with `pytest -m slow`
+def test_a_mismatch_is_shrunk_to_a_minimal_case_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fuzz_module, "run_entry", _k_over_one_fails)
+    outcome = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=7, out_dir=str(tmp_path), shrink_seconds=1000)
+    assert outcome.case_file == str(tmp_path / "fuzz-top_k1-cpu-seed7.yaml")
+    assert outcome.reproduced
+    entry = read_case(outcome.case_file)
+    assert isinstance(entry, Case) and isinstance(entry.descriptor, TopK1Desc)
+    # Shrunk to the smallest failing K and axis: K = 2 on an axis of 3, every element the same pool value.
+    descriptor = entry.descriptor
+    assert (descriptor.k, descriptor.input.sizes[descriptor.axis]) == (2, 3)
+    assert len(set(entry.descriptor.input.data or ())) == 1
+    text = Path(outcome.case_file).read_text(encoding="utf-8")
+    assert "dmlconf fuzz --operator TOP_K1 --ep cpu --seed 7" in text
+    again = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=7, out_dir=str(tmp_path / "again"), shrink_seconds=1000)
+    assert again.case_file is not None
+    assert Path(again.case_file).read_text(encoding="utf-8") == text
+
+
+@pytest.mark.parametrize("operator", list(Operator))
+def test_every_draw_is_valid_and_runs(tmp_path: Path, operator: Operator, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Status] = []
+
+    def run_and_record(entry: Entry, ep: object, options: RunOptions) -> Result:
+        assert isinstance(entry, Case) and not validate(entry)
+        result = run_entry(entry, parse_ep("cpu"), options)
+        seen.append(result.status)
+        return replace(result, status=Status.PASS)  # keep drawing: this test is about the draws
+
+    monkeypatch.setattr(fuzz_module, "run_entry", run_and_record)
+    outcome = fuzz(operator, parse_ep("cpu"), 1.0, seed=1, out_dir=str(tmp_path))
+    assert outcome.examples >= 5 and outcome.case_file is None
+    assert Status.INVALID not in seen
