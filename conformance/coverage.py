@@ -96,7 +96,10 @@ def build_map(coverages: Sequence[CaseCoverage], operators: Iterable[Operator] =
             positive[cid].append(coverage.case_id)
             seen[cid] |= facets
         for cid in coverage.negative:
-            negative.setdefault(cid, []).append(coverage.case_id) if cid in clauses else unknown.add(cid)
+            if cid in clauses:
+                negative[cid].append(coverage.case_id)
+            else:
+                unknown.add(cid)
     unknown |= set(required) - set(all_clauses())
     rows = tuple(
         ClauseCoverage(
@@ -121,12 +124,10 @@ def quick_selection(coverages: Sequence[CaseCoverage], always: Iterable[str] = (
         # A clause without required facets needs one case, whatever facet it shows.
         return {(c, f if c in required or f == NEGATIVE else ANY) for c, f in coverage.items()}
 
+    items = {c.case_id: useful(c) for c in coverages}
     chosen = {c.case_id for c in coverages if c.negative} | set(always)
-    remaining = set().union(*(useful(c) for c in coverages)) if coverages else set()
-    for coverage in coverages:
-        if coverage.case_id in chosen:
-            remaining -= useful(coverage)
-    candidates = {c.case_id: useful(c) & remaining for c in coverages if c.case_id not in chosen}
+    remaining = set().union(*items.values()) - set().union(*(items[i] for i in chosen if i in items))
+    candidates = {i: found & remaining for i, found in items.items() if i not in chosen}
     while remaining:
         best = max(candidates, key=lambda cid: len(candidates[cid] & remaining))
         gained = candidates.pop(best) & remaining

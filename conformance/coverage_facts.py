@@ -31,23 +31,17 @@ def level_at_least(level: FeatureLevel, since: str) -> bool:
     return level >= FeatureLevel.parse(since)
 
 
-def special_values(x: np.ndarray) -> set[str]:
+def special_values(x: np.ndarray, data_type: DataType) -> set[str]:
     """NaN, +Inf, -Inf where present, and "min and max of T" when both finite extremes of T occur."""
     seen = set()
     if x.dtype.kind == "f":
         seen |= {"NaN"} if np.isnan(x).any() else set()
         seen |= {"+Inf"} if np.isposinf(x).any() else set()
         seen |= {"-Inf"} if np.isneginf(x).any() else set()
-    data_type = _data_type(x.dtype)
     low, high = value_range(data_type)
     if (x == low).any() and (x == high).any():
         seen.add(f"min and max of {data_type}")
     return seen
-
-
-def _data_type(dtype: np.dtype) -> DataType:
-    names = {"float32": "FLOAT32", "float16": "FLOAT16"}
-    return DataType(names.get(dtype.name, dtype.name.upper()))
 
 
 def support_facets(facets: Facets, clause: str, data_types: Iterable[str], rank: int | None) -> None:

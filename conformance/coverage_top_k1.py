@@ -88,7 +88,7 @@ def exercised(case: Case, inputs: Mapping[str, np.ndarray]) -> Facets:
     for name in ("sequence", "value-sizes", "index-sizes", "same-data-type", "same-dimension-count"):
         f[name].add(ANY)
     f["same-output-sizes"].add(ANY)
-    f["select"].update({ANY, *special_values(x)})
+    f["select"].update({ANY, *special_values(x, d.input.data_type)})
     f["direction"].add(d.axis_direction)
     if d.k >= 2:
         f["values-sorted"].add(d.axis_direction)

@@ -94,8 +94,9 @@ class _Search:
         path = os.path.join(self.scratch, "candidate.yaml")
         write_text_atomic(path, text)
         entry = read_case(path)
-        if isinstance(entry, Case) and validate(entry, self.options.max_elements):
-            raise AssertionError(f"the strategy drew an invalid case: {validate(entry)[0]}")
+        problems = validate(entry, self.options.max_elements) if isinstance(entry, Case) else []
+        if problems:
+            raise AssertionError(f"the strategy drew an invalid case: {problems[0]}")
         result = run_entry(entry, self.ep, self.options)
         self.examples += 1
         signature = (result.status, result.failure_kind)
@@ -152,7 +153,7 @@ def fuzz(
     if search.failing is None:
         return FuzzOutcome(search.examples, elapsed)
     case, result = search.failing
-    alias = ep.alias if "/" not in ep.alias and "\\" not in ep.alias else ep.name
+    alias = ep.alias if ep.library is None else ep.name  # a library path makes no file name
     name = f"fuzz-{operator.value.lower()}-{alias}-seed{seed}"
     path = os.path.join(out_dir, f"{name}.yaml")
     first_line = result.message.splitlines()[0] if result.message else result.status.value
