@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from conformance.coverage import build_map, case_coverage
 from conformance.eps import EpSpec, best_available_ep, directml_for, parse_ep
-from conformance.fuzz import fuzz
+from conformance.fuzz import SHRINK_EXAMPLES, fuzz
 from conformance.identity import environment
 from conformance.model import Case, FeatureLevel, Operator
 from conformance.problems import Problem
@@ -86,6 +86,13 @@ def _parser() -> argparse.ArgumentParser:
     fuzzing.add_argument("--seed", type=int, default=0, metavar="N", help="the same seed draws the same cases")
     fuzzing.add_argument("--out", default="cases/found", metavar="DIR", help="where a minimal case goes")
     fuzzing.add_argument("--special", action="store_true", help="draw NaN, infinities and denormals too")
+    fuzzing.add_argument(
+        "--shrink-examples",
+        type=_positive,
+        default=SHRINK_EXAMPLES,
+        metavar="N",
+        help=f"candidates run while shrinking a mismatch (default {SHRINK_EXAMPLES})",
+    )
     for sub in (check, run, cover):
         sub.add_argument(
             "--max-elements",
@@ -206,8 +213,8 @@ def _fuzz(args: argparse.Namespace) -> int:
         raise UsageError(f"--time: must be above 0, got {args.time}")
     operator = Operator(args.operator)
     print(f"fuzzing {operator.value} on {ep_text(ep)} for {args.time:g} s, seed {args.seed}")
-    outcome = fuzz(operator, ep, args.time, args.seed, args.out, args.special)
-    print(f"{outcome.examples} example(s) in {outcome.seconds:.1f} s")
+    outcome = fuzz(operator, ep, args.time, args.seed, args.out, args.special, args.shrink_examples)
+    print(f"{outcome.examples} example(s) in {outcome.seconds:.1f} s, {outcome.shrunk} of them shrinking")
     if outcome.result is None or outcome.case_file is None:
         print("no mismatch found")
         return EXIT_OK

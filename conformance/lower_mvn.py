@@ -216,7 +216,21 @@ def _decomposition(g: GraphBuilder, kind: str, x: str, p: Mapping[str, float], d
     if kind == "GELU":
         g.opset = max(g.opset, 20)
         return g.op("Gelu", x, approximate="none")
+    if kind == "SHRINK" and np.float32(p["threshold"]) < 0:
+        return _shrink_below_zero(g, x, p, dtype)
     return None
+
+
+def _shrink_below_zero(g: GraphBuilder, x: str, p: Mapping[str, float], dtype: np.dtype[Any]) -> str:
+    # DML's SHRINK reads "x - Bias, if x > Threshold; x + Bias, if x < -Threshold; 0, otherwise" and ONNX Shrink
+    # tests x < -lambd first. The two pieces overlap only when Threshold < 0 (between Threshold and -Threshold),
+    # where the first piece written wins (the fuzzer found ONNX's order there). So DML's pieces are spelled out
+    # in its order; NaN, in neither piece, gives 0 as in both.
+    threshold, bias = p["threshold"], g.const("bias", np.array(p["bias"], dtype))
+    below = g.op("Less", x, g.const("negative_threshold", np.array(-threshold, dtype)))
+    otherwise = g.op("Where", below, g.op("Add", x, bias), g.const("zero", np.array(0, dtype)))
+    above = g.op("Greater", x, g.const("threshold", np.array(threshold, dtype)))
+    return g.op("Where", above, g.op("Sub", x, bias), otherwise)
 
 
 # DML activation -> (ONNX op, ((ONNX attribute, DML parameter), ...)) where one node is the activation's twin.

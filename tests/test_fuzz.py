@@ -27,10 +27,9 @@ def _k_over_one_fails(entry: Entry, ep: object, options: RunOptions) -> Result:
     return result
 
 
-@pytest.mark.slow  # about 3 minutes: a full shrink, twice; run with `pytest -m slow`
 def test_a_mismatch_is_shrunk_to_a_minimal_case_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fuzz_module, "run_entry", _k_over_one_fails)
-    outcome = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=7, out_dir=str(tmp_path), shrink_seconds=1000)
+    outcome = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=7, out_dir=str(tmp_path), shrink_examples=10_000)
     assert outcome.case_file == str(tmp_path / "fuzz-top_k1-cpu-seed7.yaml")
     assert outcome.reproduced
     entry = read_case(outcome.case_file)
@@ -41,9 +40,19 @@ def test_a_mismatch_is_shrunk_to_a_minimal_case_file(tmp_path: Path, monkeypatch
     assert len(set(entry.descriptor.input.data or ())) == 1
     text = Path(outcome.case_file).read_text(encoding="utf-8")
     assert "dmlconf fuzz --operator TOP_K1 --ep cpu --seed 7" in text
-    again = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=7, out_dir=str(tmp_path / "again"), shrink_seconds=1000)
+    again = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=7, out_dir=str(tmp_path / "again"), shrink_examples=10_000)
     assert again.case_file is not None
     assert Path(again.case_file).read_text(encoding="utf-8") == text
+
+
+def test_shrinking_stops_at_its_budget_and_the_file_still_reproduces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fuzz_module, "run_entry", _k_over_one_fails)
+    outcome = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=7, out_dir=str(tmp_path), shrink_examples=2)
+    assert outcome.shrunk == 2 and outcome.reproduced
+    entry = read_case(str(outcome.case_file))
+    assert isinstance(entry, Case) and isinstance(entry.descriptor, TopK1Desc) and entry.descriptor.k > 1
 
 
 @pytest.mark.parametrize("operator", list(Operator))

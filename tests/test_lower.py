@@ -511,6 +511,20 @@ def test_activation_nodes_match_the_formula(activation: Activation, ops: list[st
         np.testing.assert_allclose(out["OutputTensor"], expected, rtol=2e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("ep", [CPU, CUDA, DML])
+def test_shrink_below_zero_threshold_takes_dmls_first_piece(ep: str) -> None:
+    # With Threshold < 0 DML's "x - Bias, if x > Threshold" and "x + Bias, if x < -Threshold" overlap between
+    # Threshold and -Threshold; the first piece written applies there, where ONNX Shrink applies the second.
+    threshold, bias = -0.25, 0.5
+    x = np.array([[-2, -0.25, -0.125, 0, 0.125, 0.25, 2]], np.float32)  # mean exactly 0: the activation sees x
+    written_order = [v - bias if v > threshold else v + bias if v < -threshold else 0.0 for v in x[0].tolist()]
+    activation = Activation("SHRINK", {"bias": bias, "threshold": threshold})
+    lowering = lowered(mvn((1, 7), (1,), normalize=False, activation=activation), {"InputTensor": x}, ep)
+    assert lowering.name.endswith("+Less+Add+Where+Greater+Sub+Where")
+    for out in both(lowering):
+        np.testing.assert_array_equal(out["OutputTensor"], [written_order])
+
+
 def test_activation_follows_instance_normalization_in_the_input_type() -> None:
     desc = mvn((1, 2, 3, 3), (2, 3), activation=Activation("LEAKY_RELU", {"alpha": 0.2}))
     inputs = mvn_inputs(desc)
