@@ -195,5 +195,6 @@ def _write_found(
     description = f"Found by `{command}`: {result.status.value} ({result.failure_kind}) on {_alias(ep)}: {first_line}"
     path = os.path.join(out_dir, f"{name}.yaml")
     os.makedirs(out_dir, exist_ok=True)
-    write_text_atomic(path, case_text(operator, case, name, description))
+    header = f"# Written by `{command}`.\n# Reproduce: dmlconf run {path} --ep {_alias(ep)}\n"
+    write_text_atomic(path, header + case_text(operator, case, name, description))
     return path

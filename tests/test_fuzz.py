@@ -39,10 +39,12 @@ def test_a_mismatch_is_shrunk_to_a_minimal_case_file(tmp_path: Path, monkeypatch
     assert (descriptor.k, descriptor.input.sizes[descriptor.axis]) == (2, 3)
     assert len(set(entry.descriptor.input.data or ())) == 1
     text = Path(outcome.case_file).read_text(encoding="utf-8")
-    assert "dmlconf fuzz --operator TOP_K1 --ep cpu --seed 7" in text
+    assert text.startswith("# Written by `dmlconf fuzz --operator TOP_K1 --ep cpu --seed 7 --time 30 --shrink-examples")
+    assert f"# Reproduce: dmlconf run {outcome.case_file} --ep cpu\n" in text
     again = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=7, out_dir=str(tmp_path / "again"), shrink_examples=10_000)
     assert again.case_file is not None
-    assert Path(again.case_file).read_text(encoding="utf-8") == text
+    # The same seed shrinks to the same case: the files differ only in where they were written.
+    assert Path(again.case_file).read_text(encoding="utf-8") == text.replace(str(tmp_path), str(tmp_path / "again"))
 
 
 def test_shrinking_stops_at_its_budget_and_the_file_still_reproduces(
