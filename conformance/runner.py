@@ -13,12 +13,13 @@ import numpy as np
 from conformance.compare import compare
 from conformance.dml_operators import expected_dml_operators
 from conformance.eps import DML, EpSpec
-from conformance.execute import ExecutionError, NotSupported, execute
+from conformance.execute import execute
 from conformance.generate import case_inputs
 from conformance.lower import Lowering, NotExpressible, lower
 from conformance.model import Case, FeatureLevel, Status
 from conformance.oracle import expected_outputs, golden_differences
 from conformance.parse import Entry, Rejected
+from conformance.placement import ExecutionError, NotSupported
 from conformance.results import Result
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
 

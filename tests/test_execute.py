@@ -12,17 +12,7 @@ import pytest
 
 from conformance import execute as execute_module
 from conformance.eps import CPU, CUDA, DML, EpSpec, parse_ep
-from conformance.execute import (
-    DISABLE_CPU_FALLBACK,
-    RECORD_ASSIGNMENT,
-    ExecutionError,
-    NotSupported,
-    PlacedNode,
-    check_placement,
-    execute,
-    lowering_op_types,
-    missing_kernel,
-)
+from conformance.execute import DISABLE_CPU_FALLBACK, RECORD_ASSIGNMENT, execute, missing_kernel
 from conformance.lower import Lowering, lower
 from conformance.model import (
     Activation,
@@ -35,6 +25,7 @@ from conformance.model import (
     TensorSpec,
     TopK1Desc,
 )
+from conformance.placement import ExecutionError, NotSupported, PlacedNode, check_placement, lowering_op_types
 
 SPEC_3X4 = np.array([[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]], np.float32)  # TOP_K1 example 1
 AVAILABLE = set(ort.get_available_providers())

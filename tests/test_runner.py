@@ -10,10 +10,10 @@ import pytest
 
 import conformance.runner as runner
 from conformance.eps import EpSpec, parse_ep
-from conformance.execute import ExecutionError
 from conformance.lower import NotExpressible
 from conformance.model import FeatureLevel, Status
 from conformance.parse import Entry
+from conformance.placement import ExecutionError
 from conformance.runner import RunOptions, ep_text, repro_command, run_entry
 from conformance.suite import read_file
 
