@@ -220,8 +220,9 @@ def _fuzz(args: argparse.Namespace) -> int:
         return EXIT_OK
     first = outcome.result.message.splitlines()[0] if outcome.result.message else ""
     print(f"{outcome.result.status.value} ({outcome.result.failure_kind}): {first}")
-    print(f"minimal case: {outcome.case_file} (reproduces: {'yes' if outcome.reproduced else 'NO'})")
-    print(f"reproduce: dmlconf run {outcome.case_file} --ep {ep.alias}")
+    again = "yes" if outcome.reproduced or outcome.rerun is None else f"NO, it gave {outcome.rerun.status.value}"
+    print(f"minimal case: {outcome.case_file} (reproduces: {again})")
+    print(f"reproduce: {outcome.reproduce}")
     return EXIT_FAILED
 
 

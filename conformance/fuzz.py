@@ -5,7 +5,8 @@ The run is a sequence of batches of examples, batch i seeded from (seed, i), unt
 seed draws the same examples in the same order on every machine, and a longer --time only draws more of them.
 The first FAIL or ERROR fixes the failure's signature (status and failure kind); shrinking keeps to that signature
 and runs at most ``shrink_examples`` candidates, a count rather than a time, so that the same seed on the same EP
-shrinks to the same case however fast the machine is.
+shrinks to the same case however fast the machine is (Hypothesis itself also stops shrinking after 5 minutes,
+which only candidates slower than 0.75 s each, at the default budget, can reach).
 
 Candidates are parsed from the same document the case file is written from (no YAML round trip per draw); the
 written file is then read back and run again, and the outcome says whether it reproduces.
@@ -55,9 +56,11 @@ class FuzzOutcome:
     examples: int  # candidates run, shrinking's included
     seconds: float
     shrunk: int = 0  # of which while shrinking
-    result: Result | None = None  # the minimal failing example's verdict
+    result: Result | None = None  # the minimal failing example's verdict, as the search saw it
     case_file: str | None = None
     reproduced: bool = False  # the written file, run again, gives the same status and failure kind
+    rerun: Result | None = None  # the written file's verdict when run again
+    reproduce: str = ""  # the command that runs the written file
 
 
 def case_document(operator: Operator, case: dict[str, Any], case_id: str, description: str) -> dict[str, Any]:
@@ -169,14 +172,19 @@ def fuzz(
         return FuzzOutcome(search.examples, elapsed, search.shrunk)
     command = fuzz_command(operator, ep, seconds, seed, special, shrink_examples)
     path = _write_found(operator, ep, search.failing, out_dir, f"seed{seed}{'-special' if special else ''}", command)
-    expected = search.failing[1]
+    found = search.failing[1]
     again = run_entry(read_case(path), ep, options)
-    reproduced = (again.status, again.failure_kind) == (expected.status, expected.failure_kind)
-    return FuzzOutcome(search.examples, elapsed, search.shrunk, again, path, reproduced)
+    reproduced = (again.status, again.failure_kind) == (found.status, found.failure_kind)
+    reproduce = _reproduce(path, ep)
+    return FuzzOutcome(search.examples, elapsed, search.shrunk, found, path, reproduced, again, reproduce)
 
 
 def _alias(ep: EpSpec) -> str:
     return ep.alias if ep.library is None else ep.name  # a library path makes no file name
+
+
+def _reproduce(path: str, ep: EpSpec) -> str:
+    return f"dmlconf run {path} --ep {ep.alias}"  # the --ep text as given (a library path stays a path)
 
 
 def fuzz_command(operator: Operator, ep: EpSpec, seconds: float, seed: int, special: bool, shrink: int) -> str:
@@ -195,6 +203,6 @@ def _write_found(
     description = f"Found by `{command}`: {result.status.value} ({result.failure_kind}) on {_alias(ep)}: {first_line}"
     path = os.path.join(out_dir, f"{name}.yaml")
     os.makedirs(out_dir, exist_ok=True)
-    header = f"# Written by `{command}`.\n# Reproduce: dmlconf run {path} --ep {_alias(ep)}\n"
+    header = f"# Written by `{command}`.\n# Reproduce: {_reproduce(path, ep)}\n"
     write_text_atomic(path, header + case_text(operator, case, name, description))
     return path

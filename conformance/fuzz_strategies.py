@@ -3,8 +3,12 @@
 Data is drawn as indices into a small pool of values, so that ties are common and shrinking heads for
 "every element equal" and short, low-rank tensors: the minimal failing case is one a person can read.
 The indices come from one drawn seed rather than a choice per element: a choice per element makes every shrink
-step cost time in proportion to the tensor, and would make a smaller tensor a longer choice sequence than a
-larger one, which Hypothesis's shrinker (it orders examples by their choices) would not prefer.
+step cost time in proportion to the tensor, and mixing the two (a choice per element for small tensors only) makes
+some smaller tensors longer choice sequences than larger ones, which Hypothesis's shrinker (it orders examples by
+their choices) then does not prefer.
+
+Every NaN drawn is the NaN a case file's ``.nan`` loads as (PyYAML's, negative): a candidate runs with the bits its
+written file will hold, for EPs whose kernels look at a NaN's sign or payload.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import math
 import random
 from typing import Any
 
+import yaml
 from hypothesis import strategies as st
 
 from conformance.dtypes import value_range
@@ -21,6 +26,7 @@ from conformance.model import ACTIVATION_PARAMS, DataType
 MAX_ELEMENTS = 1024  # per tensor: keeps every draw within Hypothesis's buffer and each run in milliseconds
 FEATURE_LEVEL = "4_0"  # every rank 1-8 and broadcast scale/bias are valid here
 CaseDict = dict[str, Any]
+YAML_NAN: float = yaml.safe_load(".nan")  # what conformance.load reads ".nan" as (PyYAML's safe constructor)
 
 
 def _sizes(draw: st.DrawFn, max_rank: int, long_axis: int | None = None) -> list[int]:
@@ -41,8 +47,8 @@ def _pool_value(draw: st.DrawFn, data_type: DataType, special: bool) -> float:
     floats = st.floats(width=16, allow_nan=special, allow_infinity=special, allow_subnormal=special)
     if data_type == DataType.FLOAT32:
         floats = st.floats(width=32, allow_nan=special, allow_infinity=special, allow_subnormal=special)
-    value = draw(floats)
-    return float(value)
+    value = float(draw(floats))
+    return YAML_NAN if math.isnan(value) else value
 
 
 def picks(draw: st.DrawFn, choices: int, count: int) -> list[int]:
@@ -113,7 +119,7 @@ def mean_variance_normalization1(draw: st.DrawFn, special: bool = False) -> Case
     distinct = draw(st.integers(1, 8))
     pool = [offset + draw(st.integers(-64, 64)) / 8 for _ in range(distinct)]
     if special:
-        pool += draw(st.lists(st.sampled_from([math.nan, math.inf, -math.inf]), max_size=1))
+        pool += draw(st.lists(st.sampled_from([YAML_NAN, math.inf, -math.inf]), max_size=1))
     case["InputTensor"]["Data"] = [pool[i] for i in picks(draw, len(pool), math.prod(sizes))]
     factors = [1.0, -2.0, 0.5, 3.0, 0.0]
     for name, shape in zip(("ScaleTensor", "BiasTensor"), shapes, strict=False):

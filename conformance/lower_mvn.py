@@ -226,11 +226,14 @@ def _shrink_below_zero(g: GraphBuilder, x: str, p: Mapping[str, float], dtype: n
     # tests x < -lambd first. The two pieces overlap only when Threshold < 0 (between Threshold and -Threshold),
     # where the first piece written wins (the fuzzer found ONNX's order there). So DML's pieces are spelled out
     # in its order; NaN, in neither piece, gives 0 as in both.
-    threshold, bias = p["threshold"], g.const("bias", np.array(p["bias"], dtype))
-    below = g.op("Less", x, g.const("negative_threshold", np.array(-threshold, dtype)))
-    otherwise = g.op("Where", below, g.op("Add", x, bias), g.const("zero", np.array(0, dtype)))
-    above = g.op("Greater", x, g.const("threshold", np.array(threshold, dtype)))
-    return g.op("Where", above, g.op("Sub", x, bias), otherwise)
+    # Threshold and Bias are FLOAT: a float16 input is compared and shifted in float32, then rounded once.
+    y = g.op("Cast", x, to=TensorProto.FLOAT) if dtype == np.float16 else x
+    threshold, bias = p["threshold"], g.const("bias", np.array(p["bias"], np.float32))
+    below = g.op("Less", y, g.const("negative_threshold", np.array(-threshold, np.float32)))
+    otherwise = g.op("Where", below, g.op("Add", y, bias), g.const("zero", np.array(0, np.float32)))
+    above = g.op("Greater", y, g.const("threshold", np.array(threshold, np.float32)))
+    y = g.op("Where", above, g.op("Sub", y, bias), otherwise)
+    return g.op("Cast", y, to=TensorProto.FLOAT16) if dtype == np.float16 else y
 
 
 # DML activation -> (ONNX op, ((ONNX attribute, DML parameter), ...)) where one node is the activation's twin.

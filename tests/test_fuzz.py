@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
+import struct
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import find
 
 from conformance import fuzz as fuzz_module
+from conformance import fuzz_strategies
 from conformance.eps import parse_ep
 from conformance.fuzz import fuzz, read_case
+from conformance.load import load_document
 from conformance.model import Case, Operator, Status, TopK1Desc
 from conformance.parse import Entry
 from conformance.results import Result
@@ -71,3 +76,14 @@ def test_every_draw_is_valid_and_runs(tmp_path: Path, operator: Operator, monkey
     outcome = fuzz(operator, parse_ep("cpu"), 1.0, seed=1, out_dir=str(tmp_path))
     assert outcome.examples >= 5 and outcome.case_file is None
     assert Status.INVALID not in seen
+
+
+def test_a_drawn_nan_has_the_bits_its_written_file_loads_as(tmp_path: Path) -> None:
+    # Hypothesis draws NaNs of either sign and with payloads; an EP may tell them apart, so a candidate must run
+    # with the NaN that the file it is written to will hold.
+    path = tmp_path / "nan.yaml"
+    path.write_text("operator: TOP_K1\ncases: [{id: a, Data: [.nan]}]\n", encoding="utf-8")
+    loaded = load_document(str(path)).data["cases"][0]["Data"][0]
+    case = find(fuzz_strategies.top_k1(True), lambda c: any(math.isnan(v) for v in c["InputTensor"]["Data"]))
+    nans = {struct.pack("<d", v) for v in case["InputTensor"]["Data"] if math.isnan(v)}
+    assert nans == {struct.pack("<d", loaded)}

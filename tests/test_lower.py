@@ -525,6 +525,20 @@ def test_shrink_below_zero_threshold_takes_dmls_first_piece(ep: str) -> None:
         np.testing.assert_array_equal(out["OutputTensor"], [written_order])
 
 
+def test_shrink_below_zero_on_float16_compares_and_shifts_in_float32() -> None:
+    # InstanceNormalization keeps float16, but Threshold and Bias are FLOAT: rounding Threshold -0.1 to float16
+    # (-0.0999755859375) would move the boundary, so the pieces run in float32 between two Casts.
+    activation = Activation("SHRINK", {"bias": 0.1, "threshold": -0.1})
+    desc = mvn((1, 2, 3, 3), (2, 3), activation=activation, data_type=DataType.FLOAT16)
+    inputs = mvn_inputs(desc)
+    lowering = lowered(desc, inputs, CPU)
+    assert lowering.name == INSTANCE_NORM + "+Cast+Less+Add+Where+Greater+Sub+Where+Cast"
+    y = mvn64(desc, inputs)
+    t, b = float(np.float32(-0.1)), float(np.float32(0.1))
+    expected = np.where(y > t, y - b, np.where(y < -t, y + b, 0.0))
+    np.testing.assert_allclose(ort_cpu(lowering)["OutputTensor"].astype(np.float64), expected, atol=4e-3)
+
+
 def test_activation_follows_instance_normalization_in_the_input_type() -> None:
     desc = mvn((1, 2, 3, 3), (2, 3), activation=Activation("LEAKY_RELU", {"alpha": 0.2}))
     inputs = mvn_inputs(desc)
