@@ -26,6 +26,7 @@ from conformance.compare_common import (
     header_lines,
     indent_table,
     json_float,
+    mismatch_details,
     passed,
     same_bits,
     structure_problem,
@@ -76,4 +77,6 @@ def compare_exact(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.nd
     headers, rows = elementwise_rows(want, got, mismatched, with_ulp=is_float)
     lines.append(f"  first {len(rows)} mismatches:")
     lines.extend(indent_table(headers, rows))
-    return Verdict(Status.FAIL, "values", "\n".join(lines), metrics)
+    ulps = ulp_distance(got[both_finite], want[both_finite]) if is_float else None
+    details = mismatch_details(OUTPUT_TENSOR, mismatched, headers, rows, ulps)
+    return Verdict(Status.FAIL, "values", "\n".join(lines), metrics, details)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -13,9 +14,11 @@ from tabulate import tabulate
 from conformance.model import Status
 
 Metrics = dict[str, float | int | str]
+Details = dict[str, Any]
 BoolArray = npt.NDArray[np.bool_]
 Int64Array = npt.NDArray[np.int64]
 TABLE_ROWS = 10
+MAX_POSITIONS = 4096  # mismatch positions kept for a report's map: enough to show the pattern, small in JSON
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class Verdict:
     failure_kind: str | None
     message: str
     metrics: Mapping[str, float | int | str] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict)  # what a report draws: see mismatch_details
 
 
 def passed(metrics: Metrics) -> Verdict:
@@ -151,3 +155,36 @@ def _error_text(expected: np.generic, actual: np.generic) -> str:
     if isinstance(expected, np.floating):
         return format_value(abs_error(np.asarray(actual), np.asarray(expected)).item())
     return str(abs(int(actual) - int(expected)))
+
+
+def ulp_histogram(ulps: Int64Array) -> list[list[int | str]]:
+    """Counts of ULP errors in power-of-two buckets ("0", "1", "2-3", "4-7", ...): the shape of an error
+    distribution, which a report draws as a histogram."""
+    buckets: dict[str, int] = {}
+    for value in np.sort(ulps.reshape(-1)):
+        low = 0 if value == 0 else 1 << (int(value).bit_length() - 1)
+        label = str(low) if low <= 1 else f"{low}-{2 * low - 1}"
+        buckets[label] = buckets.get(label, 0) + 1
+    return [[label, count] for label, count in buckets.items()]
+
+
+def mismatch_details(
+    tensor: str,
+    mismatched: BoolArray,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    ulps: Int64Array | None = None,
+) -> Details:
+    """The data a report draws for one failing tensor: its shape, where the mismatches are (flat row-major
+    indices, the first MAX_POSITIONS), the table of first mismatches, and the ULP errors' histogram."""
+    flat = np.flatnonzero(mismatched.reshape(-1))
+    details: Details = {
+        "tensor": tensor,
+        "shape": [int(s) for s in mismatched.shape],
+        "positions": [int(i) for i in flat[:MAX_POSITIONS]],
+        "mismatches": int(flat.size),
+        "table": {"headers": list(headers), "rows": [list(row) for row in rows]},
+    }
+    if ulps is not None and ulps.size:
+        details["ulp_histogram"] = ulp_histogram(ulps)
+    return details

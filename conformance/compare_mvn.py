@@ -49,6 +49,7 @@ from conformance.compare_common import (
     header_lines,
     indent_table,
     json_float,
+    mismatch_details,
     passed,
     structure_problem,
     ulp_distance,
@@ -133,10 +134,23 @@ def compare_mvn(
     if not metrics["mismatches"]:
         return passed(metrics)
     kind = "tolerance" if (mismatched & finite).any() else "non_finite"
-    return Verdict(Status.FAIL, kind, _message(want, got, mismatched, metrics), metrics)
+    headers, rows = elementwise_rows(want, got, mismatched, with_ulp=True)
+    # The histogram covers every finite element, not only the mismatches: it shows how far the bulk is from the
+    # tolerance as well as the outliers.
+    details = mismatch_details(OUTPUT_TENSOR, mismatched, headers, rows, ulps[finite])
+    details["max_ulp"], details["atol"] = max_ulp, atol
+    message = _message(want, got, mismatched, metrics, headers, rows)
+    return Verdict(Status.FAIL, kind, message, metrics, details)
 
 
-def _message(want: np.ndarray, got: np.ndarray, mismatched: np.ndarray, metrics: Metrics) -> str:
+def _message(
+    want: np.ndarray,
+    got: np.ndarray,
+    mismatched: np.ndarray,
+    metrics: Metrics,
+    headers: list[str],
+    rows: list[list[str]],
+) -> str:
     lines = [
         f"{OUTPUT_TENSOR}: values differ beyond the tolerance "
         f"(|actual - expected| <= {format_value(metrics['atol'])} or <= {metrics['max_ulp']} ULP; "
@@ -149,7 +163,6 @@ def _message(want: np.ndarray, got: np.ndarray, mismatched: np.ndarray, metrics:
     if "max_abs_error" in metrics:
         lines.append(f"  max abs error: {format_value(metrics['max_abs_error'])} (finite elements)")
         lines.append(f"  max ULP error: {metrics['max_ulp_error']} (reduction size {metrics['reduction_size']})")
-    headers, rows = elementwise_rows(want, got, mismatched, with_ulp=True)
     lines.append(f"  first {len(rows)} mismatches:")
     lines.extend(indent_table(headers, rows))
     return "\n".join(lines)

@@ -6,12 +6,14 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from conformance.compare_common import (
     TABLE_ROWS,
     BoolArray,
+    Details,
     Int64Array,
     Metrics,
     count_line,
@@ -19,10 +21,12 @@ from conformance.compare_common import (
     format_list,
     format_value,
     indent_table,
+    mismatch_details,
     same_bits,
 )
 from conformance.model import INPUT_TENSOR, OUTPUT_INDEX_TENSOR, OUTPUT_VALUE_TENSOR, AxisDirection, TopK1Desc
 
+SEQUENCE_SHOWN = 64  # elements of the first failing sequence a report shows side by side
 _EXPLAIN = {
     "index_out_of_range": "an index outside the sequence",
     "duplicate_indices": "an input element selected more than once",
@@ -144,21 +148,53 @@ def _why(seqs: Sequences, direction: AxisDirection, kind: str, row: int) -> list
     return ["the oracle's order puts NaN first for DECREASING and last for INCREASING; the EP's, the reverse"]
 
 
-def _tie_lines(x: np.ndarray, ev: np.ndarray, ei: Int64Array, av: np.ndarray, ai: Int64Array) -> list[str]:
-    lines: list[str] = []
+def ties(x: np.ndarray, ev: np.ndarray, ei: Int64Array, av: np.ndarray, ai: Int64Array) -> list[dict[str, Any]]:
+    """For up to 3 tied values whose indices differ: where the value is tied in the input, and the indices each
+    side selected for it, in output order."""
+    found: list[dict[str, Any]] = []
     differing = np.flatnonzero(ei != ai)
     for key in list(dict.fromkeys(_keys(ev[differing])))[:3]:
         tied = [i for i, v in enumerate(_keys(x)) if v == key]
         want = [int(i) for i, v in zip(ei, _keys(ev), strict=True) if v == key]
         got = [int(i) for i, v in zip(ai, _keys(av), strict=True) if v == key]
+        found.append({"value": key, "tied_at": tied, "expected": want, "actual": got})
+    return found
+
+
+def _tie_lines(x: np.ndarray, ev: np.ndarray, ei: Int64Array, av: np.ndarray, ai: Int64Array) -> list[str]:
+    lines: list[str] = []
+    for tie in ties(x, ev, ei, av, ai):
+        want, got, tied = tie["expected"], tie["actual"], tie["tied_at"]
         why = (
             "tied elements must come in ascending index order"
             if sorted(want) == sorted(got)
             else "at the K boundary the lowest-indexed tied elements are selected (spec Example 3)"
         )
         shown = tied if len(tied) <= 16 else [*tied[:16], "..."]
-        lines.append(f"value {key} is tied at input indices {shown}: expected {want}, actual {got}: {why}")
+        lines.append(f"value {tie['value']} is tied at input indices {shown}: expected {want}, actual {got}: {why}")
     return lines
+
+
+def topk_details(seqs: Sequences, desc: TopK1Desc, kind: str, row: int, mismatched: BoolArray) -> Details:
+    """What a report draws: the first ``kind`` sequence side by side, its ties, and where the mismatches are."""
+    headers, rows = _table(seqs, mismatched)
+    layout = np.moveaxis(mismatched.reshape(*seqs.lead_shape, mismatched.shape[1]), -1, seqs.axis)
+    details = mismatch_details(OUTPUT_VALUE_TENSOR, layout, headers, rows)
+    x, ev, ei = seqs.inputs[row], seqs.expected_values[row], seqs.expected_indices[row]
+    av, ai = seqs.actual_values[row], seqs.actual_indices[row]
+    details["sequence"] = {
+        "where": f"{INPUT_TENSOR}{format_coords(seqs.coords(row, ':'))}",
+        "input": [format_value(v) for v in x[:SEQUENCE_SHOWN]],
+        "input_size": int(x.size),
+        "expected_values": [format_value(v) for v in ev[:SEQUENCE_SHOWN]],
+        "actual_values": [format_value(v) for v in av[:SEQUENCE_SHOWN]],
+        "expected_indices": [int(i) for i in ei[:SEQUENCE_SHOWN]],
+        "actual_indices": [int(i) for i in ai[:SEQUENCE_SHOWN]],
+        "why": _why(seqs, desc.axis_direction, kind, row),
+    }
+    if kind == "tie_order":
+        details["ties"] = ties(x, ev, ei, av, ai)
+    return details
 
 
 def _keys(values: np.ndarray) -> list[str]:

@@ -33,19 +33,26 @@ class Result:
     repro: str = ""
     seconds: float = 0.0
     dml_operator: str = ""  # the DML operator(s) the case's DirectML lowering reaches (dml_operators)
+    details: Mapping[str, Any] = field(default_factory=dict)  # what a report draws (compare_common.mismatch_details)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["status"] = self.status.value
         data["metrics"] = {key: _json_value(value) for key, value in self.metrics.items()}
         data["placement"] = dict(self.placement)
+        data["details"] = _json_value(self.details)
         return data
 
 
 def _json_value(value: Any) -> Any:
-    """Strict JSON has no NaN or infinity: such a metric is written as "nan", "inf" or "-inf"."""
+    """Strict JSON has no NaN or infinity: such a value is written as "nan", "inf" or "-inf" (in lists and
+    mappings too)."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
+    if isinstance(value, Mapping):
+        return {key: _json_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_value(item) for item in value]
     return value
 
 

@@ -151,6 +151,7 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
         failure_kind=verdict.failure_kind,
         message=verdict.message,
         metrics=dict(verdict.metrics),
+        details=dict(verdict.details),
         placement=dict(execution.placement),
     )
 

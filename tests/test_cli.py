@@ -37,6 +37,7 @@ RESULT_KEYS = {
     "data_type",
     "lowering",
     "dml_operator",
+    "details",
     "message",
     "metrics",
     "placement",
