@@ -1,0 +1,155 @@
+"""report_junit: JUnit XML from hand-made results and from the committed H100 run, parsed back with ElementTree."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from conformance.model import Status
+from conformance.report_junit import render_junit
+from conformance.results import Result, read_results
+
+ENV = {
+    "onnxruntime": "1.0.0",
+    "onnxruntime_packages": {"onnxruntime-gpu": "1.0.0"},
+    "platform": "TestOS-1",
+    "python": "3.11.0",
+    "numpy": "2.0",
+    "gpus": [{"name": "NVIDIA H100 80GB HBM3", "driver_version": "580.159.04"}],
+    "eps": [{"label": "cpu", "name": "CPUExecutionProvider", "options": {}}],
+}
+HOSTILE = 'm.yaml::<&>"\x01id'
+FAIL_MESSAGE = "OutputIndexTensor: tie order differs\n  index 3: expected 1, actual 2"
+REPRO = "dmlconf run t.yaml -k t.yaml::fail --ep cpu"
+ODD_EP = "dml.1:a"  # dots and colons must not reach a classname
+
+
+def _results() -> list[Result]:
+    return [
+        Result("t.yaml::pass", "TOP_K1", "cpu", Status.PASS, seconds=0.5),
+        Result(
+            "t.yaml::fail", "TOP_K1", "cpu", Status.FAIL, "tie_order", message=FAIL_MESSAGE, repro=REPRO, seconds=1.25
+        ),
+        Result("t.yaml::error", "TOP_K1", "cpu", Status.ERROR, "session", message="boom\ntraceback"),
+        Result("t.yaml::unsupported", "TOP_K1", "cpu", Status.NOT_SUPPORTED, message="FLOAT64 not supported"),
+        Result("s.yaml::warn", "SLICE1", "cpu", Status.QUALITY_WARNING, message="clamping differs from the oracle"),
+        Result("s.yaml::invalid", "SLICE1", "cpu", Status.INVALID, message="rejected as expected"),
+        Result("s.yaml::waived", "SLICE1", ODD_EP, Status.FAIL, "off_by_one", message="wrong slice", repro="r"),
+        Result("s.yaml::inexpressible", "SLICE1", ODD_EP, Status.NOT_EXPRESSIBLE, message="no ONNX form"),
+        Result(HOSTILE, "MEAN_VARIANCE_NORMALIZATION1", "cpu", Status.FAIL, "mismatch", message="<b>&\x02</b>"),
+    ]
+
+
+def _parse(text: str) -> ET.Element:
+    assert text.startswith('<?xml version="1.0" encoding="UTF-8"?>')
+    return ET.fromstring(text.encode("utf-8"))
+
+
+def _counts(element: ET.Element) -> tuple[int, int, int, int]:
+    tests, failures, errors, skipped = (
+        int(element.get(key, "-1")) for key in ("tests", "failures", "errors", "skipped")
+    )
+    return tests, failures, errors, skipped
+
+
+def _kinds(root: ET.Element) -> dict[str, list[str]]:
+    return {case.get("name", ""): [child.tag for child in case] for case in root.iter("testcase")}
+
+
+def test_counts_per_suite_and_in_total() -> None:
+    root = _parse(render_junit(ENV, _results(), waived={("s.yaml::waived", ODD_EP): "issue 42"}))
+    assert root.tag == "testsuites" and root.get("name") == "dml-conformance"
+    # Worked out by hand: 9 results; FAIL t.yaml::fail and the hostile one; ERROR t.yaml::error; skipped are
+    # NOT_SUPPORTED, NOT_EXPRESSIBLE and the waived FAIL. Suites in (operator, EP) order.
+    assert _counts(root) == (9, 2, 1, 3)
+    assert root.get("time") == "1.750"
+    suites = {suite.get("name"): _counts(suite) for suite in root.findall("testsuite")}
+    assert suites == {
+        "MEAN_VARIANCE_NORMALIZATION1 [cpu]": (1, 1, 0, 0),
+        "SLICE1 [cpu]": (2, 0, 0, 0),
+        "SLICE1 [dml.1:a]": (2, 0, 0, 2),
+        "TOP_K1 [cpu]": (4, 1, 1, 1),
+    }
+    assert [suite.get("name") for suite in root.findall("testsuite")] == list(suites)
+    top_k = root.findall("testsuite")[3]
+    assert top_k.get("time") == "1.750"
+    properties = {p.get("name"): p.get("value", "") for p in top_k.findall("properties/property")}
+    assert {"GPU", "onnxruntime", "EP cpu", "platform"} <= set(properties)
+    assert "NVIDIA H100 80GB HBM3" in properties["GPU"]
+
+
+def test_element_kinds_per_testcase() -> None:
+    root = _parse(render_junit(ENV, _results(), waived={("s.yaml::waived", ODD_EP): "issue 42"}))
+    assert _kinds(root) == {
+        'm.yaml::<&>"id': ["failure"],
+        "s.yaml::warn": ["system-out"],
+        "s.yaml::invalid": [],
+        "s.yaml::waived": ["skipped", "system-out"],
+        "s.yaml::inexpressible": ["skipped"],
+        "t.yaml::pass": [],
+        "t.yaml::fail": ["failure"],
+        "t.yaml::error": ["error"],
+        "t.yaml::unsupported": ["skipped"],
+    }
+    cases = {case.get("name"): case for case in root.iter("testcase")}
+    failure = cases["t.yaml::fail"].find("failure")
+    assert failure is not None
+    assert failure.get("message") == "OutputIndexTensor: tie order differs"
+    assert failure.get("type") == "tie_order"
+    assert failure.text == f"{FAIL_MESSAGE}\n\nrepro: {REPRO}"
+    assert cases["t.yaml::fail"].get("classname") == "TOP_K1.cpu"
+    assert cases["t.yaml::fail"].get("time") == "1.250"
+    error = cases["t.yaml::error"].find("error")
+    assert error is not None and error.get("message") == "boom" and error.get("type") == "session"
+    assert error.text == "boom\ntraceback"  # no repro: no repro line
+    skipped = cases["t.yaml::unsupported"].find("skipped")
+    assert skipped is not None and "FLOAT64 not supported" in skipped.get("message", "")
+    warning = cases["s.yaml::warn"].findtext("system-out")
+    assert warning is not None and "clamping differs from the oracle" in warning
+
+
+def test_waived_failure_is_skipped_but_kept() -> None:
+    root = _parse(render_junit(ENV, _results(), waived={("s.yaml::waived", ODD_EP): "issue <42> & co"}))
+    case = next(c for c in root.iter("testcase") if c.get("name") == "s.yaml::waived")
+    assert case.get("classname") == "SLICE1.dml_1_a"
+    skipped = case.find("skipped")
+    assert skipped is not None and skipped.get("message") == "known failure: issue <42> & co"
+    kept = case.findtext("system-out")
+    assert kept is not None and "wrong slice" in kept and "off_by_one" in kept and "repro: r" in kept
+
+
+def test_waiver_for_another_ep_does_not_apply() -> None:
+    root = _parse(render_junit(ENV, _results(), waived={("t.yaml::fail", ODD_EP): "elsewhere"}))
+    # Unwaived: s.yaml::waived is a failure too, so 3 failures; 2 skipped (NOT_SUPPORTED, NOT_EXPRESSIBLE).
+    assert _counts(root) == (9, 3, 1, 2)
+    assert _kinds(root)["t.yaml::fail"] == ["failure"]
+
+
+def test_hostile_text_is_escaped_and_xml_safe() -> None:
+    text = render_junit(ENV, _results())
+    assert "\x01" not in text and "\x02" not in text
+    assert "<b>" not in text and "<&>" not in text  # markup from a case file never appears raw
+    root = _parse(text)
+    case = next(c for c in root.iter("testcase") if c.get("classname") == "MEAN_VARIANCE_NORMALIZATION1.cpu")
+    assert case.get("name") == 'm.yaml::<&>"id'  # round-trips, less the control character XML 1.0 forbids
+    failure = case.find("failure")
+    assert failure is not None and failure.text == "<b>&</b>" and failure.get("message") == "<b>&</b>"
+
+
+def test_no_results() -> None:
+    root = _parse(render_junit(ENV, []))
+    assert _counts(root) == (0, 0, 0, 0) and root.findall("testsuite") == []
+
+
+def test_committed_h100_run() -> None:
+    environment, results = read_results(str(Path(__file__).parent.parent / "reports" / "h100-cuda" / "results.json"))
+    root = _parse(render_junit(environment, results))
+    failures = sum(r.status is Status.FAIL for r in results)
+    errors = sum(r.status is Status.ERROR for r in results)
+    skipped = sum(r.status in (Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE) for r in results)
+    assert failures > 0 and skipped > 0  # the committed run has both; the check below means something
+    assert _counts(root) == (len(results), failures, errors, skipped)
+    assert len(list(root.iter("testcase"))) == len(results)
+    suites = root.findall("testsuite")
+    assert {s.get("name") for s in suites} == {f"{r.operator} [{r.ep}]" for r in results}
+    assert sum(int(s.get("failures", "0")) for s in suites) == failures
