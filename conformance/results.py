@@ -34,6 +34,7 @@ class Result:
     seconds: float = 0.0
     dml_operator: str = ""  # the DML operator(s) the case's DirectML lowering reaches (dml_operators)
     details: Mapping[str, Any] = field(default_factory=dict)  # what a report draws (compare_common.mismatch_details)
+    parameters: Mapping[str, str] = field(default_factory=dict)  # the descriptor's fields as texts (parameters.py)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -41,6 +42,7 @@ class Result:
         data["metrics"] = {key: _json_value(value) for key, value in self.metrics.items()}
         data["placement"] = dict(self.placement)
         data["details"] = _json_value(self.details)
+        data["parameters"] = dict(self.parameters)
         return data
 
 

@@ -18,6 +18,7 @@ from conformance.generate import case_inputs
 from conformance.lower import Lowering, NotExpressible, lower
 from conformance.model import Case, FeatureLevel, Status
 from conformance.oracle import expected_outputs, golden_differences
+from conformance.parameters import describe
 from conformance.parse import Entry, Rejected
 from conformance.placement import ExecutionError, NotSupported
 from conformance.results import Result
@@ -80,6 +81,7 @@ def _base(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> Result
         data_type=entry.descriptor.input.data_type.value,
         feature_level=str(entry.feature_level),
         repro=repro,
+        parameters=describe(entry.descriptor),
     )
 
 

@@ -38,6 +38,7 @@ RESULT_KEYS = {
     "lowering",
     "dml_operator",
     "details",
+    "parameters",
     "message",
     "metrics",
     "placement",

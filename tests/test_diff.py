@@ -1,0 +1,172 @@
+"""diff_runs and its reports, from hand-made old/new runs and from a committed run with one injected regression."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.diff import EnvChange, RunDiff, diff_runs, environment_changes
+from conformance.model import Status
+from conformance.report_diff import render_diff_console, render_diff_markdown
+from conformance.results import Result, read_results
+
+ROOT = Path(__file__).resolve().parent.parent
+P, F, E = Status.PASS, Status.FAIL, Status.ERROR
+
+
+def result(case: str, status: Status, kind: str | None = None, ep: str = "dml", **fields: Any) -> Result:
+    return Result(case=case, operator="TOP_K1", ep=ep, status=status, failure_kind=kind, **fields)
+
+
+ENV: dict[str, Any] = {
+    "gpus": [{"name": "GPU X", "driver_version": "580.1", "memory_total_mib": "1024"}],
+    "onnxruntime": "1.30.0",
+    "onnxruntime_packages": {"onnxruntime-directml": "1.30.0"},
+    "eps": [{"label": "dml", "name": "DmlExecutionProvider", "options": {}}],
+    "platform": "TestOS",
+    "python": "3.11",
+    "numpy": "2.0",
+}
+
+# (case, old, new): one of each kind of change the diff tells apart.
+OLD = [
+    result("stays-pass", P),
+    result("pass-to-fail", P, message="m-ok"),
+    result("severity-up", F, "tie_order"),
+    result("severity-down", F, "wrong_elements"),
+    result("unranked-kinds", F, "tolerance"),
+    result("fixed", F, "values"),
+    result("unsupported-now", P),
+    result("invalid-to-error", Status.INVALID),
+    result("drift-up", F, "tolerance", metrics={"max_ulp_error": 3, "mismatches": 4}),
+    result("drift-down", F, "tolerance", metrics={"max_ulp_error": 7}),
+    result("drift-nan", P, metrics={"max_abs_error": 0.5}),
+    result("warning-both", Status.QUALITY_WARNING, "nan_placement", metrics={"failing_sequences": 1}),
+    result("removed", P),
+    result("stays-pass", P, ep="other-ep"),
+]
+NEW = [
+    result("stays-pass", P),
+    result("pass-to-fail", F, "wrong_elements", message="first | line\nsecond line", repro="dmlconf run a | b"),
+    result("severity-up", F, "wrong_elements"),
+    result("severity-down", F, "tie_order"),
+    result("unranked-kinds", F, "non_finite"),
+    result("fixed", P),
+    result("unsupported-now", Status.NOT_SUPPORTED, "no_kernel"),
+    result("invalid-to-error", E, "execution"),
+    result("drift-up", F, "tolerance", metrics={"max_ulp_error": 7, "mismatches": 4}),
+    result("drift-down", F, "tolerance", metrics={"max_ulp_error": 3}),
+    result("drift-nan", P, metrics={"max_abs_error": "nan"}),
+    result("warning-both", Status.QUALITY_WARNING, "nan_placement", metrics={"failing_sequences": 9}),
+    result("added", F, "values"),
+    result("stays-pass", P, ep="other-ep"),
+]
+
+
+def keys(entries: Any) -> list[tuple[str, str]]:
+    return [(e.case, e.ep) if isinstance(e, Result) else (e.new.case, e.new.ep) for e in entries]
+
+
+@pytest.fixture
+def diff() -> RunDiff:
+    return diff_runs(OLD, NEW, ENV, ENV)
+
+
+def test_regressions_status_and_severity(diff: RunDiff) -> None:
+    assert keys(diff.regressions) == [("pass-to-fail", "dml"), ("severity-up", "dml"), ("invalid-to-error", "dml")]
+    assert diff.regressed
+    # Each entry keeps both results, so a report can print the new one's message and repro.
+    assert diff.regressions[0].old is OLD[1] and diff.regressions[0].new is NEW[1]
+
+
+def test_fixes_other_changes_new_and_removed(diff: RunDiff) -> None:
+    assert keys(diff.fixes) == [("fixed", "dml")]
+    # Less severe, unranked kinds, and PASS -> NOT_SUPPORTED: shown, never a regression.
+    assert keys(diff.other_changes) == [("severity-down", "dml"), ("unranked-kinds", "dml"), ("unsupported-now", "dml")]
+    assert diff.new_cases == (NEW[12],)
+    assert diff.removed_cases == (OLD[12],)
+    assert diff.compared == 13
+
+
+def test_metric_drift_only_what_grew(diff: RunDiff) -> None:
+    drift = {d.new.case: d.metrics for d in diff.metric_drift}
+    # 3 -> 7 grew; 7 -> 3 did not; a NaN is worse than any number; QUALITY_WARNING is not tracked.
+    assert drift == {"drift-up": (("max_ulp_error", 3, 7),), "drift-nan": (("max_abs_error", 0.5, "nan"),)}
+
+
+def test_no_change_is_no_regression() -> None:
+    same = diff_runs(OLD, OLD)
+    assert not same.regressed
+    assert same.fixes == same.other_changes == same.new_cases == same.removed_cases == same.metric_drift == ()
+    assert same.environment is None  # no environments given: not compared
+
+
+def test_fix_and_drift_alone_do_not_regress() -> None:
+    old = [result("a", F, "values"), result("b", F, "tolerance", metrics={"mismatches": 1})]
+    new = [result("a", P), result("b", F, "tolerance", metrics={"mismatches": 2})]
+    assert not diff_runs(old, new).regressed
+
+
+def test_two_results_for_one_key_are_refused() -> None:
+    with pytest.raises(ValueError, match="two results for a"):
+        diff_runs([result("a", P), result("a", F)], [])
+
+
+def test_environment_changes() -> None:
+    new_env = copy.deepcopy(ENV)
+    new_env["gpus"][0]["driver_version"] = "581.0"
+    new_env["onnxruntime_packages"]["onnxruntime-directml"] = "1.31.0"
+    new_env["eps"][0]["options"] = {"disable_metacommands": "true"}
+    changes = environment_changes(ENV, new_env)
+    assert changes[:2] == (EnvChange("driver", "580.1", "581.0"), EnvChange("onnxruntime-directml", "1.30.0", "1.31.0"))
+    assert changes[0].line == "driver 580.1 → 581.0"
+    assert [c.what for c in changes[2:]] == ["EP dml"]
+    assert "disable_metacommands=true" in changes[2].new and "disable_metacommands" not in changes[2].old
+    assert environment_changes(ENV, copy.deepcopy(ENV)) == ()
+    assert diff_runs([], [], ENV, new_env).environment == changes
+
+
+def test_console_report(diff: RunDiff) -> None:
+    text = render_diff_console(diff)
+    assert "PASS → FAIL (wrong_elements)  pass-to-fail [dml]\n    first | line\n    repro: dmlconf run a | b" in text
+    assert "FAIL (values) → PASS  fixed [dml]" in text
+    assert "drift-up [dml] FAIL: max_ulp_error 3 → 7" in text
+    assert "added [dml]: now FAIL (values)" in text and "removed [dml]: was PASS" in text
+    assert "environment: GPU, driver" in text  # the same environment on both sides
+    assert text.endswith("==") and "== REGRESSED: regressions 3, fixes 1," in text
+
+
+def test_reports_cap_long_lists() -> None:
+    old = [result(f"c{i}", P) for i in range(25)]
+    new = [result(f"c{i}", F, "values", repro=f"repro-{i}") for i in range(25)]
+    d = diff_runs(old, new)
+    console = render_diff_console(d, max_listed=4)
+    assert console.count("repro: ") == 4 and "… and 21 more" in console
+    markdown = render_diff_markdown(d)
+    assert markdown.count("`repro-") == 20
+    # The note sits after a blank line: right under the table GFM would read it as one more row.
+    assert "|\n\n… and 5 more\n" in markdown
+
+
+def test_markdown_escapes_cells(diff: RunDiff) -> None:
+    markdown = render_diff_markdown(diff)
+    row = next(line for line in markdown.splitlines() if line.startswith("| pass-to-fail "))
+    # Every pipe inside a cell is escaped: the row keeps its 6 columns (7 unescaped pipes).
+    assert row.replace("\\|", "").count("|") == 7
+    assert "first \\| line" in row and "second line" not in row and "`dmlconf run a \\| b`" in row
+    assert markdown.startswith("# DirectML conformance diff\n") and "**REGRESSED**" in markdown
+
+
+def test_committed_run_with_one_injected_regression() -> None:
+    environment, results = read_results(str(ROOT / "reports" / "h100-cuda" / "results.json"))
+    index = next(i for i, r in enumerate(results) if r.status == Status.PASS)
+    changed = list(results)
+    changed[index] = dataclasses.replace(results[index], status=Status.FAIL, failure_kind="values", message="x")
+    d = diff_runs(results, changed, environment, copy.deepcopy(environment))
+    assert keys(d.regressions) == [(results[index].case, results[index].ep)]
+    assert d.fixes == d.other_changes == d.new_cases == d.removed_cases == d.metric_drift == ()
+    assert d.environment == () and d.compared == len(results)
