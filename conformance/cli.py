@@ -13,15 +13,25 @@ import os
 import sys
 from collections.abc import Sequence
 
+from conformance.cli_reports import (
+    FORMATS,
+    ReportUsageError,
+    add_report_commands,
+    add_waiver_option,
+    diff_command,
+    gate_for,
+    gate_lines,
+    report_command,
+    write_reports,
+)
 from conformance.coverage import build_map, case_coverage
 from conformance.eps import EpSpec, best_available_ep, directml_for, parse_ep
 from conformance.fuzz import SHRINK_EXAMPLES, fuzz
 from conformance.identity import environment
 from conformance.model import Case, FeatureLevel, Operator
-from conformance.problems import Problem
+from conformance.problems import CaseFileError, Problem
 from conformance.report_console import render_console
 from conformance.report_coverage import render_coverage
-from conformance.report_markdown import render_markdown
 from conformance.results import Result, write_results, write_text_atomic
 from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
 from conformance.suite import Suite, collect, quick
@@ -75,10 +85,12 @@ def _parser() -> argparse.ArgumentParser:
         help="only cases whose id contains SUBSTRING; a case's full id selects that case alone",
     )
     run.add_argument("--quick", action="store_true", help="only the quick selection (every clause, few cases)")
+    add_waiver_option(run)
     cover = commands.add_parser("coverage", help="map the spec's clauses to the cases that exercise them (Markdown)")
     cover.add_argument("paths", nargs="*", metavar="PATH", help="case files or directories (default: cases/)")
     cover.add_argument("--output", default="reports/coverage.md", metavar="FILE", help="default: reports/coverage.md")
     cover.add_argument("--quick", action="store_true", help="map the quick selection only")
+    add_report_commands(commands)
     fuzzing = commands.add_parser("fuzz", help="random valid cases on an EP; a mismatch is shrunk to a case file")
     fuzzing.add_argument("--operator", required=True, choices=[op.value for op in Operator])
     fuzzing.add_argument("--ep", default=None, metavar="EP", help="as for run (default: the best available)")
@@ -156,9 +168,9 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     directml = directml_for(eps)
     options = RunOptions(level, args.max_elements, directml.feature_level if directml else None)
     results_path = os.path.join(args.report_dir, "results.json")
-    summary_path = os.path.join(args.report_dir, "summary.md")
-    try:  # before the run, so that an unusable --report-dir costs nothing
+    try:  # before the run, so that an unusable --report-dir or waiver file costs nothing
         os.makedirs(args.report_dir, exist_ok=True)
+        gate_for(args.waivers, {}, [])
     except OSError as error:
         raise UsageError(f"--report-dir: cannot create {args.report_dir}: {error.strerror or error}") from None
     print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(map(ep_text, eps))}")
@@ -173,14 +185,18 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     env = environment(eps, options, argv, directml)
     summary = summarize(env, results)
     print(render_console(summary))
+    gate = gate_for(args.waivers, env, results)
     try:
         write_results(results_path, env, results)
-        write_text_atomic(summary_path, render_markdown(summary))
+        written = write_reports(args.report_dir, env, results, gate, list(FORMATS))
     except OSError as error:
         print(f"dmlconf: cannot write reports to {args.report_dir}: {error.strerror or error}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"reports: {results_path}, {summary_path}")
-    return EXIT_FAILED if summary.failed or len(results) < len(suite.entries) * len(eps) else EXIT_OK
+    print(f"reports: {', '.join([results_path, *written])}")
+    if gate is not None:
+        print("\n".join(gate_lines(gate)))
+    failed = (gate.failed or bool(summary.idle_eps)) if gate is not None else summary.failed
+    return EXIT_FAILED if failed or len(results) < len(suite.entries) * len(eps) else EXIT_OK
 
 
 def _coverage(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -247,7 +263,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fuzz(args)
         if args.command == "coverage":
             return _coverage(args, ["dmlconf", *argv])
+        if args.command == "report":
+            return report_command(args)
+        if args.command == "diff":
+            return diff_command(args)
         return _run(args, ["dmlconf", *argv])
-    except UsageError as error:
+    except (UsageError, ReportUsageError) as error:
         print(f"dmlconf: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except CaseFileError as error:  # a waiver file's problems, one line each
+        print("\n".join(str(p) for p in error.problems), file=sys.stderr)
         return EXIT_USAGE

@@ -1,0 +1,128 @@
+"""The report side of the CLI: writing every format from results (``dmlconf run`` and ``dmlconf report``), the
+known-failure gate, and ``dmlconf diff``. Rendering lives in the report_* modules; this module picks files and
+exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from conformance.diff import diff_runs
+from conformance.problems import CaseFileError
+from conformance.report_diff import render_diff_console, render_diff_markdown
+from conformance.report_html import render_html
+from conformance.report_junit import render_junit
+from conformance.report_markdown import render_markdown
+from conformance.results import Result, read_results, write_text_atomic
+from conformance.summary import summarize
+from conformance.waivers import Gate, apply_waivers, load_waivers, waived_keys
+
+FORMATS = {"html": "report.html", "md": "summary.md", "junit": "junit.xml"}
+
+
+class ReportUsageError(Exception):
+    """Bad input to a report command: one line, exit code 2 (the CLI prints it)."""
+
+
+def add_report_commands(commands: Any) -> None:
+    report = commands.add_parser("report", help="render reports from a results.json without running anything")
+    report.add_argument("results", metavar="RESULTS.json")
+    report.add_argument(
+        "--format", action="append", choices=sorted(FORMATS), help="repeatable (default: html, md and junit)"
+    )
+    report.add_argument("--out-dir", metavar="DIR", help="where reports go (default: beside RESULTS.json)")
+    add_waiver_option(report)
+    diff = commands.add_parser("diff", help="compare two runs: regressions, fixes, new and removed cases, drift")
+    diff.add_argument("old", metavar="OLD.json")
+    diff.add_argument("new", metavar="NEW.json")
+    diff.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
+
+
+def add_waiver_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--waivers",
+        metavar="FILE",
+        help="known failures (YAML): matched failures count as expected, the exit code gates on the rest",
+    )
+
+
+def gate_for(path: str | None, env: Mapping[str, Any], results: Sequence[Result]) -> Gate | None:
+    """The known-failure gate when a waiver file is given; its problems are CaseFileError lines."""
+    if path is None:
+        return None
+    if not os.path.isfile(path):
+        raise ReportUsageError(f"--waivers: {path}: no such file")
+    return apply_waivers(env, results, load_waivers(path))
+
+
+def write_reports(
+    out_dir: str, env: Mapping[str, Any], results: Sequence[Result], gate: Gate | None, formats: Sequence[str]
+) -> list[str]:
+    """Write each format into ``out_dir`` (atomically, file by file); the paths written."""
+    summary = summarize(env, results)
+    waived = waived_keys(gate) if gate is not None else None
+    renderers = {
+        "html": lambda: render_html(summary, results, gate),
+        "md": lambda: render_markdown(summary),
+        "junit": lambda: render_junit(env, results, waived),
+    }
+    written = []
+    for name in formats:
+        path = os.path.join(out_dir, FORMATS[name])
+        write_text_atomic(path, renderers[name]())
+        written.append(path)
+    return written
+
+
+def gate_lines(gate: Gate) -> list[str]:
+    """The gate's verdict for a console: what was expected, and what was not."""
+    lines = [
+        f"known failures: {len(gate.expected_failures)} expected, {len(gate.unexpected_failures)} unexpected "
+        f"failure(s), {len(gate.unexpected_passes)} unexpected pass(es), {len(gate.stale)} stale waiver(s)"
+    ]
+    lines += [f"UNEXPECTED FAIL {r.case} [{r.ep}]" for r in gate.unexpected_failures]
+    lines += [f"UNEXPECTED PASS {r.case} [{r.ep}]: {w.tracking} can be closed" for r, w in gate.unexpected_passes]
+    lines += [f"warning: stale waiver {w.case} [{w.ep}] at {w.pos}: matches no result" for w in gate.stale]
+    return lines
+
+
+def report_command(args: argparse.Namespace) -> int:
+    try:
+        env, results = read_results(args.results)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ReportUsageError(f"{args.results}: not a readable results.json: {error}") from None
+    try:
+        gate = gate_for(args.waivers, env, results)
+    except CaseFileError as error:
+        print("\n".join(str(p) for p in error.problems), file=sys.stderr)
+        return 2
+    out_dir = args.out_dir or os.path.dirname(args.results) or "."
+    os.makedirs(out_dir, exist_ok=True)
+    for path in write_reports(out_dir, env, results, gate, args.format or list(FORMATS)):
+        print(path)
+    if gate is not None:
+        print("\n".join(gate_lines(gate)))
+        return 1 if gate.failed else 0
+    return 1 if summarize(env, results).failed else 0
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    runs = []
+    for path in (args.old, args.new):
+        try:
+            runs.append(read_results(path))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ReportUsageError(f"{path}: not a readable results.json: {error}") from None
+    (old_env, old), (new_env, new) = runs
+    try:
+        comparison = diff_runs(old, new, old_env, new_env)
+    except ValueError as error:
+        raise ReportUsageError(str(error)) from None
+    print(render_diff_console(comparison))
+    if args.markdown:
+        write_text_atomic(args.markdown, render_diff_markdown(comparison))
+        print(f"markdown: {args.markdown}")
+    return 1 if comparison.regressed else 0
