@@ -167,11 +167,12 @@ def _article(index: int, r: Result) -> str:
     table = details.get("table")
     mismatches = _table(table["headers"], table["rows"]) if table else ""
     kind = f" ({r.failure_kind})" if r.failure_kind else ""
+    repro = f"<p>Reproduce: <code>{escape(r.repro)}</code></p>" if r.repro else ""
     return (
         f'<article id="r{index}" style="--c:{COLOURS[r.status]}"><h3>{_status(r.status)}{escape(kind)} '
         f"<code>{escape(r.case)}</code> on {escape(r.ep)}</h3><p>{escape(first_line(r.message, 400))}</p>"
         f'<dl class="params">{params}</dl>{_pictures(details)}{_sequence(details)}{mismatches}'
-        f"<p>Reproduce: <code>{escape(r.repro)}</code></p>"
+        f"{repro}"
         f"<details><summary>full message</summary><pre>{escape(r.message)}</pre></details></article>"
     )
 

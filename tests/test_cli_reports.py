@@ -1,0 +1,100 @@
+"""dmlconf report, dmlconf diff and --waivers: files written, exit codes that gate on unexpected results only."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+from conformance.model import Status
+from conformance.results import Result, write_results
+
+ENV = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "driver_version": "580.159.04"}], "eps": [{"label": "cuda"}]}
+TIES = Result("cases/t.yaml::ties", "TOP_K1", "cuda", Status.FAIL, "tie_order", "FLOAT32", "TopK-11", "ties differ")
+SLICE = Result("cases/s.yaml::window", "SLICE1", "cuda", Status.PASS, data_type="FLOAT32")
+
+
+def _results(path: Path, *results: Result) -> str:
+    write_results(str(path), ENV, list(results))
+    return str(path)
+
+
+def _waivers(path: Path, case: str, device: str = "NVIDIA H100*") -> str:
+    path.write_text(
+        "known_failures:\n"
+        f"  - case: '{case}'\n    ep: cuda\n    device: '{device}'\n"
+        "    reason: RadixTopK is not index-stable\n    tracking: https://example.com/issues/1\n",
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+def test_report_writes_every_format_beside_the_results(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = _results(tmp_path / "results.json", TIES, SLICE)
+    assert main(["report", results]) == 1  # a FAIL and no waivers: the run failed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["junit.xml", "report.html", "results.json", "summary.md"]
+    suites = ET.parse(tmp_path / "junit.xml").getroot()
+    assert (suites.get("tests"), suites.get("failures")) == ("2", "1")
+    assert "cases/t.yaml::ties" in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_waived_failure_passes_the_gate_and_junit_skips_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = _results(tmp_path / "results.json", TIES, SLICE)
+    waivers = _waivers(tmp_path / "known.yaml", "cases/t.yaml::tie*")
+    assert main(["report", results, "--waivers", waivers, "--format", "junit", "--format", "html"]) == 0
+    out = capsys.readouterr().out
+    assert "known failures: 1 expected, 0 unexpected failure(s), 0 unexpected pass(es), 0 stale waiver(s)" in out
+    suites = ET.parse(tmp_path / "junit.xml").getroot()
+    assert (suites.get("failures"), suites.get("skipped")) == ("0", "1")
+    assert not (tmp_path / "summary.md").exists()  # only the formats asked for
+
+
+def test_an_unexpected_pass_fails_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = _results(tmp_path / "results.json", replace(TIES, status=Status.PASS, failure_kind=None), SLICE)
+    waivers = _waivers(tmp_path / "known.yaml", "cases/t.yaml::ties")
+    assert main(["report", results, "--waivers", waivers]) == 1
+    assert (
+        "UNEXPECTED PASS cases/t.yaml::ties [cuda]: https://example.com/issues/1 can be closed"
+        in capsys.readouterr().out
+    )
+
+
+def test_a_waiver_for_another_device_leaves_the_failure_unexpected_and_is_stale(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = _results(tmp_path / "results.json", TIES)
+    waivers = _waivers(tmp_path / "known.yaml", "cases/t.yaml::ties", device="AMD*")
+    assert main(["report", results, "--waivers", waivers]) == 1
+    out = capsys.readouterr().out
+    assert "UNEXPECTED FAIL cases/t.yaml::ties [cuda]" in out and "warning: stale waiver" in out
+
+
+def test_a_bad_waiver_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = _results(tmp_path / "results.json", TIES)
+    bad = tmp_path / "known.yaml"
+    bad.write_text("known_failures:\n  - case: x\n    ep: cuda\n    reason: r\n", encoding="utf-8")
+    assert main(["report", results, "--waivers", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{bad}:2:") and "tracking" in err[0]
+
+
+def test_diff_flags_an_injected_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = _results(tmp_path / "old.json", replace(TIES, status=Status.PASS, failure_kind=None), SLICE)
+    new = _results(tmp_path / "new.json", TIES, SLICE)
+    markdown = tmp_path / "diff.md"
+    assert main(["diff", old, new, "--markdown", str(markdown)]) == 1
+    assert "cases/t.yaml::ties" in capsys.readouterr().out
+    assert "cases/t.yaml::ties" in markdown.read_text(encoding="utf-8")
+    assert main(["diff", old, old]) == 0
+
+
+def test_report_on_a_file_that_is_not_results_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "results.json"
+    bad.write_text("{}", encoding="utf-8")
+    assert main(["report", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith(f"dmlconf: {bad}: not a readable results.json")
