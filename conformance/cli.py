@@ -30,6 +30,7 @@ from conformance.fuzz import SHRINK_EXAMPLES, fuzz
 from conformance.identity import environment
 from conformance.model import Case, FeatureLevel, Operator
 from conformance.problems import CaseFileError, Problem
+from conformance.progress import Progress
 from conformance.report_console import render_console
 from conformance.report_coverage import render_coverage
 from conformance.results import Result, write_results, write_text_atomic
@@ -86,6 +87,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quick", action="store_true", help="only the quick selection (every clause, few cases)")
     add_waiver_option(run)
+    run.add_argument(
+        "--artifacts",
+        metavar="DIR",
+        help="for each FAIL, save the ONNX model, inputs, expected and actual outputs (.onnx, .npy) under DIR",
+    )
     cover = commands.add_parser("coverage", help="map the spec's clauses to the cases that exercise them (Markdown)")
     cover.add_argument("paths", nargs="*", metavar="PATH", help="case files or directories (default: cases/)")
     cover.add_argument("--output", default="reports/coverage.md", metavar="FILE", help="default: reports/coverage.md")
@@ -166,7 +172,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
     directml = directml_for(eps)
-    options = RunOptions(level, args.max_elements, directml.feature_level if directml else None)
+    options = RunOptions(level, args.max_elements, directml.feature_level if directml else None, args.artifacts)
     results_path = os.path.join(args.report_dir, "results.json")
     try:  # before the run, so that an unusable --report-dir or waiver file costs nothing
         os.makedirs(args.report_dir, exist_ok=True)
@@ -177,11 +183,16 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if directml is not None:
         print(f"DirectML {directml.version or '?'} ({directml.source}): feature level {directml.feature_level or '?'}")
     results: list[Result] = []
+    progress = Progress(len(suite.entries) * len(eps))
     try:
         for entry in suite.entries:
-            results.extend(run_entry(entry, ep, options) for ep in eps)
+            for ep in eps:
+                results.append(run_entry(entry, ep, options))
+                progress.advance()
     except KeyboardInterrupt:
+        progress.close()
         print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
+    progress.close()
     env = environment(eps, options, argv, directml)
     summary = summarize(env, results)
     print(render_console(summary))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from conformance.artifacts import save_artifacts
 from conformance.compare import compare
 from conformance.dml_operators import expected_dml_operators
 from conformance.eps import DML, EpSpec
@@ -32,6 +33,7 @@ class RunOptions:
     feature_level: FeatureLevel | None = None  # --feature-level: every EP's target; cases needing more: NOT_SUPPORTED
     max_elements: int = DEFAULT_MAX_ELEMENTS
     directml_level: FeatureLevel | None = None  # what the installed DirectML supports (dml.detect), for the dml EP
+    artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
 
     def target_level(self, ep: EpSpec) -> FeatureLevel | None:
         """--feature-level where given; else, for DirectML, the installed DirectML's level; else none (all run)."""
@@ -147,7 +149,7 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
     except ExecutionError as error:
         return replace(base, status=Status.ERROR, failure_kind="execution", message=str(error))
     verdict = compare(case, inputs, expected, execution.outputs)
-    return replace(
+    result = replace(
         base,
         status=verdict.status,
         failure_kind=verdict.failure_kind,
@@ -156,6 +158,9 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
         details=dict(verdict.details),
         placement=dict(execution.placement),
     )
+    if options.artifacts is not None and result.status is Status.FAIL:
+        save_artifacts(options.artifacts, result, lowering.model, lowering.feeds, expected, execution.outputs, ep.name)
+    return result
 
 
 def _fallback_base(entry: Entry, ep: EpSpec) -> Result:

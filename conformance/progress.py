@@ -1,0 +1,50 @@
+"""Progress of a run on stderr: a bar with an ETA that redraws itself on a terminal, and plain lines at every
+tenth of the run elsewhere (CI logs keep every line, so a redrawn bar would fill them with carriage returns)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+WIDTH = 30
+PLAIN_MINIMUM = 100  # runs shorter than this print no plain progress lines: they finish before anyone looks
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class Progress:
+    """``advance()`` after each result; ``close()`` at the end (or on an interrupt)."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total, self.done = total, 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.interactive = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._clock = clock
+        self.started = self._clock()
+        self._next_tenth = 1
+
+    def line(self) -> str:
+        elapsed = self._clock() - self.started
+        share = self.done / self.total if self.total else 1.0
+        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        bar = "#" * round(WIDTH * share) + "." * (WIDTH - round(WIDTH * share))
+        return f"[{bar}] {self.done}/{self.total} ({share:.0%}) {_duration(elapsed)}, ETA {_duration(eta)}"
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        if self.interactive:
+            self.stream.write("\r" + self.line())
+            self.stream.flush()
+        elif self.total >= PLAIN_MINIMUM and self.done * 10 >= self._next_tenth * self.total:
+            self._next_tenth = self.done * 10 // self.total + 1
+            self.stream.write(self.line() + "\n")
+
+    def close(self) -> None:
+        if self.interactive:
+            self.stream.write("\r" + " " * (WIDTH + 60) + "\r")
+            self.stream.flush()

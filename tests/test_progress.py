@@ -1,0 +1,43 @@
+"""Progress: a redrawn bar with an ETA on a terminal, plain lines at each tenth elsewhere."""
+
+from __future__ import annotations
+
+import io
+
+from conformance.progress import Progress
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_one_redrawn_line_with_an_eta() -> None:
+    now = [100.0]
+    stream = _Terminal()
+    progress = Progress(4, stream, lambda: now[0])
+    now[0] = 110.0  # 10 s for the first of 4: 30 s to go
+    progress.advance()
+    assert stream.getvalue() == "\r[" + "#" * 8 + "." * 22 + "] 1/4 (25%) 10s, ETA 30s"
+    now[0] = 190.0
+    progress.advance()  # 90 s for 2: 90 s to go
+    assert stream.getvalue().endswith("] 2/4 (50%) 1m30s, ETA 1m30s")
+    assert "\n" not in stream.getvalue()
+
+
+def test_a_log_gets_a_plain_line_at_each_tenth() -> None:
+    stream = io.StringIO()
+    progress = Progress(200, stream, lambda: 0.0)
+    for _ in range(200):
+        progress.advance()
+    lines = stream.getvalue().splitlines()
+    assert [line.split("] ")[1].split(" ")[0] for line in lines] == [f"{20 * i}/200" for i in range(1, 11)]
+
+
+def test_a_short_run_in_a_log_prints_nothing() -> None:
+    stream = io.StringIO()
+    progress = Progress(10, stream, lambda: 0.0)
+    for _ in range(10):
+        progress.advance()
+    progress.close()
+    assert stream.getvalue() == ""
