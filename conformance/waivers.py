@@ -166,20 +166,25 @@ def apply_waivers(
     gpus = _gpus(environment)
     here = [(index, waiver) for index, waiver in enumerate(waivers) if _on_this_machine(waiver, gpus)]
     used: set[int] = set()
+    still_failing: set[int] = set()
     expected: list[tuple[Result, Waiver]] = []
     unexpected: list[Result] = []
-    passes: list[tuple[Result, Waiver]] = []
+    passing: dict[int, list[Result]] = {}
     for result in results:
         matching = [(index, waiver) for index, waiver in here if _matches(waiver, result)]
         used.update(index for index, _ in matching)
-        waiver = matching[0][1] if matching else None
         if result.status in FAILING:
-            if waiver is None:
-                unexpected.append(result)
+            if matching:
+                expected.append((result, matching[0][1]))
+                still_failing.update(index for index, _ in matching)
             else:
-                expected.append((result, waiver))
-        elif waiver is not None and result.status in _NOT_FAILING:
-            passes.append((result, waiver))
+                unexpected.append(result)
+        elif result.status in _NOT_FAILING:
+            for index, _ in matching:
+                passing.setdefault(index, []).append(result)
+    # An entry is a known failure that no longer happens when none of the results it matches fails: a pattern that
+    # also covers passing variants (a sweep's other sizes) is not a pass while one of its variants still fails.
+    passes = [(r, waivers[index]) for index, rs in passing.items() if index not in still_failing for r in rs]
     stale = tuple(waiver for index, waiver in enumerate(waivers) if index not in used)
     return Gate(tuple(expected), tuple(unexpected), tuple(passes), stale, unexpected_passes_fail)
 
