@@ -79,4 +79,5 @@ def compare_exact(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.nd
     lines.extend(indent_table(headers, rows))
     ulps = ulp_distance(got[both_finite], want[both_finite]) if is_float else None
     details = mismatch_details(OUTPUT_TENSOR, mismatched, headers, rows, ulps)
+    details["max_ulp"] = 0  # a copy is exact: any ULP of error is a mismatch
     return Verdict(Status.FAIL, "values", "\n".join(lines), metrics, details)

@@ -18,7 +18,7 @@ Details = dict[str, Any]
 BoolArray = npt.NDArray[np.bool_]
 Int64Array = npt.NDArray[np.int64]
 TABLE_ROWS = 10
-MAX_POSITIONS = 4096  # mismatch positions kept for a report's map: enough to show the pattern, small in JSON
+MAX_POSITIONS = 1024  # mismatch positions kept for a report's map: enough to show the pattern, small in JSON
 
 
 @dataclass(frozen=True)
@@ -158,14 +158,19 @@ def _error_text(expected: np.generic, actual: np.generic) -> str:
 
 
 def ulp_histogram(ulps: Int64Array) -> list[list[int | str]]:
-    """Counts of ULP errors in power-of-two buckets ("0", "1", "2-3", "4-7", ...): the shape of an error
-    distribution, which a report draws as a histogram."""
-    buckets: dict[str, int] = {}
-    for value in np.sort(ulps.reshape(-1)):
+    """[label, count, lowest ULP] per power-of-two bucket of ULP errors ("0", "1", "2-3", ..., "512-1023", then
+    "2^10+" and so on): the shape of an error distribution, which a report draws as a histogram."""
+    counts: dict[int, int] = {}
+    for value in ulps.reshape(-1).tolist():
         low = 0 if value == 0 else 1 << (int(value).bit_length() - 1)
-        label = str(low) if low <= 1 else f"{low}-{2 * low - 1}"
-        buckets[label] = buckets.get(label, 0) + 1
-    return [[label, count] for label, count in buckets.items()]
+        counts[low] = counts.get(low, 0) + 1
+    return [[_bucket_label(low), count, low] for low, count in sorted(counts.items())]
+
+
+def _bucket_label(low: int) -> str:
+    if low <= 1:
+        return str(low)
+    return f"{low}-{2 * low - 1}" if low < 1024 else f"2^{low.bit_length() - 1}+"
 
 
 def mismatch_details(

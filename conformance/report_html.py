@@ -19,7 +19,7 @@ from conformance.model import Status
 from conformance.report_svg import mismatch_map, ulp_histogram
 from conformance.results import Result
 from conformance.summary import Summary, first_line
-from conformance.waivers import Gate
+from conformance.waivers import Gate, waived_keys
 
 ORDER = (Status.FAIL, Status.ERROR, Status.QUALITY_WARNING, Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE)
 DETAILED = frozenset({Status.FAIL, Status.ERROR, Status.QUALITY_WARNING})
@@ -42,7 +42,8 @@ dl.params{display:grid;grid-template-columns:max-content auto;gap:0 1em;margin:.
 dt{font-weight:600}dd{margin:0}.badge{color:#fff;border-radius:3px;padding:0 6px;font-weight:600;font-size:12px}
 article{border:1px solid #e0e0e0;border-left:6px solid var(--c);padding:.6em 1em;margin:1em 0}
 .verdict{font-size:1.2em;font-weight:600}.pictures{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-end}
-td.n{text-align:right}.cell{white-space:nowrap}.tie td{font-family:ui-monospace,monospace}
+td.n{text-align:right}figure{margin:0;max-width:600px}figcaption{font-size:11px;color:#555}
+.cell{white-space:nowrap}.tie td{font-family:ui-monospace,monospace}
 """
 
 
@@ -66,6 +67,9 @@ def _header(summary: Summary, gate: Gate | None) -> str:
     red = gate.failed if gate is not None else summary.failed
     verdict = "FAILED" if red else "PASSED"
     lines = "".join(f"<dt>{escape(what)}</dt><dd>{escape(which)}</dd>" for what, which in summary.identity)
+    if gate is not None:
+        known = f"{len(gate.expected_failures)} known failure(s) waived, {len(gate.unexpected_failures)} unexpected"
+        totals += f" ({known})"
     placement = f"<p>{escape(summary.placement.line)}</p>" if summary.placement else ""
     return (
         f'<header><h1>DirectML conformance</h1><p class="verdict">'
@@ -84,9 +88,8 @@ def _matrix(results: Sequence[Result], eps: Sequence[str]) -> str:
         row = [escape(operator), escape(data_type)]
         for ep in eps:
             counts = by_ep.get(ep, Counter())
-            worst = next((s for s in (*ORDER, Status.PASS, Status.INVALID) if counts[s]), None)
-            parts = " ".join(f"{counts[s]} {s.value}" for s in (Status.PASS, *ORDER, Status.INVALID) if counts[s])
-            row.append(f'<span class="cell">{_status(worst, str(sum(counts.values())))} {escape(parts)}</span>')
+            shown = (*ORDER, Status.PASS, Status.INVALID)
+            row.append(" ".join(_status(s, f"{counts[s]} {s.value}") for s in shown if counts[s]) or "—")
         rows.append(row)
     return "<h2 id=matrix>Operator, data type and EP</h2>" + _table(["operator", "data type", *eps], rows, raw=True)
 
@@ -111,9 +114,10 @@ def _gate(gate: Gate) -> str:
         f"{len(gate.unexpected_passes)} unexpected pass(es), {len(gate.stale)} stale waiver(s)"
     )
     stale_part = f"<p>Waivers that matched nothing:</p><ul>{stale}</ul>" if stale else ""
+    table = _table(["status", "case", "EP", "waiver"], rows, raw=True)
     return (
         f"<h2 id=gate>Known failures</h2><p>{escape(counts)}</p>"
-        + _table(["status", "case", "EP", "waiver"], rows, raw=True)
+        f"<details><summary>the {len(rows)} waived or unexpectedly passing result(s)</summary>{table}</details>"
         + stale_part
     )
 
@@ -155,7 +159,7 @@ def _sequence(details: Mapping[str, Any]) -> str:
     )
 
 
-def _article(index: int, r: Result) -> str:
+def _article(index: int, r: Result, waived: Mapping[tuple[str, str], str]) -> str:
     params = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in r.parameters.items())
     about = [
         ("lowering", r.lowering or "—"),
@@ -168,9 +172,11 @@ def _article(index: int, r: Result) -> str:
     mismatches = _table(table["headers"], table["rows"]) if table else ""
     kind = f" ({r.failure_kind})" if r.failure_kind else ""
     repro = f"<p>Reproduce: <code>{escape(r.repro)}</code></p>" if r.repro else ""
+    known = waived.get((r.case, r.ep))
+    waiver = f"<p>{_status(Status.NOT_SUPPORTED, 'KNOWN FAILURE')} {escape(known)}</p>" if known else ""
     return (
         f'<article id="r{index}" style="--c:{COLOURS[r.status]}"><h3>{_status(r.status)}{escape(kind)} '
-        f"<code>{escape(r.case)}</code> on {escape(r.ep)}</h3><p>{escape(first_line(r.message, 400))}</p>"
+        f"<code>{escape(r.case)}</code> on {escape(r.ep)}</h3>{waiver}<p>{escape(first_line(r.message, 400))}</p>"
         f'<dl class="params">{params}</dl>{_pictures(details)}{_sequence(details)}{mismatches}'
         f"{repro}"
         f"<details><summary>full message</summary><pre>{escape(r.message)}</pre></details></article>"
@@ -204,8 +210,10 @@ def render_html(summary: Summary, results: Sequence[Result], gate: Gate | None =
     """The whole report as one HTML document."""
     detailed = [r for r in results if r.status in DETAILED]
     detailed.sort(key=lambda r: (ORDER.index(r.status), r.operator, r.case, r.ep))
+    waived = waived_keys(gate) if gate is not None else {}
     index = "".join(
-        f'<li><a href="#r{i}">{_status(r.status)} {escape(r.case)} on {escape(r.ep)}</a></li>'
+        f'<li><a href="#r{i}">{_status(r.status)} {escape(r.case)} on {escape(r.ep)}</a>'
+        f"{' (known failure)' if (r.case, r.ep) in waived else ''}</li>"
         for i, r in enumerate(detailed)
     )
     parts = [
@@ -213,7 +221,7 @@ def render_html(summary: Summary, results: Sequence[Result], gate: Gate | None =
         _matrix(results, summary.eps),
         _gate(gate) if gate is not None else "",
         f"<h2 id=failures>Failures and warnings ({len(detailed)})</h2><ol>{index}</ol>" if detailed else "",
-        "".join(_article(i, r) for i, r in enumerate(detailed)),
+        "".join(_article(i, r, waived) for i, r in enumerate(detailed)),
         _declined(results),
     ]
     title = "DirectML conformance: " + ("FAILED" if (gate.failed if gate else summary.failed) else "PASSED")

@@ -7,6 +7,7 @@ import re
 import numpy as np
 
 from conformance.compare_common import mismatch_details
+from conformance.compare_common import ulp_histogram as ulp_histogram_data
 from conformance.model import Status
 from conformance.report_html import render_html
 from conformance.report_svg import mismatch_map, ulp_histogram
@@ -96,6 +97,12 @@ def test_a_large_tensor_is_binned() -> None:
 
 
 def test_histogram_buckets_beyond_the_tolerance_are_red() -> None:
-    svg = ulp_histogram([["0", 5], ["1", 2], ["2-3", 1], ["4-7", 1]], max_ulp=2)
+    svg = ulp_histogram([["0", 5, 0], ["1", 2, 1], ["2-3", 1, 2], ["4-7", 1, 4]], max_ulp=2)
     bars = re.findall(r'<rect [^>]*fill="(#[0-9a-f]+)"', svg)
     assert bars == ["#5c7cfa", "#5c7cfa", "#5c7cfa", "#c62828"]  # 2-3 starts at 2: within; 4-7 is beyond
+
+
+def test_ulp_buckets_are_powers_of_two() -> None:
+    # 0 | 1 | 2, 3 | 4..7 | 1024..2047, as counted by hand from the values below.
+    buckets = ulp_histogram_data(np.array([0, 0, 1, 2, 3, 7, 1024, 2047]))
+    assert buckets == [["0", 2, 0], ["1", 1, 1], ["2-3", 2, 2], ["4-7", 1, 4], ["2^10+", 2, 1024]]
