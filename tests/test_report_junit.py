@@ -153,3 +153,27 @@ def test_committed_h100_run() -> None:
     suites = root.findall("testsuite")
     assert {s.get("name") for s in suites} == {f"{r.operator} [{r.ep}]" for r in results}
     assert sum(int(s.get("failures", "0")) for s in suites) == failures
+
+
+def test_a_ci_side_parser_reads_the_same_verdicts(tmp_path: Path) -> None:
+    # junitparser is what the publish-unit-test-result GitHub Action reads JUnit files with: it must see each
+    # testcase's verdict as written (9 cases: FAIL x2, ERROR, skipped: NOT_SUPPORTED, NOT_EXPRESSIBLE, the waived FAIL).
+    import junitparser  # type: ignore[import-untyped]
+
+    path = tmp_path / "junit.xml"
+    path.write_text(render_junit(ENV, _results(), {("s.yaml::waived", ODD_EP): "known"}), encoding="utf-8")
+    verdicts: dict[str, str] = {}
+    for suite in junitparser.JUnitXml.fromfile(str(path)):
+        for case in suite:
+            verdicts[case.name] = type(case.result[0]).__name__ if case.result else "passed"
+    assert verdicts == {
+        "t.yaml::pass": "passed",
+        "t.yaml::fail": "Failure",
+        "t.yaml::error": "Error",
+        "t.yaml::unsupported": "Skipped",
+        "s.yaml::warn": "passed",
+        "s.yaml::invalid": "passed",
+        "s.yaml::waived": "Skipped",
+        "s.yaml::inexpressible": "Skipped",
+        'm.yaml::<&>"id': "Failure",
+    }
