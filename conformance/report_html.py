@@ -131,6 +131,12 @@ def _pictures(details: Mapping[str, Any]) -> str:
     return f'<div class="pictures">{"".join(pictures)}</div>' if pictures else ""
 
 
+def _some(values: Sequence[object], shown: int = 24) -> str:
+    """A list as text, cut after ``shown`` items with how many more there are."""
+    more = f", … ({len(values) - shown} more)" if len(values) > shown else ""
+    return "[" + ", ".join(str(v) for v in values[:shown]) + more + "]"
+
+
 def _sequence(details: Mapping[str, Any]) -> str:
     """TOP_K1's first failing sequence: the input, then each side's values and indices, tied elements marked."""
     seq = details.get("sequence")
@@ -148,7 +154,7 @@ def _sequence(details: Mapping[str, Any]) -> str:
         rows.append(f"<tr><th>{side} values</th>{values}</tr><tr><th>{side} indices</th>{indices}</tr>")
     shown = f" (first {len(seq['input'])} of {seq['input_size']})" if seq["input_size"] > len(seq["input"]) else ""
     ties = "".join(
-        f"<li>{escape(str(t['value']))} is tied at input indices {escape(str(t['tied_at']))}: the spec's order "
+        f"<li>{escape(str(t['value']))} is tied at input indices {escape(_some(t['tied_at']))}: the spec's order "
         f"selects {escape(str(t['expected']))}, the EP gave {escape(str(t['actual']))}</li>"
         for t in details.get("ties", [])
     )
