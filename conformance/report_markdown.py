@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from tabulate import tabulate
 
+from conformance.model import Status
 from conformance.summary import STATUS_ORDER, Summary, first_line
+
+MAX_ROWS = 40  # rows per list: GitHub refuses comments over 65,536 characters
+NO_VERDICT = frozenset({Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE})  # counted by reason, not listed one by one
 
 _LINE_BREAKS = re.compile(r"\r\n|\r|\n")
 # ASCII punctuation that Markdown (GitHub's included) gives a meaning to inside a table cell; each is escaped with
@@ -35,7 +40,12 @@ def _table(rows: Sequence[Sequence[object]], headers: Sequence[str], text: bool 
     return tabulate(rows, list(headers), tablefmt="github", disable_numparse=text)
 
 
+def _more(count: int) -> list[str]:
+    return ["", f"… and {count - MAX_ROWS} more: see report.html"] if count > MAX_ROWS else []
+
+
 def render_markdown(summary: Summary) -> str:
+    """The summary, short enough for a pull request comment: long lists are cut at MAX_ROWS rows."""
     env = summary.environment
     command = env.get("command") or []
     lines = [
@@ -61,21 +71,27 @@ def render_markdown(summary: Summary) -> str:
         rows = [[op, _cell(dml), n] for op, dml, n in summary.dml_operators]
         lines.append(_table(rows, ["operator", "DML operator(s), from the DirectML lowering", "cases"], text=False))
     if summary.matrix:
-        lines += ["", "## Case × EP", ""]  # noqa: RUF001
-        rows = [[_cell(case), *((s.value if s else "—") for s in row)] for case, row in summary.matrix]
-        lines.append(_table(rows, ["case", *(_cell(ep) for ep in summary.eps)]))
-    if summary.notable:
-        lines += ["", "## Not passing", ""]
+        # Only the cases whose verdicts differ between EPs: the rest is in the totals above and in report.html.
+        differing = [(case, row) for case, row in summary.matrix if len(set(row)) > 1]
+        lines += ["", "## Cases whose verdicts differ between EPs", ""]
+        rows = [[_cell(case), *((s.value if s else "—") for s in row)] for case, row in differing[:MAX_ROWS]]
+        if rows:
+            lines.append(_table(rows, ["case", *(_cell(ep) for ep in summary.eps)]))
+            lines += _more(len(differing))
+        else:
+            lines.append(f"none: each of the {len(summary.matrix)} cases has the same verdict on every EP")
+    failing = [r for r in summary.notable if r.status not in NO_VERDICT]
+    if failing:
+        lines += ["", "## Failures and warnings", ""]
         rows = [
-            [
-                _cell(r.case),
-                _cell(r.ep),
-                r.status.value,
-                r.failure_kind or "",
-                r.lowering or "",
-                _cell(first_line(r.message)),
-            ]
-            for r in summary.notable
+            [_cell(r.case), _cell(r.ep), r.status.value, r.failure_kind or "", _cell(first_line(r.message, 100))]
+            for r in failing[:MAX_ROWS]
         ]
-        lines.append(_table(rows, ["case", "EP", "status", "kind", "lowering", "message"]))
+        lines.append(_table(rows, ["case", "EP", "status", "kind", "message"]))
+        lines += _more(len(failing))
+    declined = Counter((r.ep, r.status.value, r.failure_kind or "") for r in summary.notable if r.status in NO_VERDICT)
+    if declined:
+        lines += ["", "## No verdict", ""]
+        rows = [[_cell(ep), status, kind, n] for (ep, status, kind), n in sorted(declined.items())]
+        lines.append(_table(rows, ["EP", "status", "kind", "results"], text=False))
     return "\n".join(lines) + "\n"

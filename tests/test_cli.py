@@ -234,7 +234,7 @@ def test_run_spec_examples(in_repo: None, tmp_path: Path, capsys: pytest.Capture
     assert [r["metrics"]["elements"] for r in results] == [6, 8, 9, 9, 4, 4]
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert re.search(r"^\| PASS +\| +6 \|$", summary, re.MULTILINE)
-    assert "## Not passing" not in summary
+    assert "## Failures and warnings" not in summary
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
 
 
@@ -390,10 +390,8 @@ def test_two_eps_give_one_result_per_case_and_ep_and_a_matrix(in_repo: None, tmp
     pairs = [(r["case"], r["ep"]) for r in _results(tmp_path)]
     assert sorted(pairs) == sorted((case, ep) for case in TOPK_IDS for ep in ("cpu", "cpu:probe=1"))
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
-    matrix = summary.split("## Case × EP\n\n", 1)[1].split("\n\n", 1)[0].splitlines()  # noqa: RUF001
-    assert [cell.strip() for cell in matrix[0].strip("|").split("|")] == ["case", "cpu", "cpu:probe=1"]
-    rows = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]] for line in matrix[2:]]
-    assert rows == [[case.replace("_", "\\_"), "PASS", "PASS"] for case in TOPK_IDS]
+    # Both configurations pass every case: the Markdown lists no case, and says so.
+    assert "## Cases whose verdicts differ between EPs\n\nnone: each of the 4 cases has the same verdict" in summary
 
 
 # reproduction commands ---------------------------------------------------------------------------------------------
