@@ -4,6 +4,7 @@ with the few lines of onnxruntime that run it."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -17,9 +18,11 @@ MAX_NAME = 150  # a folder name well under every file system's limit
 
 
 def folder_name(case: str, ep: str) -> str:
-    """A file-system-safe folder name for one (case, EP): the case id and EP with other characters as "_"."""
-    name = _UNSAFE.sub("_", f"{case}@{ep}").strip("_.")
-    return name[:MAX_NAME] or "case"
+    """A file-system-safe folder name for one (case, EP): the case id and EP with other characters as "_", then a
+    hash of the exact pair, so that two ids that read the same once cleaned ("a b", "a_b") never share a folder."""
+    digest = hashlib.sha1(f"{case}@{ep}".encode()).hexdigest()[:8]
+    name = _UNSAFE.sub("_", f"{case}@{ep}").strip("_.")[:MAX_NAME]
+    return f"{name or 'case'}-{digest}"
 
 
 def _readme(result: Result, feeds: Mapping[str, np.ndarray], ep_name: str) -> str:

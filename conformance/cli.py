@@ -19,8 +19,9 @@ from conformance.cli_reports import (
     add_report_commands,
     add_waiver_option,
     diff_command,
-    gate_for,
     gate_lines,
+    overall_failed,
+    read_waivers,
     report_command,
     write_reports,
 )
@@ -38,6 +39,7 @@ from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
 from conformance.suite import Suite, collect, quick
 from conformance.summary import summarize
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
+from conformance.waivers import apply_waivers
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -174,11 +176,14 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     directml = directml_for(eps)
     options = RunOptions(level, args.max_elements, directml.feature_level if directml else None, args.artifacts)
     results_path = os.path.join(args.report_dir, "results.json")
-    try:  # before the run, so that an unusable --report-dir or waiver file costs nothing
-        os.makedirs(args.report_dir, exist_ok=True)
-        gate_for(args.waivers, {}, [])
-    except OSError as error:
-        raise UsageError(f"--report-dir: cannot create {args.report_dir}: {error.strerror or error}") from None
+    # Before the run, so that an unusable --report-dir, --artifacts or waiver file costs nothing.
+    for option, folder in (("--report-dir", args.report_dir), ("--artifacts", args.artifacts)):
+        try:
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+        except OSError as error:
+            raise UsageError(f"{option}: cannot create {folder}: {error.strerror or error}") from None
+    waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
     print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(map(ep_text, eps))}")
     if directml is not None:
         print(f"DirectML {directml.version or '?'} ({directml.source}): feature level {directml.feature_level or '?'}")
@@ -194,9 +199,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
     progress.close()
     env = environment(eps, options, argv, directml)
+    planned = len(suite.entries) * len(eps)
+    if len(results) < planned:  # recorded, so that every report of this results.json says the run failed
+        env |= {"interrupted": True, "planned_results": planned}
     summary = summarize(env, results)
     print(render_console(summary))
-    gate = gate_for(args.waivers, env, results)
+    gate = apply_waivers(env, results, waivers) if waivers is not None else None
     try:
         write_results(results_path, env, results)
         written = write_reports(args.report_dir, env, results, gate, list(FORMATS))
@@ -206,8 +214,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     print(f"reports: {', '.join([results_path, *written])}")
     if gate is not None:
         print("\n".join(gate_lines(gate)))
-    failed = (gate.failed or bool(summary.idle_eps)) if gate is not None else summary.failed
-    return EXIT_FAILED if failed or len(results) < len(suite.entries) * len(eps) else EXIT_OK
+    return EXIT_FAILED if overall_failed(summary, gate) else EXIT_OK
 
 
 def _coverage(args: argparse.Namespace, argv: Sequence[str]) -> int:

@@ -17,8 +17,8 @@ from conformance.report_html import render_html
 from conformance.report_junit import render_junit
 from conformance.report_markdown import render_markdown
 from conformance.results import Result, read_results, write_text_atomic
-from conformance.summary import summarize
-from conformance.waivers import Gate, apply_waivers, load_waivers, waived_keys
+from conformance.summary import Summary, summarize
+from conformance.waivers import Gate, Waiver, apply_waivers, load_waivers, waived_keys
 
 FORMATS = {"html": "report.html", "md": "summary.md", "junit": "junit.xml"}
 
@@ -49,13 +49,19 @@ def add_waiver_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def gate_for(path: str | None, env: Mapping[str, Any], results: Sequence[Result]) -> Gate | None:
-    """The known-failure gate when a waiver file is given; its problems are CaseFileError lines."""
+def read_waivers(path: str | None) -> list[Waiver] | None:
+    """The waiver file's entries, or None without one; its problems are CaseFileError lines."""
     if path is None:
         return None
     if not os.path.isfile(path):
         raise ReportUsageError(f"--waivers: {path}: no such file")
-    return apply_waivers(env, results, load_waivers(path))
+    return load_waivers(path)
+
+
+def overall_failed(summary: Summary, gate: Gate | None) -> bool:
+    """The run's verdict: with waivers, unexpected results only; in every case an EP that never started or an
+    interrupted run fails (no waiver can stand for results that were never produced)."""
+    return (gate.failed or summary.incomplete) if gate is not None else summary.failed
 
 
 def write_reports(
@@ -69,10 +75,14 @@ def write_reports(
         "md": lambda: render_markdown(summary),
         "junit": lambda: render_junit(env, results, waived),
     }
+    try:  # every format rendered before any is written: a renderer that fails leaves the folder as it was
+        texts = {name: renderers[name]() for name in formats}
+    except Exception as error:  # a results.json this version cannot render: one line, not a traceback
+        raise ReportUsageError(f"cannot render the reports: {type(error).__name__}: {error}") from None
     written = []
-    for name in formats:
+    for name, text in texts.items():
         path = os.path.join(out_dir, FORMATS[name])
-        write_text_atomic(path, renderers[name]())
+        write_text_atomic(path, text)
         written.append(path)
     return written
 
@@ -95,18 +105,18 @@ def report_command(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ReportUsageError(f"{args.results}: not a readable results.json: {error}") from None
     try:
-        gate = gate_for(args.waivers, env, results)
+        waivers = read_waivers(args.waivers)
     except CaseFileError as error:
         print("\n".join(str(p) for p in error.problems), file=sys.stderr)
         return 2
+    gate = apply_waivers(env, results, waivers) if waivers is not None else None
     out_dir = args.out_dir or os.path.dirname(args.results) or "."
     os.makedirs(out_dir, exist_ok=True)
     for path in write_reports(out_dir, env, results, gate, args.format or list(FORMATS)):
         print(path)
     if gate is not None:
         print("\n".join(gate_lines(gate)))
-        return 1 if gate.failed else 0
-    return 1 if summarize(env, results).failed else 0
+    return 1 if overall_failed(summarize(env, results), gate) else 0
 
 
 def diff_command(args: argparse.Namespace) -> int:

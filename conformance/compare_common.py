@@ -160,11 +160,11 @@ def _error_text(expected: np.generic, actual: np.generic) -> str:
 def ulp_histogram(ulps: Int64Array) -> list[list[int | str]]:
     """[label, count, lowest ULP] per power-of-two bucket of ULP errors ("0", "1", "2-3", ..., "512-1023", then
     "2^10+" and so on): the shape of an error distribution, which a report draws as a histogram."""
-    counts: dict[int, int] = {}
-    for value in ulps.reshape(-1).tolist():
-        low = 0 if value == 0 else 1 << (int(value).bit_length() - 1)
-        counts[low] = counts.get(low, 0) + 1
-    return [[_bucket_label(low), count, low] for low, count in sorted(counts.items())]
+    values = ulps.reshape(-1).astype(np.int64)
+    # The bucket of v > 0 is 2^floor(log2 v), computed exactly from the bit length (frexp's exponent is it).
+    lows = np.where(values > 0, np.left_shift(1, np.frexp(np.maximum(values, 1).astype(np.float64))[1] - 1), 0)
+    buckets, counts = np.unique(lows, return_counts=True)
+    return [[_bucket_label(int(low)), int(count), int(low)] for low, count in zip(buckets, counts, strict=True)]
 
 
 def _bucket_label(low: int) -> str:

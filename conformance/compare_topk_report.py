@@ -27,6 +27,7 @@ from conformance.compare_common import (
 from conformance.model import INPUT_TENSOR, OUTPUT_INDEX_TENSOR, OUTPUT_VALUE_TENSOR, AxisDirection, TopK1Desc
 
 SEQUENCE_SHOWN = 64  # elements of the first failing sequence a report shows side by side
+TIES_SHOWN = 64  # tied input positions kept per tied value
 _EXPLAIN = {
     "index_out_of_range": "an index outside the sequence",
     "duplicate_indices": "an input element selected more than once",
@@ -157,7 +158,10 @@ def ties(x: np.ndarray, ev: np.ndarray, ei: Int64Array, av: np.ndarray, ai: Int6
         tied = [i for i, v in enumerate(_keys(x)) if v == key]
         want = [int(i) for i, v in zip(ei, _keys(ev), strict=True) if v == key]
         got = [int(i) for i, v in zip(ai, _keys(av), strict=True) if v == key]
-        found.append({"value": key, "tied_at": tied, "expected": want, "actual": got})
+        # The first TIES_SHOWN tied positions and their count: an axis of 65,536 equal values is one tie.
+        found.append(
+            {"value": key, "tied_at": tied[:TIES_SHOWN], "tied_count": len(tied), "expected": want, "actual": got}
+        )
     return found
 
 

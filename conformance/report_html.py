@@ -64,7 +64,7 @@ def _header(summary: Summary, gate: Gate | None) -> str:
     totals = ", ".join(
         f"{summary.totals[s]} {s.value}" for s in (*ORDER, Status.PASS, Status.INVALID) if s in summary.totals
     )
-    red = gate.failed if gate is not None else summary.failed
+    red = (gate.failed or summary.incomplete) if gate is not None else summary.failed
     verdict = "FAILED" if red else "PASSED"
     lines = "".join(f"<dt>{escape(what)}</dt><dd>{escape(which)}</dd>" for what, which in summary.identity)
     if gate is not None:
@@ -131,9 +131,11 @@ def _pictures(details: Mapping[str, Any]) -> str:
     return f'<div class="pictures">{"".join(pictures)}</div>' if pictures else ""
 
 
-def _some(values: Sequence[object], shown: int = 24) -> str:
-    """A list as text, cut after ``shown`` items with how many more there are."""
-    more = f", … ({len(values) - shown} more)" if len(values) > shown else ""
+def _some(values: Sequence[object], total: int | None = None, shown: int = 24) -> str:
+    """A list as text, cut after ``shown`` items with how many more there are (of ``total`` when the list itself
+    was already cut)."""
+    total = len(values) if total is None else total
+    more = f", … ({total - shown} more)" if total > shown else ""
     return "[" + ", ".join(str(v) for v in values[:shown]) + more + "]"
 
 
@@ -154,8 +156,8 @@ def _sequence(details: Mapping[str, Any]) -> str:
         rows.append(f"<tr><th>{side} values</th>{values}</tr><tr><th>{side} indices</th>{indices}</tr>")
     shown = f" (first {len(seq['input'])} of {seq['input_size']})" if seq["input_size"] > len(seq["input"]) else ""
     ties = "".join(
-        f"<li>{escape(str(t['value']))} is tied at input indices {escape(_some(t['tied_at']))}: the spec's order "
-        f"selects {escape(str(t['expected']))}, the EP gave {escape(str(t['actual']))}</li>"
+        f"<li>{escape(str(t['value']))} is tied at input indices {escape(_some(t['tied_at'], t.get('tied_count')))}"
+        f": the spec's order selects {escape(str(t['expected']))}, the EP gave {escape(str(t['actual']))}</li>"
         for t in details.get("ties", [])
     )
     why = "".join(f"<li>{escape(line)}</li>" for line in seq.get("why", []))
@@ -230,7 +232,8 @@ def render_html(summary: Summary, results: Sequence[Result], gate: Gate | None =
         "".join(_article(i, r, waived) for i, r in enumerate(detailed)),
         _declined(results),
     ]
-    title = "DirectML conformance: " + ("FAILED" if (gate.failed if gate else summary.failed) else "PASSED")
+    red = (gate.failed or summary.incomplete) if gate is not None else summary.failed
+    title = "DirectML conformance: " + ("FAILED" if red else "PASSED")
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
         f'<meta name="viewport" content="width=device-width"><style>{CSS}</style></head>'

@@ -12,6 +12,7 @@ from conformance.model import Status
 from conformance.summary import STATUS_ORDER, Summary, first_line
 
 MAX_ROWS = 40  # rows per list: GitHub refuses comments over 65,536 characters
+MAX_COMMAND = 500  # characters of the command line shown (a run over thousands of named files has a long one)
 NO_VERDICT = frozenset({Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE})  # counted by reason, not listed one by one
 
 _LINE_BREAKS = re.compile(r"\r\n|\r|\n")
@@ -48,14 +49,17 @@ def render_markdown(summary: Summary) -> str:
     """The summary, short enough for a pull request comment: long lists are cut at MAX_ROWS rows."""
     env = summary.environment
     command = env.get("command") or []
+    unproven = summary.placement.unproven if summary.placement else ()
     lines = [
         "# DirectML conformance summary",
         "",
         *(f"- {what}: {_cell(which)}" for what, which in summary.identity),
         f"- target feature level: {env.get('target_feature_level') or 'per EP (above)'}",
-        f"- command: {_code(' '.join(str(word) for word in command))}",
+        f"- command: {_code(first_line(' '.join(str(word) for word in command), MAX_COMMAND))}",
         *([f"- placement: {summary.placement.line}"] if summary.placement else []),
-        *(f"  - {_cell(line)}" for line in (summary.placement.unproven if summary.placement else ())),
+        *(f"  - {_cell(line)}" for line in unproven[:MAX_ROWS]),
+        *_more(len(unproven)),
+        *(["- **interrupted**: fewer results than planned; the run fails"] if env.get("interrupted") else []),
         *(f"- **EP {_cell(ep)} executed none of its cases**: the run fails" for ep in summary.idle_eps),
         "",
         "## Totals",

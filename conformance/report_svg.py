@@ -77,7 +77,8 @@ def mismatch_map(shape: Sequence[int], positions: Sequence[int], total: int) -> 
     rows, columns, split = _grid(shape)
     row_step, column_step = math.ceil(rows / MAP_CELLS), math.ceil(columns / MAP_CELLS)
     grid_rows, grid_columns = math.ceil(rows / row_step), math.ceil(columns / column_step)
-    marked = sorted({(p // columns // row_step, p % columns // column_step) for p in positions})
+    inside = [p for p in positions if 0 <= p < rows * columns]  # a malformed results.json cannot draw outside
+    marked = sorted({(p // columns // row_step, p % columns // column_step) for p in inside})
     width, height = grid_columns * CELL, grid_rows * CELL
     body = [f'<rect x="0" y="0" width="{width}" height="{height}" fill="#e8f5e9" stroke="#9e9e9e"/>']
     body.extend(

@@ -159,7 +159,12 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
         placement=dict(execution.placement),
     )
     if options.artifacts is not None and result.status is Status.FAIL:
-        save_artifacts(options.artifacts, result, lowering.model, lowering.feeds, expected, execution.outputs, ep.name)
+        try:
+            save_artifacts(
+                options.artifacts, result, lowering.model, lowering.feeds, expected, execution.outputs, ep.name
+            )
+        except OSError as error:  # the verdict stands; the message says what could not be kept
+            result = replace(result, message=f"{result.message}\n  (artifacts not saved: {error.strerror or error})")
     return result
 
 

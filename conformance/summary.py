@@ -47,8 +47,14 @@ class Summary:
 
     @property
     def failed(self) -> bool:
-        """A FAIL or ERROR, or an EP that ran nothing: a gate must not pass on an EP that never started."""
-        return any(self.totals.get(s, 0) for s in FAILING) or bool(self.idle_eps)
+        """A FAIL or ERROR, an EP that ran nothing (a gate must not pass on an EP that never started), or a run
+        that was interrupted (results.json says so)."""
+        return any(self.totals.get(s, 0) for s in FAILING) or self.incomplete
+
+    @property
+    def incomplete(self) -> bool:
+        """What fails a run whatever the waivers say: an EP that never started, or an interrupted run."""
+        return bool(self.idle_eps) or bool(self.environment.get("interrupted"))
 
 
 EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.QUALITY_WARNING})

@@ -53,5 +53,9 @@ def test_a_failing_case_saves_what_reproduces_it(
     assert "forced failure" in (folder / "README.txt").read_text(encoding="utf-8")
 
 
-def test_folder_names_are_safe() -> None:
-    assert folder_name("cases/a b.yaml::x[1x2,<3>]", "dml:device_id=1") == "cases_a_b.yaml_x_1x2,_3_dml_device_id=1"
+def test_folder_names_are_safe_and_distinct() -> None:
+    name = folder_name("cases/a b.yaml::x[1x2,<3>]", "dml:device_id=1")
+    assert name.startswith("cases_a_b.yaml_x_1x2,_3_dml_device_id=1-") and "/" not in name
+    # Ids that read the same once cleaned still get folders of their own.
+    assert folder_name("t.yaml::x y", "cpu") != folder_name("t.yaml::x_y", "cpu")
+    assert folder_name("../../etc", "cpu").startswith("etc_cpu-")

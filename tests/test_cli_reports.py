@@ -98,3 +98,29 @@ def test_report_on_a_file_that_is_not_results_is_exit_2(tmp_path: Path, capsys: 
     bad.write_text("{}", encoding="utf-8")
     assert main(["report", str(bad)]) == 2
     assert capsys.readouterr().err.startswith(f"dmlconf: {bad}: not a readable results.json")
+
+
+def test_no_waiver_passes_a_run_whose_ep_never_started(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    idle = Result("cases/s.yaml::window", "SLICE1", "webgpu", Status.NOT_SUPPORTED, "ep_not_started", message="no GPU")
+    results = _results(tmp_path / "results.json", TIES, idle)
+    waivers = _waivers(tmp_path / "known.yaml", "*")  # waives every cuda failure; webgpu ran nothing
+    assert main(["report", results, "--waivers", waivers]) == 1
+    assert "<title>DirectML conformance: FAILED</title>" in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+def test_an_interrupted_run_fails_every_report_of_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "results.json"
+    write_results(str(path), {**ENV, "interrupted": True, "planned_results": 5}, [SLICE])
+    assert main(["report", str(path)]) == 1
+    assert "- **interrupted**: fewer results than planned" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+
+
+def test_a_results_file_this_version_cannot_render_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = replace(TIES, details={"shape": "not a shape", "positions": [1]})
+    results = _results(tmp_path / "results.json", odd)
+    assert main(["report", results]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("dmlconf: cannot render the reports:")
+    assert not (tmp_path / "report.html").exists()  # nothing half-written

@@ -365,3 +365,11 @@ def test_the_whole_library_on_two_gpu_eps_fits_a_pull_request_comment() -> None:
     assert len(markdown) < 65_536
     failing = sum(r.status in (Status.FAIL, Status.ERROR, Status.QUALITY_WARNING) for r in results)
     assert f"… and {failing - 40} more: see report.html" in markdown
+
+
+def test_unproven_placements_are_cut_in_markdown() -> None:
+    # 100 PASS results without a placement record: each is an unproven line, of which 40 are listed.
+    results = [Result(f"t.yaml::c{i}", "TOP_K1", "cpu", Status.PASS) for i in range(100)]
+    markdown = render_markdown(summarize(ENV, results))
+    header = markdown.split("## Totals")[0]
+    assert header.count("\n  - ") == 40 and "… and 60 more: see report.html" in header
