@@ -1,7 +1,9 @@
-"""dmlconf: ``validate`` case files, ``run`` them on onnxruntime execution providers, map their ``coverage``.
+"""dmlconf: ``validate`` case files, ``run`` them on execution providers, ``report`` and ``diff`` runs, map
+their ``coverage``, ``fuzz`` an EP.
 
-Exit codes: 0 nothing failed; 1 a FAIL or ERROR (run) or a clause left uncovered (coverage); 2 invalid input or
-usage (one line per problem).
+Exit codes: 0 nothing failed; 1 a FAIL or ERROR (run, report; with --waivers only unexpected ones), a regression
+(diff), a clause left uncovered (coverage) or a mismatch found (fuzz); 2 invalid input or usage (one line per
+problem).
 """
 
 from __future__ import annotations
