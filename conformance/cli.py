@@ -19,12 +19,14 @@ from conformance.cli_reports import (
     FORMATS,
     ReportUsageError,
     add_report_commands,
-    add_waiver_option,
+    add_run_options,
     diff_command,
     gate_lines,
+    merge_command,
     overall_failed,
     read_waivers,
     report_command,
+    shard_of,
     write_reports,
 )
 from conformance.coverage import build_map, case_coverage
@@ -38,7 +40,7 @@ from conformance.report_console import render_console
 from conformance.report_coverage import render_coverage
 from conformance.results import Result, write_results, write_text_atomic
 from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
-from conformance.suite import Suite, collect, quick
+from conformance.suite import Suite, collect, quick, shard
 from conformance.summary import summarize
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
 from conformance.waivers import apply_waivers
@@ -90,12 +92,7 @@ def _parser() -> argparse.ArgumentParser:
         help="only cases whose id contains SUBSTRING; a case's full id selects that case alone",
     )
     run.add_argument("--quick", action="store_true", help="only the quick selection (every clause, few cases)")
-    add_waiver_option(run)
-    run.add_argument(
-        "--artifacts",
-        metavar="DIR",
-        help="for each FAIL, save the ONNX model, inputs, expected and actual outputs (.onnx, .npy) under DIR",
-    )
+    add_run_options(run)
     cover = commands.add_parser("coverage", help="map the spec's clauses to the cases that exercise them (Markdown)")
     cover.add_argument("paths", nargs="*", metavar="PATH", help="case files or directories (default: cases/)")
     cover.add_argument("--output", default="reports/coverage.md", metavar="FILE", help="default: reports/coverage.md")
@@ -169,6 +166,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     suite = _collect(args.paths or ["cases"], args.max_elements, args.keyword)
     if args.quick and not suite.problems:
         suite = quick(suite, args.max_elements)
+    if (part := shard_of(args.shard)) is not None:
+        suite = shard(suite, *part)
     if suite.problems:
         _print_problems(suite.problems, suite.files)
         print("nothing was run: fix the problems above", file=sys.stderr)
@@ -287,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return report_command(args)
         if args.command == "diff":
             return diff_command(args)
+        if args.command == "merge":
+            return merge_command(args)
         return _run(args, ["dmlconf", *argv])
     except (UsageError, ReportUsageError) as error:
         print(f"dmlconf: {error}", file=sys.stderr)

@@ -11,12 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from conformance.diff import diff_runs
+from conformance.merge import MergeError, merge_runs
 from conformance.problems import CaseFileError
 from conformance.report_diff import render_diff_console, render_diff_markdown
 from conformance.report_html import render_html
 from conformance.report_junit import render_junit
 from conformance.report_markdown import render_markdown
-from conformance.results import Result, read_results, write_text_atomic
+from conformance.results import Result, read_results, write_results, write_text_atomic
+from conformance.suite import parse_shard
 from conformance.summary import Summary, summarize
 from conformance.waivers import Gate, Waiver, apply_waivers, load_waivers, waived_keys
 
@@ -39,6 +41,30 @@ def add_report_commands(commands: Any) -> None:
     diff.add_argument("old", metavar="OLD.json")
     diff.add_argument("new", metavar="NEW.json")
     diff.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
+    merge = commands.add_parser("merge", help="combine results.json files of shards or machines into one run")
+    merge.add_argument("results", nargs="+", metavar="RESULTS.json")
+    merge.add_argument("--report-dir", required=True, metavar="DIR", help="where the merged results and reports go")
+    add_waiver_option(merge)
+
+
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    """run's options for gates, artifacts and sharding (kept here so that cli.py stays about running)."""
+    add_waiver_option(run)
+    run.add_argument(
+        "--artifacts",
+        metavar="DIR",
+        help="for each FAIL, save the ONNX model, inputs, expected and actual outputs (.onnx, .npy) under DIR",
+    )
+    run.add_argument("--shard", metavar="I/N", help="only shard I of N (by a hash of each case id; merge them after)")
+
+
+def shard_of(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        return parse_shard(text)
+    except ValueError as error:
+        raise ReportUsageError(f"--shard: {error}") from None
 
 
 def add_waiver_option(parser: argparse.ArgumentParser) -> None:
@@ -114,6 +140,30 @@ def report_command(args: argparse.Namespace) -> int:
     os.makedirs(out_dir, exist_ok=True)
     for path in write_reports(out_dir, env, results, gate, args.format or list(FORMATS)):
         print(path)
+    if gate is not None:
+        print("\n".join(gate_lines(gate)))
+    return 1 if overall_failed(summarize(env, results), gate) else 0
+
+
+def merge_command(args: argparse.Namespace) -> int:
+    runs = []
+    for path in args.results:
+        try:
+            env, results = read_results(path)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ReportUsageError(f"{path}: not a readable results.json: {error}") from None
+        runs.append((path, env, results))
+    try:
+        env, results = merge_runs(runs)
+        waivers = read_waivers(args.waivers)
+    except MergeError as error:
+        raise ReportUsageError(str(error)) from None
+    gate = apply_waivers(env, results, waivers) if waivers is not None else None
+    os.makedirs(args.report_dir, exist_ok=True)
+    results_path = os.path.join(args.report_dir, "results.json")
+    write_results(results_path, env, results)
+    written = write_reports(args.report_dir, env, results, gate, list(FORMATS))
+    print(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
     if gate is not None:
         print("\n".join(gate_lines(gate)))
     return 1 if overall_failed(summarize(env, results), gate) else 0

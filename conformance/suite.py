@@ -1,7 +1,8 @@
-"""Collect a suite: case files under the given paths, read, validated, filtered by -k."""
+"""Collect a suite: case files under the given paths, read, validated, filtered by -k, --quick and --shard."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
@@ -60,3 +61,22 @@ def quick(suite: Suite, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Suite:
     coverages = [case_coverage(entry, max_elements) for entry in suite.entries]
     chosen = set(quick_selection(coverages, [e.id for e in suite.entries if is_found(e)]))
     return replace(suite, entries=tuple(e for e in suite.entries if e.id in chosen))
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """ "I/N" (1 <= I <= N) -> (I, N); ValueError with a one-line reason otherwise."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()) or not 1 <= int(index) <= int(count):
+        raise ValueError(f"expected I/N with 1 <= I <= N, got {text!r}")
+    return int(index), int(count)
+
+
+def in_shard(case_id: str, index: int, count: int) -> bool:
+    """Whether a case belongs to shard ``index`` of ``count``: by a hash of its full id, so a case stays in its shard
+    when others are added or removed, and every machine computes the same split."""
+    return int(hashlib.sha1(case_id.encode("utf-8")).hexdigest(), 16) % count == index - 1
+
+
+def shard(suite: Suite, index: int, count: int) -> Suite:
+    """Shard ``index`` of ``count``: the shards of one suite are disjoint and together hold every case."""
+    return replace(suite, entries=tuple(e for e in suite.entries if in_shard(e.id, index, count)))

@@ -1,0 +1,74 @@
+"""--shard I/N and dmlconf merge: disjoint shards that together hold the suite, merged back into one run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+from conformance.suite import collect, parse_shard, shard
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = ["cases/top_k1/spec_examples.yaml", "cases/slice1/spec_examples.yaml", "cases/found/slice1.yaml"]
+
+
+@pytest.mark.parametrize(("text", "parsed"), [("1/1", (1, 1)), ("2/3", (2, 3)), ("10/10", (10, 10))])
+def test_a_shard_is_i_of_n(text: str, parsed: tuple[int, int]) -> None:
+    assert parse_shard(text) == parsed
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0", "-1/2", "1/2/3"])
+def test_other_shard_texts_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="I/N"):
+        parse_shard(text)
+
+
+def test_the_shards_of_the_library_are_disjoint_and_complete() -> None:
+    suite = collect([str(REPO / "cases")])
+    ids = [entry.id for entry in suite.entries]
+    parts = [{entry.id for entry in shard(suite, i, 3).entries} for i in (1, 2, 3)]
+    assert sum(len(p) for p in parts) == len(ids) and set().union(*parts) == set(ids)
+    assert all(len(p) > len(ids) // 5 for p in parts)  # a hash split, not everything in one shard
+
+
+def _run(argv: list[str]) -> int:
+    return main(["run", *EXAMPLES, "--ep", "cpu", *argv])
+
+
+def test_merged_shards_give_the_unsharded_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    assert _run(["--report-dir", str(tmp_path / "all")]) == 0
+    for i in (1, 2):
+        assert _run(["--shard", f"{i}/2", "--report-dir", str(tmp_path / f"s{i}")]) == 0
+    shards = [str(tmp_path / f"s{i}" / "results.json") for i in (1, 2)]
+    assert main(["merge", *shards, "--report-dir", str(tmp_path / "merged")]) == 0
+
+    def verdicts(folder: str) -> dict[tuple[str, str], str]:
+        document = json.loads((tmp_path / folder / "results.json").read_text(encoding="utf-8"))
+        return {(r["case"], r["ep"]): r["status"] for r in document["results"]}
+
+    assert verdicts("merged") == verdicts("all") and len(verdicts("all")) == 8
+    assert 0 < len(verdicts("s1")) < 8
+    merged = json.loads((tmp_path / "merged" / "results.json").read_text(encoding="utf-8"))["environment"]
+    assert [s["file"] for s in merged["shards"]] == shards
+    assert (tmp_path / "merged" / "report.html").exists() and (tmp_path / "merged" / "junit.xml").exists()
+
+
+def test_a_result_in_two_files_is_not_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    assert _run(["--report-dir", str(tmp_path / "a")]) == 0
+    same = str(tmp_path / "a" / "results.json")
+    assert main(["merge", same, same, "--report-dir", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is in both" in err[0]
+
+
+def test_a_bad_shard_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["--shard", "3/2", "--report-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("dmlconf: --shard: expected I/N")
