@@ -38,12 +38,13 @@ from conformance.problems import CaseFileError, Problem
 from conformance.progress import Progress
 from conformance.report_console import render_console
 from conformance.report_coverage import render_coverage
-from conformance.results import Result, write_results, write_text_atomic
-from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
+from conformance.results import write_results, write_text_atomic
+from conformance.runner import RunOptions, distinct_eps, ep_text
 from conformance.suite import Suite, collect, quick, shard
 from conformance.summary import summarize
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
 from conformance.waivers import apply_waivers
+from conformance.workers import run_pairs
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -188,17 +189,11 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(map(ep_text, eps))}")
     if directml is not None:
         print(f"DirectML {directml.version or '?'} ({directml.source}): feature level {directml.feature_level or '?'}")
-    results: list[Result] = []
     progress = Progress(len(suite.entries) * len(eps))
-    try:
-        for entry in suite.entries:
-            for ep in eps:
-                results.append(run_entry(entry, ep, options))
-                progress.advance()
-    except KeyboardInterrupt:
-        progress.close()
-        print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
+    results = run_pairs(suite.entries, eps, options, args.jobs, progress.advance)
     progress.close()
+    if len(results) < len(suite.entries) * len(eps):
+        print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
     env = environment(eps, options, argv, directml)
     planned = len(suite.entries) * len(eps)
     if len(results) < planned:  # recorded, so that every report of this results.json says the run failed

@@ -56,6 +56,9 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
         help="for each FAIL, save the ONNX model, inputs, expected and actual outputs (.onnx, .npy) under DIR",
     )
     run.add_argument("--shard", metavar="I/N", help="only shard I of N (by a hash of each case id; merge them after)")
+    run.add_argument(
+        "-j", "--jobs", type=int, default=1, metavar="N", help="run in N worker processes (results as with one)"
+    )
 
 
 def shard_of(text: str | None) -> tuple[int, int] | None:
