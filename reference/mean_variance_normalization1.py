@@ -39,20 +39,45 @@ def mean_variance_normalization1(
     if x.dtype.kind != "f":
         raise ValueError(f"MEAN_VARIANCE_NORMALIZATION1 needs a floating-point input, got {x.dtype}")
     reduce_axes = _check_axes(axes, x.ndim)
-    out = x.astype(np.float64)
-    # spec: "Axes: The axes along which to calculate the Mean and Variance."
-    out -= out.mean(axis=reduce_axes, keepdims=True)
-    # spec: "If FALSE, then normalization equation is Output = FusedActivation(Scale * (Input - Mean) + Bias)."
-    if normalize_variance:
-        variance = np.square(out).mean(axis=reduce_axes, keepdims=True)
-        # spec: "(Input - Mean) / sqrt(Variance + Epsilon)"; "Epsilon Type: FLOAT".
-        out /= np.sqrt(variance + float(np.float32(epsilon)))
-    if scale is not None:
-        out *= _broadcast_operand(scale, x.shape, "ScaleTensor")
-    if bias is not None:
-        out += _broadcast_operand(bias, x.shape, "BiasTensor")
-    # spec: "FusedActivation: An optional fused activation layer to apply after the normalization."
-    return apply_activation(out, fused_activation).astype(x.dtype)
+    operands = [
+        _broadcast_operand(t, x.shape, n) if t is not None else None
+        for t, n in ((scale, "ScaleTensor"), (bias, "BiasTensor"))
+    ]
+    # Each group (one Mean and one Variance) becomes a row: kept axes first, reduced axes last. Rows are then worked
+    # on a block at a time, so the float64 temporaries stay near the cache's size instead of the input's.
+    order = [a for a in range(x.ndim) if a not in reduce_axes] + list(reduce_axes)
+    group = int(np.prod([x.shape[a] for a in reduce_axes]))
+    rows = _rows(x, order, group)
+    scales, biases = (None if t is None else _rows(np.broadcast_to(t, x.shape), order, group) for t in operands)
+    out = np.empty(rows.shape, dtype=x.dtype)
+    step = max(1, _BLOCK // group)
+    for first in range(0, rows.shape[0], step):
+        block = slice(first, first + step)
+        values = rows[block].astype(np.float64)
+        # spec: "Axes: The axes along which to calculate the Mean and Variance."
+        values -= values.mean(axis=1, keepdims=True)
+        # spec: "If FALSE, then normalization equation is Output = FusedActivation(Scale * (Input - Mean) + Bias)."
+        if normalize_variance:
+            variance = np.einsum("ij,ij->i", values, values)[:, None] / group
+            # spec: "(Input - Mean) / sqrt(Variance + Epsilon)"; "Epsilon Type: FLOAT".
+            values /= np.sqrt(variance + float(np.float32(epsilon)))
+        if scales is not None:
+            values *= scales[block]
+        if biases is not None:
+            values += biases[block]
+        # spec: "FusedActivation: An optional fused activation layer to apply after the normalization."
+        out[block] = apply_activation(values, fused_activation)
+    # Back to the input's layout: undo the reshape, then the axis order.
+    moved_shape = [x.shape[a] for a in order]
+    return np.ascontiguousarray(np.moveaxis(out.reshape(moved_shape), range(x.ndim), order))
+
+
+_BLOCK = 1 << 18  # elements per block of rows: 2 MiB of float64, about a core's share of the cache
+
+
+def _rows(array: NDArray[Any], order: list[int], group: int) -> NDArray[Any]:
+    """``array`` with axes in ``order``, as (groups, group size) rows (a copy only when the layout needs one)."""
+    return np.transpose(array, order).reshape(-1, group)
 
 
 def _check_axes(axes: Iterable[int], ndim: int) -> tuple[int, ...]:
