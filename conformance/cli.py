@@ -23,7 +23,6 @@ from conformance.cli_reports import (
     diff_command,
     gate_lines,
     merge_command,
-    overall_failed,
     read_waivers,
     report_command,
     shard_of,
@@ -43,7 +42,7 @@ from conformance.runner import RunOptions, distinct_eps, ep_text
 from conformance.suite import Suite, collect, quick, shard
 from conformance.summary import summarize
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
-from conformance.waivers import apply_waivers
+from conformance.waivers import apply_waivers, overall_failed
 from conformance.workers import run_pairs
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -189,21 +188,20 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(map(ep_text, eps))}")
     if directml is not None:
         print(f"DirectML {directml.version or '?'} ({directml.source}): feature level {directml.feature_level or '?'}")
-    progress = Progress(len(suite.entries) * len(eps))
+    planned = len(suite.entries) * len(eps)
+    progress = Progress(planned)
     results = run_pairs(suite.entries, eps, options, args.jobs, progress.advance)
     progress.close()
-    if len(results) < len(suite.entries) * len(eps):
-        print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
     env = environment(eps, options, argv, directml)
-    planned = len(suite.entries) * len(eps)
     if len(results) < planned:  # recorded, so that every report of this results.json says the run failed
+        print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
         env |= {"interrupted": True, "planned_results": planned}
     summary = summarize(env, results)
     print(render_console(summary))
     gate = apply_waivers(env, results, waivers) if waivers is not None else None
     try:
         write_results(results_path, env, results)
-        written = write_reports(args.report_dir, env, results, gate, list(FORMATS))
+        written = write_reports(args.report_dir, summary, results, gate, list(FORMATS))
     except OSError as error:
         print(f"dmlconf: cannot write reports to {args.report_dir}: {error.strerror or error}", file=sys.stderr)
         return EXIT_FAILED

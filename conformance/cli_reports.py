@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from conformance.diff import diff_runs
 from conformance.merge import MergeError, merge_runs
-from conformance.problems import CaseFileError
 from conformance.report_diff import render_diff_console, render_diff_markdown
 from conformance.report_html import render_html
 from conformance.report_junit import render_junit
@@ -20,7 +18,7 @@ from conformance.report_markdown import render_markdown
 from conformance.results import Result, read_results, write_results, write_text_atomic
 from conformance.suite import parse_shard
 from conformance.summary import Summary, summarize
-from conformance.waivers import Gate, Waiver, apply_waivers, load_waivers, waived_keys
+from conformance.waivers import Gate, Waiver, apply_waivers, load_waivers, overall_failed, waived_keys
 
 FORMATS = {"html": "report.html", "md": "summary.md", "junit": "junit.xml"}
 
@@ -87,17 +85,20 @@ def read_waivers(path: str | None) -> list[Waiver] | None:
     return load_waivers(path)
 
 
-def overall_failed(summary: Summary, gate: Gate | None) -> bool:
-    """The run's verdict: with waivers, unexpected results only; in every case an EP that never started or an
-    interrupted run fails (no waiver can stand for results that were never produced)."""
-    return (gate.failed or summary.incomplete) if gate is not None else summary.failed
+def _read(path: str) -> tuple[dict[str, Any], list[Result]]:
+    """A results.json, or a one-line usage error naming the file."""
+    try:
+        return read_results(path)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ReportUsageError(f"{path}: not a readable results.json: {error}") from None
 
 
 def write_reports(
-    out_dir: str, env: Mapping[str, Any], results: Sequence[Result], gate: Gate | None, formats: Sequence[str]
+    out_dir: str, summary: Summary, results: Sequence[Result], gate: Gate | None, formats: Sequence[str]
 ) -> list[str]:
-    """Write each format into ``out_dir`` (atomically, file by file); the paths written."""
-    summary = summarize(env, results)
+    """Write each format of ``summary`` (of ``results``) into ``out_dir`` (atomically, file by file); the paths
+    written."""
+    env = summary.environment
     waived = waived_keys(gate) if gate is not None else None
     renderers = {
         "html": lambda: render_html(summary, results, gate),
@@ -128,58 +129,45 @@ def gate_lines(gate: Gate) -> list[str]:
     return lines
 
 
-def report_command(args: argparse.Namespace) -> int:
-    try:
-        env, results = read_results(args.results)
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ReportUsageError(f"{args.results}: not a readable results.json: {error}") from None
-    try:
-        waivers = read_waivers(args.waivers)
-    except CaseFileError as error:
-        print("\n".join(str(p) for p in error.problems), file=sys.stderr)
-        return 2
+def _publish(
+    out_dir: str, env: Mapping[str, Any], results: Sequence[Result], waiver_file: str | None, formats: Sequence[str]
+) -> tuple[list[str], list[str], int]:
+    """``report`` and ``merge``'s common end: the gate and every format written; the paths written, the gate's
+    lines and the exit code. (A waiver file's problems are CaseFileError lines, which main prints.)"""
+    waivers = read_waivers(waiver_file)
     gate = apply_waivers(env, results, waivers) if waivers is not None else None
-    out_dir = args.out_dir or os.path.dirname(args.results) or "."
+    summary = summarize(env, results)
     os.makedirs(out_dir, exist_ok=True)
-    for path in write_reports(out_dir, env, results, gate, args.format or list(FORMATS)):
-        print(path)
-    if gate is not None:
-        print("\n".join(gate_lines(gate)))
-    return 1 if overall_failed(summarize(env, results), gate) else 0
+    written = write_reports(out_dir, summary, results, gate, formats)
+    return written, gate_lines(gate) if gate is not None else [], 1 if overall_failed(summary, gate) else 0
+
+
+def report_command(args: argparse.Namespace) -> int:
+    env, results = _read(args.results)
+    out_dir = args.out_dir or os.path.dirname(args.results) or "."
+    written, gate, code = _publish(out_dir, env, results, args.waivers, args.format or list(FORMATS))
+    print("\n".join([*written, *gate]))
+    return code
 
 
 def merge_command(args: argparse.Namespace) -> int:
-    runs = []
-    for path in args.results:
-        try:
-            env, results = read_results(path)
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise ReportUsageError(f"{path}: not a readable results.json: {error}") from None
-        runs.append((path, env, results))
+    runs = [(path, *_read(path)) for path in args.results]
     try:
         env, results = merge_runs(runs)
-        waivers = read_waivers(args.waivers)
     except MergeError as error:
         raise ReportUsageError(str(error)) from None
-    gate = apply_waivers(env, results, waivers) if waivers is not None else None
-    os.makedirs(args.report_dir, exist_ok=True)
     results_path = os.path.join(args.report_dir, "results.json")
+    os.makedirs(args.report_dir, exist_ok=True)
     write_results(results_path, env, results)
-    written = write_reports(args.report_dir, env, results, gate, list(FORMATS))
+    written, gate, code = _publish(args.report_dir, env, results, args.waivers, list(FORMATS))
     print(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
-    if gate is not None:
-        print("\n".join(gate_lines(gate)))
-    return 1 if overall_failed(summarize(env, results), gate) else 0
+    if gate:
+        print("\n".join(gate))
+    return code
 
 
 def diff_command(args: argparse.Namespace) -> int:
-    runs = []
-    for path in (args.old, args.new):
-        try:
-            runs.append(read_results(path))
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise ReportUsageError(f"{path}: not a readable results.json: {error}") from None
-    (old_env, old), (new_env, new) = runs
+    (old_env, old), (new_env, new) = _read(args.old), _read(args.new)
     try:
         comparison = diff_runs(old, new, old_env, new_env)
     except ValueError as error:

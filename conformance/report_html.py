@@ -19,7 +19,7 @@ from conformance.model import Status
 from conformance.report_svg import mismatch_map, ulp_histogram
 from conformance.results import Result
 from conformance.summary import Summary, first_line
-from conformance.waivers import Gate, waived_keys
+from conformance.waivers import Gate, overall_failed, waived_keys
 
 ORDER = (Status.FAIL, Status.ERROR, Status.QUALITY_WARNING, Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE)
 DETAILED = frozenset({Status.FAIL, Status.ERROR, Status.QUALITY_WARNING})
@@ -60,11 +60,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], raw: bool = Fa
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _header(summary: Summary, gate: Gate | None) -> str:
+def _header(summary: Summary, gate: Gate | None, red: bool) -> str:
     totals = ", ".join(
         f"{summary.totals[s]} {s.value}" for s in (*ORDER, Status.PASS, Status.INVALID) if s in summary.totals
     )
-    red = (gate.failed or summary.incomplete) if gate is not None else summary.failed
     verdict = "FAILED" if red else "PASSED"
     lines = "".join(f"<dt>{escape(what)}</dt><dd>{escape(which)}</dd>" for what, which in summary.identity)
     if gate is not None:
@@ -224,15 +223,15 @@ def render_html(summary: Summary, results: Sequence[Result], gate: Gate | None =
         f"{' (known failure)' if (r.case, r.ep) in waived else ''}</li>"
         for i, r in enumerate(detailed)
     )
+    red = overall_failed(summary, gate)
     parts = [
-        _header(summary, gate),
+        _header(summary, gate, red),
         _matrix(results, summary.eps),
         _gate(gate) if gate is not None else "",
         f"<h2 id=failures>Failures and warnings ({len(detailed)})</h2><ol>{index}</ol>" if detailed else "",
         "".join(_article(i, r, waived) for i, r in enumerate(detailed)),
         _declined(results),
     ]
-    red = (gate.failed or summary.incomplete) if gate is not None else summary.failed
     title = "DirectML conformance: " + ("FAILED" if red else "PASSED")
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'

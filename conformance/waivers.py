@@ -27,6 +27,7 @@ from conformance.load import load_document
 from conformance.model import SourcePos, Status
 from conformance.problems import CaseFileError, Problem
 from conformance.results import FAILING, Result
+from conformance.summary import Summary
 
 TOP_KEY = "known_failures"
 FIELDS = ("case", "ep", "device", "driver", "reason", "tracking")
@@ -229,3 +230,9 @@ def _slashed(case_id: str) -> str:
     shared across platforms, so the path part is compared with forward slashes on both sides."""
     path, separator, name = case_id.partition("::")
     return path.replace("\\", "/") + separator + name
+
+
+def overall_failed(summary: Summary, gate: Gate | None) -> bool:
+    """A run's verdict: with waivers, unexpected results only; in every case an EP that never started or an
+    interrupted run fails (no waiver can stand for results that were never produced)."""
+    return (gate.failed or summary.incomplete) if gate is not None else summary.failed
