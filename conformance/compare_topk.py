@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from conformance.compare_common import BoolArray, Metrics, Verdict, passed, same_bits, structure_problem
-from conformance.compare_topk_report import Sequences, topk_details, topk_message
+from conformance.compare_topk_report import Sequences, topk_report
 from conformance.model import (
     INPUT_TENSOR,
     OUTPUT_INDEX_TENSOR,
@@ -86,8 +86,8 @@ def compare_topk(
         status = Status.FAIL
         kind = next(k for k in KINDS if (classified.kinds == k).any())
     first = int(classified.rows[np.flatnonzero(classified.kinds == kind)[0]])
-    message = topk_message(seqs, desc, kind, first, ~(value_ok & index_ok), metrics)
-    return Verdict(status, kind, message, metrics, topk_details(seqs, desc, kind, first, ~(value_ok & index_ok)))
+    message, details = topk_report(seqs, desc, kind, first, ~(value_ok & index_ok), metrics)
+    return Verdict(status, kind, message, metrics, details)
 
 
 def classify(seqs: Sequences, rows: npt.NDArray[np.intp], direction: AxisDirection) -> Classified:

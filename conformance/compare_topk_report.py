@@ -91,7 +91,27 @@ class Sequences:
         return (*lead[: self.axis], position, *lead[self.axis :])
 
 
-def topk_message(seqs: Sequences, desc: TopK1Desc, kind: str, row: int, mismatched: BoolArray, metrics: Metrics) -> str:
+def topk_report(
+    seqs: Sequences, desc: TopK1Desc, kind: str, row: int, mismatched: BoolArray, metrics: Metrics
+) -> tuple[str, Details]:
+    """The message and the report's details for the first ``kind`` sequence (``row``), from one look at it: its
+    ties, why it is wrong and the first mismatching elements are worked out once for both."""
+    found = _ties(seqs, row) if kind == "tie_order" else []
+    why = _why(seqs, desc.axis_direction, kind, row, found)
+    layout = _layout(seqs, mismatched)
+    table = _table(seqs, layout)
+    return _message(seqs, desc, kind, row, metrics, why, table), _details(seqs, row, layout, why, table, found)
+
+
+def _message(
+    seqs: Sequences,
+    desc: TopK1Desc,
+    kind: str,
+    row: int,
+    metrics: Metrics,
+    why: list[str],
+    table: tuple[list[str], list[list[str]]],
+) -> str:
     """The summary, the first ``kind`` sequence in full, why it is wrong, and the first mismatching elements."""
     k, direction = desc.k, desc.axis_direction.value
     by_kind = ", ".join(
@@ -111,18 +131,17 @@ def topk_message(seqs: Sequences, desc: TopK1Desc, kind: str, row: int, mismatch
         f"    actual values:    {format_list(seqs.actual_values[row])}",
         f"    expected indices: {format_list(seqs.expected_indices[row])}",
         f"    actual indices:   {format_list(seqs.actual_indices[row])}",
-        *["  " + line for line in _why(seqs, desc.axis_direction, kind, row)],
+        *["  " + line for line in why],
     ]
-    headers, rows = _table(seqs, mismatched)
+    headers, rows = table
     lines.append(f"  first {len(rows)} mismatching elements:")
     lines.extend(indent_table(headers, rows))
     return "\n".join(lines)
 
 
-def _why(seqs: Sequences, direction: AxisDirection, kind: str, row: int) -> list[str]:
+def _why(seqs: Sequences, direction: AxisDirection, kind: str, row: int, ties: list[dict[str, Any]]) -> list[str]:
     x, n = seqs.inputs[row], seqs.axis_size
-    av, ai = seqs.actual_values[row], seqs.actual_indices[row]
-    ev, ei = seqs.expected_values[row], seqs.expected_indices[row]
+    av, ai, ev = seqs.actual_values[row], seqs.actual_indices[row], seqs.expected_values[row]
     if kind == "index_out_of_range":
         j = int(np.flatnonzero((ai < 0) | (ai >= n))[0])
         return [f"output position {j}: index {int(ai[j])} is outside [0, {n})"]
@@ -145,19 +164,22 @@ def _why(seqs: Sequences, direction: AxisDirection, kind: str, row: int) -> list
         pair = f"{format_value(av[j])}, {format_value(av[j + 1])}"
         return [f"output positions {j}, {j + 1} hold {pair}: not {order} (NaN counts as the largest value)"]
     if kind == "tie_order":
-        return _tie_lines(x, ev, ei, av, ai)
+        return _tie_lines(ties)
     return ["the oracle's order puts NaN first for DECREASING and last for INCREASING; the EP's, the reverse"]
 
 
-def ties(x: np.ndarray, ev: np.ndarray, ei: Int64Array, av: np.ndarray, ai: Int64Array) -> list[dict[str, Any]]:
-    """For up to 3 tied values whose indices differ: where the value is tied in the input, and the indices each
-    side selected for it, in output order."""
+def _ties(seqs: Sequences, row: int) -> list[dict[str, Any]]:
+    """For up to 3 tied values of sequence ``row`` whose indices differ: where the value is tied in the input, and
+    the indices each side selected for it, in output order."""
+    ev, ei = seqs.expected_values[row], seqs.expected_indices[row]
+    ai = seqs.actual_indices[row]
+    # Each side's values as keys once: a 65,536-element sequence takes a while to format.
+    x_keys, ev_keys, av_keys = _keys(seqs.inputs[row]), _keys(ev), _keys(seqs.actual_values[row])
     found: list[dict[str, Any]] = []
-    differing = np.flatnonzero(ei != ai)
-    for key in list(dict.fromkeys(_keys(ev[differing])))[:3]:
-        tied = [i for i, v in enumerate(_keys(x)) if v == key]
-        want = [int(i) for i, v in zip(ei, _keys(ev), strict=True) if v == key]
-        got = [int(i) for i, v in zip(ai, _keys(av), strict=True) if v == key]
+    for key in list(dict.fromkeys(ev_keys[i] for i in np.flatnonzero(ei != ai)))[:3]:
+        tied = [i for i, v in enumerate(x_keys) if v == key]
+        want = [int(i) for i, v in zip(ei, ev_keys, strict=True) if v == key]
+        got = [int(i) for i, v in zip(ai, av_keys, strict=True) if v == key]
         # The first TIES_SHOWN tied positions and their count: an axis of 65,536 equal values is one tie.
         found.append(
             {"value": key, "tied_at": tied[:TIES_SHOWN], "tied_count": len(tied), "expected": want, "actual": got}
@@ -165,9 +187,9 @@ def ties(x: np.ndarray, ev: np.ndarray, ei: Int64Array, av: np.ndarray, ai: Int6
     return found
 
 
-def _tie_lines(x: np.ndarray, ev: np.ndarray, ei: Int64Array, av: np.ndarray, ai: Int64Array) -> list[str]:
+def _tie_lines(found: list[dict[str, Any]]) -> list[str]:
     lines: list[str] = []
-    for tie in ties(x, ev, ei, av, ai):
+    for tie in found:
         want, got, tied = tie["expected"], tie["actual"], tie["tied_at"]
         why = (
             "tied elements must come in ascending index order"
@@ -179,11 +201,16 @@ def _tie_lines(x: np.ndarray, ev: np.ndarray, ei: Int64Array, av: np.ndarray, ai
     return lines
 
 
-def topk_details(seqs: Sequences, desc: TopK1Desc, kind: str, row: int, mismatched: BoolArray) -> Details:
-    """What a report draws: the first ``kind`` sequence side by side, its ties, and where the mismatches are."""
-    headers, rows = _table(seqs, mismatched)
-    layout = np.moveaxis(mismatched.reshape(*seqs.lead_shape, mismatched.shape[1]), -1, seqs.axis)
-    details = mismatch_details(OUTPUT_VALUE_TENSOR, layout, headers, rows)
+def _details(
+    seqs: Sequences,
+    row: int,
+    layout: BoolArray,
+    why: list[str],
+    table: tuple[list[str], list[list[str]]],
+    found: list[dict[str, Any]],
+) -> Details:
+    """What a report draws: the first failing sequence side by side, its ties, and where the mismatches are."""
+    details = mismatch_details(OUTPUT_VALUE_TENSOR, layout, *table)
     x, ev, ei = seqs.inputs[row], seqs.expected_values[row], seqs.expected_indices[row]
     av, ai = seqs.actual_values[row], seqs.actual_indices[row]
     details["sequence"] = {
@@ -194,10 +221,10 @@ def topk_details(seqs: Sequences, desc: TopK1Desc, kind: str, row: int, mismatch
         "actual_values": [format_value(v) for v in av[:SEQUENCE_SHOWN]],
         "expected_indices": [int(i) for i in ei[:SEQUENCE_SHOWN]],
         "actual_indices": [int(i) for i in ai[:SEQUENCE_SHOWN]],
-        "why": _why(seqs, desc.axis_direction, kind, row),
+        "why": why,
     }
-    if kind == "tie_order":
-        details["ties"] = ties(x, ev, ei, av, ai)
+    if found:
+        details["ties"] = found
     return details
 
 
@@ -213,9 +240,13 @@ def _in_order(first: np.generic, second: np.generic, direction: AxisDirection) -
     return math.isnan(b) or (not math.isnan(a) and a <= b)
 
 
-def _table(seqs: Sequences, mismatched: BoolArray) -> tuple[list[str], list[list[str]]]:
+def _layout(seqs: Sequences, mismatched: BoolArray) -> BoolArray:
+    """Per-sequence mismatches (sequences x K) back in the output tensor's own layout."""
+    return np.moveaxis(mismatched.reshape(*seqs.lead_shape, mismatched.shape[1]), -1, seqs.axis)
+
+
+def _table(seqs: Sequences, layout: BoolArray) -> tuple[list[str], list[list[str]]]:
     headers = ["index", "expected value", "actual value", "expected index", "actual index"]
-    layout = np.moveaxis(mismatched.reshape(*seqs.lead_shape, mismatched.shape[1]), -1, seqs.axis)
     rows: list[list[str]] = []
     for coords in np.argwhere(layout)[:TABLE_ROWS]:
         at = [int(c) for c in coords]
