@@ -9,7 +9,7 @@ Parameters = dict[str, str]
 
 
 def _tensor(spec: TensorSpec) -> str:
-    sizes = "[" + ", ".join(str(s) for s in spec.sizes) + "]"
+    sizes = _ints(spec.sizes)
     if spec.generator is not None:
         knobs = "".join(f", {key} {value:g}" for key, value in spec.generator.params.items())
         source = f"{spec.generator.kind} seed {spec.generator.seed}{knobs}"

@@ -39,7 +39,7 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["status"] = self.status.value
-        data["metrics"] = {key: _json_value(value) for key, value in self.metrics.items()}
+        data["metrics"] = _json_value(self.metrics)
         data["placement"] = dict(self.placement)
         data["details"] = _json_value(self.details)
         data["parameters"] = dict(self.parameters)
