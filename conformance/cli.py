@@ -175,7 +175,11 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
     directml = directml_for(eps)
-    options = RunOptions(level, args.max_elements, directml.feature_level if directml else None, args.artifacts)
+    if args.pack < 1:
+        raise UsageError(f"--pack: must be at least 1, got {args.pack}")
+    options = RunOptions(
+        level, args.max_elements, directml.feature_level if directml else None, args.artifacts, args.pack
+    )
     results_path = os.path.join(args.report_dir, "results.json")
     # Before the run, so that an unusable --report-dir, --artifacts or waiver file costs nothing.
     for option, folder in (("--report-dir", args.report_dir), ("--artifacts", args.artifacts)):

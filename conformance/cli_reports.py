@@ -16,6 +16,7 @@ from conformance.report_html import render_html
 from conformance.report_junit import render_junit
 from conformance.report_markdown import render_markdown
 from conformance.results import Result, read_results, write_results, write_text_atomic
+from conformance.runner import RunOptions
 from conformance.suite import parse_shard
 from conformance.summary import Summary, summarize
 from conformance.waivers import Gate, Waiver, apply_waivers, load_waivers, overall_failed, waived_keys
@@ -56,6 +57,14 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--shard", metavar="I/N", help="only shard I of N (by a hash of each case id; merge them after)")
     run.add_argument(
         "-j", "--jobs", type=int, default=1, metavar="N", help="run in N worker processes (results as with one)"
+    )
+    run.add_argument(
+        "--pack",
+        type=int,
+        default=RunOptions.pack,
+        metavar="N",
+        help=f"run small cases up to N to a session; any non-PASS is run again alone (default {RunOptions.pack}; "
+        "1: one case per session)",
     )
 
 

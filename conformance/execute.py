@@ -20,7 +20,7 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -33,10 +33,14 @@ from conformance.lower_mvn import IR_VERSION, Array
 from conformance.placement import (
     ExecutionError,
     NotSupported,
+    PlacedNode,
     check_placement,
     lowering_op_types,
     recorded_placement,
 )
+
+if TYPE_CHECKING:
+    from conformance.sessions import Sessions
 
 log = logging.getLogger(__name__)
 
@@ -212,15 +216,36 @@ def _target(ep: EpSpec) -> tuple[str, list[Any]]:
     return name, devices[:1]
 
 
-def execute(lowering: Lowering, ep: EpSpec) -> Execution:
-    """Run ``lowering`` on ``ep`` alone; outputs keyed by DML output names, with each node's recorded EP."""
+@dataclass(frozen=True)
+class Opened:
+    """A session created for one model on one EP, with onnxruntime's record of where its nodes were placed."""
+
+    session: Any
+    ep_name: str  # the EP name the record must show
+    records: tuple[PlacedNode, ...]
+
+
+def open_session(lowering: Lowering, ep: EpSpec) -> Opened:
+    """A fallback-free session for ``lowering`` on ``ep``; NotSupported or ExecutionError saying why there is none."""
     ep_name, devices = _target(ep)
     session = _create(lowering, ep, ep_name, devices)
-    placement = check_placement(recorded_placement(session), lowering.nodes, ep_name, lowering_op_types(lowering))
+    return Opened(session, ep_name, tuple(recorded_placement(session)))
+
+
+def run_session(opened: Opened, lowering: Lowering) -> dict[str, Array]:
+    """``lowering``'s feeds through an open session of its model; outputs keyed by DML output name."""
     names = list(lowering.outputs)
     try:
-        values = session.run(names, dict(lowering.feeds))
+        values = opened.session.run(names, dict(lowering.feeds))
     except Exception as error:  # onnxruntime's own exception types
-        raise ExecutionError(f"{lowering.name} failed on {ep_name}: {_one_line(error)}") from error
-    outputs = {lowering.outputs[name]: np.asarray(value) for name, value in zip(names, values, strict=True)}
-    return Execution(outputs=outputs, placement=placement)
+        raise ExecutionError(f"{lowering.name} failed on {opened.ep_name}: {_one_line(error)}") from error
+    return {lowering.outputs[name]: np.asarray(value) for name, value in zip(names, values, strict=True)}
+
+
+def execute(lowering: Lowering, ep: EpSpec, sessions: Sessions | None = None) -> Execution:
+    """Run ``lowering`` on ``ep`` alone; outputs keyed by DML output names, with each node's recorded EP.
+
+    ``sessions`` keeps sessions for reuse: a case whose model is one already opened on ``ep`` runs in that session."""
+    opened = sessions.open(lowering, ep, open_session) if sessions is not None else open_session(lowering, ep)
+    placement = check_placement(opened.records, lowering.nodes, opened.ep_name, lowering_op_types(lowering))
+    return Execution(outputs=run_session(opened, lowering), placement=placement)

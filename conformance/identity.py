@@ -75,4 +75,5 @@ def environment(
         "machine": platform.machine(),
         "eps": [ep_record(ep, options, directml) for ep in eps],
         "target_feature_level": str(options.feature_level) if options.feature_level else None,
+        "pack": options.pack,
     }

@@ -14,7 +14,7 @@ from conformance.artifacts import save_artifacts
 from conformance.compare import compare
 from conformance.dml_operators import expected_dml_operators
 from conformance.eps import DML, EpSpec
-from conformance.execute import execute
+from conformance.execute import Execution, execute
 from conformance.generate import case_inputs
 from conformance.lower import Lowering, NotExpressible, lower
 from conformance.model import Case, FeatureLevel, Status
@@ -23,6 +23,7 @@ from conformance.parameters import describe
 from conformance.parse import Entry, Rejected
 from conformance.placement import ExecutionError, NotSupported
 from conformance.results import Result
+from conformance.sessions import Sessions
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class RunOptions:
     max_elements: int = DEFAULT_MAX_ELEMENTS
     directml_level: FeatureLevel | None = None  # what the installed DirectML supports (dml.detect), for the dml EP
     artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
+    pack: int = 64  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
 
     def target_level(self, ep: EpSpec) -> FeatureLevel | None:
         """--feature-level where given; else, for DirectML, the installed DirectML's level; else none (all run)."""
@@ -113,7 +115,20 @@ def _dml_operator(case: Case, inputs: Mapping[str, np.ndarray], lowering: Loweri
         return f"unknown ({type(error).__name__})"
 
 
-def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Result:
+@dataclass(frozen=True)
+class Prepared:
+    """A case ready to execute on one EP: what ``finish`` needs to judge the EP's outputs."""
+
+    case: Case
+    inputs: Mapping[str, np.ndarray]
+    expected: Mapping[str, np.ndarray]
+    lowering: Lowering
+    base: Result
+    seconds: float = 0.0  # spent preparing it
+
+
+def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Result | Prepared:
+    """Generate, oracle, lower; a Result where the verdict is known without executing."""
     target = options.target_level(ep)
     if target is not None and case.feature_level > target:
         return replace(
@@ -141,14 +156,19 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
     base = replace(base, dml_operator=_dml_operator(case, inputs, lowering, ep))
     if isinstance(lowering, NotExpressible):
         return replace(base, status=Status.NOT_EXPRESSIBLE, message=lowering.reason)
-    base = replace(base, lowering=lowering.name)
-    try:
-        execution = execute(lowering, ep)
-    except NotSupported as error:
-        return replace(base, status=Status.NOT_SUPPORTED, failure_kind=error.kind, message=str(error))
-    except ExecutionError as error:
-        return replace(base, status=Status.ERROR, failure_kind="execution", message=str(error))
-    verdict = compare(case, inputs, expected, execution.outputs)
+    return Prepared(case, inputs, expected, lowering, replace(base, lowering=lowering.name))
+
+
+def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, options: RunOptions) -> Result:
+    """The verdict on what the EP returned (or why it returned nothing)."""
+    base = prepared.base
+    if isinstance(outcome, NotSupported):
+        return replace(base, status=Status.NOT_SUPPORTED, failure_kind=outcome.kind, message=str(outcome))
+    if isinstance(outcome, ExecutionError):
+        return replace(base, status=Status.ERROR, failure_kind="execution", message=str(outcome))
+    if isinstance(outcome, Exception):
+        raise outcome
+    verdict = compare(prepared.case, prepared.inputs, prepared.expected, outcome.outputs)
     result = replace(
         base,
         status=verdict.status,
@@ -156,13 +176,12 @@ def _execute(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
         message=verdict.message,
         metrics=dict(verdict.metrics),
         details=dict(verdict.details),
-        placement=dict(execution.placement),
+        placement=dict(outcome.placement),
     )
     if options.artifacts is not None and result.status is Status.FAIL:
+        low = prepared.lowering
         try:
-            save_artifacts(
-                options.artifacts, result, lowering.model, lowering.feeds, expected, execution.outputs, ep.name
-            )
+            save_artifacts(options.artifacts, result, low.model, low.feeds, prepared.expected, outcome.outputs, ep.name)
         except OSError as error:  # the verdict stands; the message says what could not be kept
             result = replace(result, message=f"{result.message}\n  (artifacts not saved: {error.strerror or error})")
     return result
@@ -179,24 +198,61 @@ def _fallback_base(entry: Entry, ep: EpSpec) -> Result:
     )
 
 
-def run_entry(entry: Entry, ep: EpSpec, options: RunOptions) -> Result:
-    """The verdict for one (case, EP); never raises: a harness exception becomes ERROR with its message."""
+def _harness_error(base: Result, entry: Entry, error: Exception) -> Result:
+    """A bug of the harness (or an exception nobody expected) as this case's ERROR: the run goes on."""
+    log.debug("harness error on %s", getattr(entry, "id", "?"), exc_info=True)
+    detail = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+    message = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+    return replace(base, status=Status.ERROR, failure_kind="harness", message=message)
+
+
+def prepare(entry: Entry, ep: EpSpec, options: RunOptions) -> Result | Prepared:
+    """Everything before execution; the Result already, where no execution is needed. Never raises."""
     start = time.perf_counter()
     base: Result | None = None
     try:
         base = _base(entry, ep, options)
         if isinstance(entry, Rejected) or entry.expect_invalid is not None:
-            result = _negative(entry, base, options)
+            outcome: Result | Prepared = _negative(entry, base, options)
         else:
             with np.errstate(all="ignore"):
-                result = _execute(entry, ep, base, options)
-    except Exception as error:  # the run goes on; the result says what broke
-        log.debug("harness error on %s", getattr(entry, "id", "?"), exc_info=True)
-        detail = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
-        result = replace(
-            base or _fallback_base(entry, ep),
-            status=Status.ERROR,
-            failure_kind="harness",
-            message=f"{type(error).__name__}: {detail}" if detail else type(error).__name__,
-        )
-    return replace(result, seconds=round(time.perf_counter() - start, 6))
+                outcome = _prepare(entry, ep, base, options)
+    except Exception as error:
+        outcome = _harness_error(base or _fallback_base(entry, ep), entry, error)
+    seconds = time.perf_counter() - start
+    if isinstance(outcome, Prepared):
+        return replace(outcome, seconds=seconds)
+    return replace(outcome, seconds=round(seconds, 6))
+
+
+def finish(
+    prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, options: RunOptions, seconds: float
+) -> Result:
+    """The Result for a prepared case given its execution (or the exception that replaced it); ``seconds`` is its
+    share of the execution time. Never raises."""
+    start = time.perf_counter()
+    try:
+        with np.errstate(all="ignore"):
+            result = _judge(prepared, outcome, ep, options)
+    except Exception as error:
+        result = _harness_error(prepared.base, prepared.case, error)
+    total = prepared.seconds + seconds + time.perf_counter() - start
+    return replace(result, seconds=round(total, 6))
+
+
+def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessions: Sessions | None = None) -> Result:
+    """A prepared case executed in a session of its own model (``sessions`` may hold one already)."""
+    start = time.perf_counter()
+    try:
+        outcome: Execution | Exception = execute(prepared.lowering, ep, sessions)
+    except Exception as error:  # judged in finish: NotSupported, ExecutionError, or a harness error
+        outcome = error
+    return finish(prepared, outcome, ep, options, time.perf_counter() - start)
+
+
+def run_entry(entry: Entry, ep: EpSpec, options: RunOptions, sessions: Sessions | None = None) -> Result:
+    """The verdict for one (case, EP), alone in its session; never raises: a harness exception becomes ERROR."""
+    prepared = prepare(entry, ep, options)
+    if isinstance(prepared, Result):
+        return prepared
+    return execute_prepared(prepared, ep, options, sessions)

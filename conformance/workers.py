@@ -1,8 +1,10 @@
 """-j N: a run's (case, EP) pairs spread over N worker processes, results back in the order a single process gives.
 
-Workers are started with "spawn" (no fork of a process that may hold GPU contexts or onnxruntime threads), each
-takes chunks of pairs, and every result carries its pair's index, so the merged list is the sequential one whatever
-finishes first. An interrupt cancels what has not started and keeps every result already back.
+Cases go in windows (``window_size``): each window runs on each EP through ``run_batch``, which packs its small
+cases into shared sessions (batch.py); with -j N the windows are the tasks the workers take. Workers are started
+with "spawn" (no fork of a process that may hold GPU contexts or onnxruntime threads), and every result carries its
+pair's index, so the merged list is the sequential one whatever finishes first. An interrupt cancels what has not
+started and keeps every result already back.
 """
 
 from __future__ import annotations
@@ -11,17 +13,43 @@ import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
+from conformance.batch import run_batch
 from conformance.eps import EpSpec
 from conformance.parse import Entry
 from conformance.results import Result
-from conformance.runner import RunOptions, run_entry
+from conformance.runner import RunOptions
+from conformance.sessions import Sessions
 
-CHUNK = 8  # pairs per task: enough to hide the cost of a round trip, small enough to balance the workers
-Task = list[tuple[int, Entry, EpSpec]]
+CHUNK = 8  # cases per window without packing: enough to hide a worker's round trip, small enough to balance
+Window = list[tuple[int, Entry]]  # (the entry's place in the run, the entry)
 
 
-def _run_chunk(task: Task, options: RunOptions) -> list[tuple[int, Result]]:
-    return [(index, run_entry(entry, ep, options)) for index, entry, ep in task]
+def window_size(options: RunOptions) -> int:
+    return max(CHUNK, options.pack)
+
+
+def _run_window(window: Window, eps: Sequence[EpSpec], options: RunOptions) -> list[tuple[int, Result]]:
+    """Each (entry, EP) result with its index in the entry-major order of the whole run."""
+    sessions = Sessions()  # one window's: a worker keeps nothing between tasks
+    entries = [entry for _, entry in window]
+    by_ep = [run_batch(entries, ep, options, sessions) for ep in eps]
+    return [(place * len(eps) + e, by_ep[e][i]) for i, (place, _) in enumerate(window) for e in range(len(eps))]
+
+
+def _windows(entries: Sequence[Entry], options: RunOptions) -> list[Window]:
+    size, numbered = window_size(options), list(enumerate(entries))
+    return [numbered[start : start + size] for start in range(0, len(numbered), size)]
+
+
+def _prefix(done: dict[int, Result], planned: int) -> list[Result]:
+    """Only the unbroken prefix: a run cut short reports the pairs before the first missing one, as a sequential
+    one would, so an interrupted run's results.json never has holes."""
+    results = []
+    for index in range(planned):
+        if index not in done:
+            break
+        results.append(done[index])
+    return results
 
 
 def run_pairs(
@@ -32,24 +60,22 @@ def run_pairs(
     advance: Callable[[], None],
 ) -> list[Result]:
     """Every (entry, EP) result, entry-major as a sequential run orders them; ``advance`` after each one."""
-    pairs = [(entry, ep) for entry in entries for ep in eps]
+    done: dict[int, Result] = {}
+    windows = _windows(entries, options)
     if jobs <= 1:
-        results: list[Result] = []
         try:
-            for entry, ep in pairs:
-                results.append(run_entry(entry, ep, options))
-                advance()
+            for window in windows:
+                for index, result in _run_window(window, eps, options):
+                    done[index] = result
+                    advance()
         except KeyboardInterrupt:
             pass  # the caller sees fewer results than pairs and says the run was interrupted
-        return results
-    done: dict[int, Result] = {}
-    tasks: list[Task] = [
-        [(i, entry, ep) for i, (entry, ep) in enumerate(pairs[start : start + CHUNK], start)]
-        for start in range(0, len(pairs), CHUNK)
-    ]
+        return _prefix(done, len(entries) * len(eps))
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
     try:
-        pending: set[Future[list[tuple[int, Result]]]] = {pool.submit(_run_chunk, task, options) for task in tasks}
+        pending: set[Future[list[tuple[int, Result]]]] = {
+            pool.submit(_run_window, window, eps, options) for window in windows
+        }
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -60,11 +86,4 @@ def run_pairs(
         pool.shutdown(wait=False, cancel_futures=True)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    # Only the unbroken prefix: a run cut short reports the pairs before the first missing one, as a sequential one
-    # would, so an interrupted run's results.json never has holes.
-    results = []
-    for index in range(len(pairs)):
-        if index not in done:
-            break
-        results.append(done[index])
-    return results
+    return _prefix(done, len(entries) * len(eps))

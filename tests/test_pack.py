@@ -1,0 +1,175 @@
+"""Case packing and session reuse: many cases in one session give what each gives alone, and anything but a clean
+PASS sends a pack back to one case per session."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from conformance.batch import _run_group, run_batch
+from conformance.cli import main
+from conformance.eps import parse_ep
+from conformance.execute import Execution, execute, open_session, run_session
+from conformance.lower import Lowering
+from conformance.model import Status
+from conformance.pack import pack, prefix, unpack
+from conformance.parse import Entry
+from conformance.placement import ExecutionError, NotSupported, PlacedNode
+from conformance.results import Result
+from conformance.runner import Prepared, RunOptions, prepare, run_entry
+from conformance.sessions import Sessions
+from conformance.suite import read_file
+
+CPU = parse_ep("cpu")
+REPO = Path(__file__).resolve().parent.parent
+
+# Three operators, two of one structure (same sizes, other data), and one the CPU EP has no kernel for.
+CASES = """\
+operator: TOP_K1
+feature_level: "3_1"
+cases:
+  - id: a
+    InputTensor: {Sizes: [2, 3, 5], DataType: FLOAT32, Generator: {Kind: uniform, Seed: 1}}
+    Axis: 2
+    K: 2
+  - id: same-structure-as-a
+    InputTensor: {Sizes: [2, 3, 5], DataType: FLOAT32, Generator: {Kind: uniform, Seed: 2}}
+    Axis: 2
+    K: 2
+  - id: int8
+    InputTensor: {Sizes: [4, 6], DataType: INT8, Generator: {Kind: uniform, Seed: 3}}
+    Axis: 0
+    K: 3
+    AxisDirection: INCREASING
+  - id: uint32-no-cpu-kernel
+    InputTensor: {Sizes: [1, 1, 2, 4], DataType: UINT32, Data: [[[[1, 5, 3, 2], [9, 8, 7, 6]]]]}
+    Axis: 3
+    K: 2
+"""
+
+
+@pytest.fixture(scope="module")
+def entries(tmp_path_factory: pytest.TempPathFactory) -> list[Entry]:
+    path = tmp_path_factory.mktemp("pack") / "cases.yaml"
+    path.write_text(CASES, encoding="utf-8")
+    read, problems = read_file(str(path))
+    assert problems == []
+    return read
+
+
+def _prepared(entries: list[Entry]) -> list[Prepared]:
+    prepared = [prepare(entry, CPU, RunOptions()) for entry in entries]
+    assert all(isinstance(p, Prepared) for p in prepared)
+    return [p for p in prepared if isinstance(p, Prepared)]
+
+
+def _without_time(results: list[Result]) -> list[Result]:
+    return [replace(result, seconds=0.0) for result in results]
+
+
+def test_a_packed_session_gives_each_case_its_own_outputs(entries: list[Entry]) -> None:
+    lowerings = [p.lowering for p in _prepared(entries[:3])]
+    packed = pack(lowerings)
+    opened = open_session(packed, CPU)
+    executions = unpack(lowerings, run_session(opened, packed), opened.records, opened.ep_name)
+    for lowering, packed_run in zip(lowerings, executions, strict=True):
+        alone = execute(lowering, CPU)
+        assert alone.outputs.keys() == packed_run.outputs.keys() == {"OutputValueTensor", "OutputIndexTensor"}
+        for name, array in alone.outputs.items():
+            np.testing.assert_array_equal(packed_run.outputs[name], array, strict=True)
+        assert packed_run.placement == alone.placement  # the same node names, without the pack's prefix
+    assert len(set(packed.nodes)) == 3 and all(n.startswith(prefix(i)) for i, n in enumerate(packed.nodes))
+
+
+def _records(lowerings: list[Lowering], extra: PlacedNode | None = None) -> list[PlacedNode]:
+    records = [
+        PlacedNode(prefix(i) + node, "TopK", "CPUExecutionProvider")
+        for i, lo in enumerate(lowerings)
+        for node in lo.nodes
+    ]
+    return records + ([extra] if extra else [])
+
+
+def test_unpack_refuses_a_record_it_cannot_give_to_one_case(entries: list[Entry]) -> None:
+    lowerings = [p.lowering for p in _prepared(entries[:2])]
+    outputs = {prefix(i) + name: np.zeros(1) for i, lo in enumerate(lowerings) for name in lo.outputs}
+    assert len(unpack(lowerings, outputs, _records(lowerings), "CPUExecutionProvider")) == 2
+    stray = PlacedNode("TopK_0", "TopK", "CPUExecutionProvider")  # no prefix: whose is it?
+    with pytest.raises(ExecutionError, match="of no case"):
+        unpack(lowerings, outputs, _records(lowerings, stray), "CPUExecutionProvider")
+    cast = PlacedNode(prefix(1) + "InsertedCast", "Cast", "CPUExecutionProvider")  # not an op of case 1
+    with pytest.raises(NotSupported, match="Cast"):
+        unpack(lowerings, outputs, _records(lowerings, cast), "CPUExecutionProvider")
+
+
+def test_models_of_different_opsets_are_not_packed(entries: list[Entry]) -> None:
+    low = _prepared(entries[:1])[0].lowering
+    model = onnx.load_from_string(low.model)
+    model.opset_import[0].version += 2
+    other = replace(low, model=model.SerializeToString())
+    with pytest.raises(ValueError, match="different opsets"):
+        pack([low, other])
+
+
+def test_a_batch_gives_the_results_of_one_session_per_case(entries: list[Entry]) -> None:
+    sessions = Sessions()
+    batch = run_batch(entries, CPU, RunOptions(), sessions)
+    alone = [run_entry(entry, CPU, RunOptions()) for entry in entries]
+    assert [r.status for r in alone] == [Status.PASS] * 3 + [Status.NOT_SUPPORTED]
+    assert _without_time(batch) == _without_time(alone)
+    # The pack of 4 is refused (no UINT32 TopK on the CPU EP), so its halves run: [a, same-structure] packed in one
+    # session, [int8, uint32] refused again, then int8 in a session of its own and uint32 refused alone.
+    assert (sessions.created, sessions.reused) == (2, 0)
+
+
+def test_a_non_pass_in_a_pack_is_judged_again_alone(entries: list[Entry]) -> None:
+    group = _prepared(entries[:3])
+    wrong = {name: np.asarray(array) + 1 for name, array in group[2].expected.items()}
+    group[2] = replace(group[2], expected=wrong)  # an oracle stand-in the EP cannot agree with
+    sessions = Sessions()
+    results = _run_group(group, CPU, RunOptions(), sessions)
+    assert [r.status for r in results] == [Status.PASS, Status.PASS, Status.FAIL]
+    # 3 packed (the FAIL undoes it), then [a] alone and [same-structure, int8] packed (the FAIL again), then each
+    # alone: a and same-structure share one model, so one session serves both.
+    assert (sessions.created, sessions.reused) == (4, 1)
+
+
+def test_sessions_are_reused_for_one_structure_and_bounded(entries: list[Entry]) -> None:
+    first, second, third = (p.lowering for p in _prepared(entries[:3]))
+    assert first.model == second.model
+    assert not np.array_equal(first.feeds["InputTensor"], second.feeds["InputTensor"])
+    sessions = Sessions(capacity=1)
+    runs = [execute(lowering, CPU, sessions) for lowering in (first, second, third, first)]
+    assert (sessions.created, sessions.reused) == (3, 1)  # the third evicted the first
+    for lowering, run in zip((first, second, third, first), runs, strict=True):
+        assert_same(run, execute(lowering, CPU))
+
+
+def assert_same(one: Execution, other: Execution) -> None:
+    assert one.outputs.keys() == other.outputs.keys()
+    for name in one.outputs:
+        np.testing.assert_array_equal(one.outputs[name], other.outputs[name], strict=True)
+
+
+def test_the_library_gives_the_same_results_packed_and_one_per_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    files = ["cases/top_k1/spec_examples.yaml", "cases/slice1", "cases/found/mean_variance_normalization1.yaml"]
+    assert main(["run", *files, "--ep", "cpu", "--pack", "1", "--report-dir", str(tmp_path / "one")]) == 0
+    assert main(["run", *files, "--ep", "cpu", "--pack", "16", "--report-dir", str(tmp_path / "packed")]) == 0
+    one, packed = (json.loads((tmp_path / d / "results.json").read_text())["results"] for d in ("one", "packed"))
+    assert len(one) > 100
+    assert [{**r, "seconds": 0} for r in packed] == [{**r, "seconds": 0} for r in one]
+
+
+def test_pack_must_be_positive(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert (
+        main(["run", str(REPO / "cases/top_k1/spec_examples.yaml"), "--pack", "0", "--report-dir", str(tmp_path)]) == 2
+    )
+    assert capsys.readouterr().err.strip() == "dmlconf: --pack: must be at least 1, got 0"
