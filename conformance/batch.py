@@ -1,12 +1,13 @@
 """Cases on one EP in few sessions: small cases run packed many to a session (pack.py), the rest one by one.
 
 A pack stands only when everything in it went right: the packed session was created, ran, placed every node of
-every case on the EP, and every case PASSed. Anything else (a session refused, a run that throws, a stray node, a
-single FAIL or NOT_SUPPORTED) splits the pack in halves and runs each again, down to one case per session, which is
-exactly how a run without packing runs it. So every verdict but PASS comes from a case's own session, and a case
-can only differ from an unpacked run by passing in a pack and failing alone, which the GPU comparison in
-docs/performance.md looks for. DirectML is not packed: its EP fuses a partition into one DML graph and may record
-it as one node, so the record could not be split per case (and it has not been run: no Windows machine).
+every case on the EP, and every case PASSed. Otherwise the cases that went wrong (named in onnxruntime's refusal,
+or not PASSing) run alone, one case per session, exactly as a run without packing runs them, and the rest is packed
+again; a failure that names no case (a run that throws) splits the pack in halves instead, down to single cases.
+So every verdict but PASS comes from a case's own session, and a case can only differ from an unpacked run by
+passing in a pack and failing alone, which benchmarks/throughput.py looks for on the GPUs (docs/performance.md).
+DirectML is not packed: its EP fuses a partition into one DML graph and may record it as one node, so the record
+could not be split per case (and it has not been run: no Windows machine).
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from conformance.eps import DML, EpSpec
 from conformance.execute import open_session, run_session
 from conformance.model import Status
-from conformance.pack import opset_of, pack, packable, unpack
+from conformance.pack import Unattributed, named_cases, opset_of, pack, packable, unpack
 from conformance.parse import Entry
 from conformance.results import Result
 from conformance.runner import Prepared, RunOptions, execute_prepared, finish, prepare
@@ -28,34 +29,53 @@ from conformance.sessions import Sessions
 log = logging.getLogger(__name__)
 
 
-def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions) -> list[Result] | None:
-    """The group's results from one packed session; None where anything failed."""
+@dataclass(frozen=True)
+class Split:
+    """How a pack that did not stand runs again: ``alone`` one case per session, ``apart`` as a group of their own,
+    the rest as another."""
+
+    alone: frozenset[int] = frozenset()
+    apart: frozenset[int] = frozenset()
+
+
+def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions) -> list[Result] | Split:
+    """The group's results from one packed session where every case PASSed; else how to run it again: the cases
+    named in a refusal or not PASSing alone, those that could own an unattributed node apart, or (where the
+    failure names no case) the halves."""
     start = time.perf_counter()
     lowerings = [p.lowering for p in group]
+    half = Split(apart=frozenset(range(len(group) // 2)))
     try:
         packed = pack(lowerings)
         opened = sessions.open(packed, ep, open_session)
         executions = unpack(lowerings, run_session(opened, packed), opened.records, opened.ep_name)
-    except Exception as error:  # any failure of the pack: the halves run again
+    except Unattributed as error:
         log.debug("a pack of %d failed: %s", len(group), error)
-        return None
+        return Split(apart=error.suspects) if 0 < len(error.suspects) < len(group) else half
+    except Exception as error:  # any failure of the pack: the cases it names run alone, or the halves again
+        log.debug("a pack of %d failed: %s", len(group), error)
+        named = named_cases(str(error), len(group))
+        return Split(alone=frozenset(named)) if named else half
     share = (time.perf_counter() - start) / len(group)
     quiet = replace(options, artifacts=None)  # a FAIL here runs again alone, and that run keeps the artifacts
     results = [finish(p, execution, ep, quiet, share) for p, execution in zip(group, executions, strict=True)]
-    if any(result.status is not Status.PASS for result in results):
-        log.debug("a pack of %d had a non-PASS verdict: its halves run again", len(group))
-        return None
-    return results
+    failed = frozenset(place for place, result in enumerate(results) if result.status is not Status.PASS)
+    return Split(alone=failed) if failed else results
 
 
 def _run_group(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions) -> list[Result]:
+    """The group's results in order: packed where it all PASSes, else run again as ``_packed`` says."""
     if len(group) == 1:
         return [execute_prepared(group[0], ep, options, sessions)]
-    results = _packed(group, ep, options, sessions)
-    if results is not None:
-        return results
-    half = len(group) // 2
-    return _run_group(group[:half], ep, options, sessions) + _run_group(group[half:], ep, options, sessions)
+    outcome = _packed(group, ep, options, sessions)
+    if isinstance(outcome, list):
+        return outcome
+    results = {place: execute_prepared(group[place], ep, options, sessions) for place in sorted(outcome.alone)}
+    rest = [place for place in range(len(group)) if place not in outcome.alone]
+    for part in ([p for p in rest if p in outcome.apart], [p for p in rest if p not in outcome.apart]):
+        if part:
+            results |= dict(zip(part, _run_group([group[p] for p in part], ep, options, sessions), strict=True))
+    return [results[place] for place in range(len(group))]
 
 
 def _packing(ep: EpSpec, options: RunOptions) -> bool:

@@ -14,20 +14,23 @@ On a GPU EP, creating a session costs far more than running a small case (issue 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
 import onnx
-from onnx import compose, helper
+from onnx import TensorProto, compose, helper
 
 from conformance.execute import Execution
 from conformance.lower import Lowering
 from conformance.lower_mvn import IR_VERSION, Array
-from conformance.placement import ExecutionError, PlacedNode, check_placement, lowering_op_types
+from conformance.placement import ExecutionError, NotSupported, PlacedNode, check_placement, lowering_op_types
 
 PACK_MAX_ELEMENTS = 1 << 16  # a case is packed only when its inputs and outputs hold at most this many elements
 PACKED = "packed"
+_PREFIXED = re.compile(r"(?<![A-Za-z0-9])p([0-9]+)_")
+_QUOTED = re.compile(r"'p([0-9]+)_")
 
 
 def prefix(place: int) -> str:
@@ -75,24 +78,79 @@ def pack(lowerings: Sequence[Lowering]) -> Lowering:
     return Lowering(PACKED, bytes(model.SerializeToString()), feeds, outputs, tuple(nodes))
 
 
-def _own_records(records: Sequence[PlacedNode], count: int) -> list[list[PlacedNode]]:
-    """The record split by case, names without their prefix; ExecutionError for a node of no case."""
-    owned: list[list[PlacedNode]] = [[] for _ in range(count)]
+def _place(name: str, count: int) -> int | None:
+    """The case a recorded node is of: its name begins with the case's prefix, or holds exactly one case's
+    prefixed name (a node onnxruntime inserted and named after one of ours, InsertedPrecisionFreeCast_p3_...)."""
+    places = {int(place) for place in _PREFIXED.findall(name) if int(place) < count}
+    return places.pop() if len(places) == 1 else None
+
+
+class Unattributed(ExecutionError):
+    """A recorded node that no case can be given; ``suspects`` are the cases that could own it (none: any)."""
+
+    def __init__(self, message: str, suspects: frozenset[int]) -> None:
+        super().__init__(message)
+        self.suspects = suspects
+
+
+def _expanded_op_types(lowering: Lowering) -> frozenset[str]:
+    """The op types of the ONNX function bodies of the lowering's ops, minus its own nodes' op types."""
+    own = {node.op_type for node in onnx.load_from_string(lowering.model).graph.node}
+    return lowering_op_types(lowering) - own
+
+
+def _has_float16(lowering: Lowering) -> bool:
+    graph = onnx.load_from_string(lowering.model).graph
+    return any(v.type.tensor_type.elem_type == TensorProto.FLOAT16 for v in [*graph.input, *graph.output])
+
+
+def _suspects(record: PlacedNode, lowerings: Sequence[Lowering]) -> frozenset[int]:
+    """The cases an unnamed node could be of: a function body with its op type, or, for a Cast, float16 data."""
+    return frozenset(
+        i
+        for i, low in enumerate(lowerings)
+        if record.op_type in _expanded_op_types(low) or (record.op_type == "Cast" and _has_float16(low))
+    )
+
+
+def _own_records(records: Sequence[PlacedNode], lowerings: Sequence[Lowering]) -> list[list[PlacedNode]]:
+    """The record split by case, names without their prefix.
+
+    onnxruntime leaves unnamed both the nodes it expands from an ONNX function (HardSwish -> HardSigmoid, Mul) and
+    the Casts it inserts around an op with no float16 kernel. Such a node goes to the one case that could have it
+    (``_suspects``); with several, Unattributed names them (the caller packs them apart), with none, the pack fails.
+    """
+    owned: list[list[PlacedNode]] = [[] for _ in lowerings]
     for record in records:
-        place = next((i for i in range(count) if record.name.startswith(prefix(i))), None)
+        place = _place(record.name, len(lowerings))
         if place is None:
-            raise ExecutionError(f"the packed session recorded {record.op_type} node '{record.name}' of no case")
-        owned[place].append(replace(record, name=record.name[len(prefix(place)) :]))
+            suspects = _suspects(record, lowerings)
+            if len(suspects) != 1:
+                message = f"the packed session recorded {record.op_type} node '{record.name}' of no one case"
+                raise Unattributed(message, suspects)
+            (place,) = suspects
+        owned[place].append(replace(record, name=record.name.removeprefix(prefix(place))))
     return owned
 
 
 def unpack(
     lowerings: Sequence[Lowering], outputs: Mapping[str, Array], records: Sequence[PlacedNode], ep_name: str
-) -> list[Execution]:
-    """Each case's Execution from the packed run; NotSupported or ExecutionError where any case's own check fails."""
-    executions = []
-    for i, (low, own) in enumerate(zip(lowerings, _own_records(records, len(lowerings)), strict=True)):
-        placement = check_placement(own, low.nodes, ep_name, lowering_op_types(low))
+) -> list[Execution | NotSupported | ExecutionError]:
+    """Each case's Execution from the packed run, or why its own placement check failed; ExecutionError (for the
+    whole pack) for a recorded node of no case."""
+    results: list[Execution | NotSupported | ExecutionError] = []
+    for i, (low, own) in enumerate(zip(lowerings, _own_records(records, lowerings), strict=True)):
+        try:
+            placement = check_placement(own, low.nodes, ep_name, lowering_op_types(low))
+        except (NotSupported, ExecutionError) as error:
+            results.append(error)
+            continue
         own_outputs = {dml: outputs[prefix(i) + name] for name, dml in low.outputs.items()}
-        executions.append(Execution(outputs=own_outputs, placement=placement))
-    return executions
+        results.append(Execution(outputs=own_outputs, placement=placement))
+    return results
+
+
+def named_cases(text: str, count: int) -> set[int]:
+    """The places of the cases whose nodes a refusal names, quoted ("node with name 'p3_TopK_0'", "TopK node
+    'p3_TopK_0' was placed on ..."); the unquoted input names that a message may list all are not counted."""
+    return {int(place) for place in _QUOTED.findall(text) if int(place) < count}

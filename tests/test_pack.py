@@ -17,9 +17,9 @@ from conformance.eps import parse_ep
 from conformance.execute import Execution, execute, open_session, run_session
 from conformance.lower import Lowering
 from conformance.model import Status
-from conformance.pack import pack, prefix, unpack
+from conformance.pack import Unattributed, pack, prefix, unpack
 from conformance.parse import Entry
-from conformance.placement import ExecutionError, NotSupported, PlacedNode
+from conformance.placement import NotSupported, PlacedNode
 from conformance.results import Result
 from conformance.runner import Prepared, RunOptions, prepare, run_entry
 from conformance.sessions import Sessions
@@ -95,16 +95,21 @@ def _records(lowerings: list[Lowering], extra: PlacedNode | None = None) -> list
     return records + ([extra] if extra else [])
 
 
-def test_unpack_refuses_a_record_it_cannot_give_to_one_case(entries: list[Entry]) -> None:
+def test_unpack_gives_each_record_to_its_case(entries: list[Entry]) -> None:
     lowerings = [p.lowering for p in _prepared(entries[:2])]
     outputs = {prefix(i) + name: np.zeros(1) for i, lo in enumerate(lowerings) for name in lo.outputs}
-    assert len(unpack(lowerings, outputs, _records(lowerings), "CPUExecutionProvider")) == 2
-    stray = PlacedNode("TopK_0", "TopK", "CPUExecutionProvider")  # no prefix: whose is it?
-    with pytest.raises(ExecutionError, match="of no case"):
+    clean = unpack(lowerings, outputs, _records(lowerings), "CPUExecutionProvider")
+    assert [type(e) for e in clean] == [Execution, Execution]
+    stray = PlacedNode("TopK_0", "TopK", "CPUExecutionProvider")  # no prefix, and no case expands into a TopK
+    with pytest.raises(Unattributed, match="of no one case") as refused:
         unpack(lowerings, outputs, _records(lowerings, stray), "CPUExecutionProvider")
-    cast = PlacedNode(prefix(1) + "InsertedCast", "Cast", "CPUExecutionProvider")  # not an op of case 1
-    with pytest.raises(NotSupported, match="Cast"):
-        unpack(lowerings, outputs, _records(lowerings, cast), "CPUExecutionProvider")
+    assert refused.value.suspects == frozenset()
+    cast = PlacedNode("InsertedPrecisionFreeCast_" + prefix(1) + "x", "Cast", "CPUExecutionProvider")
+    judged = unpack(lowerings, outputs, _records(lowerings, cast), "CPUExecutionProvider")
+    assert isinstance(judged[0], Execution) and isinstance(judged[1], NotSupported)  # Cast is no op of case 1
+    unnamed_cast = PlacedNode("", "Cast", "CPUExecutionProvider")  # neither case has float16 data: whose?
+    with pytest.raises(Unattributed):
+        unpack(lowerings, outputs, _records(lowerings, unnamed_cast), "CPUExecutionProvider")
 
 
 def test_models_of_different_opsets_are_not_packed(entries: list[Entry]) -> None:
@@ -122,9 +127,9 @@ def test_a_batch_gives_the_results_of_one_session_per_case(entries: list[Entry])
     alone = [run_entry(entry, CPU, RunOptions()) for entry in entries]
     assert [r.status for r in alone] == [Status.PASS] * 3 + [Status.NOT_SUPPORTED]
     assert _without_time(batch) == _without_time(alone)
-    # The pack of 4 is refused (no UINT32 TopK on the CPU EP), so its halves run: [a, same-structure] packed in one
-    # session, [int8, uint32] refused again, then int8 in a session of its own and uint32 refused alone.
-    assert (sessions.created, sessions.reused) == (2, 0)
+    # The pack of 4 is refused, naming the UINT32 TopK (no CPU kernel): it is refused alone, and the other three
+    # run packed in one session.
+    assert (sessions.created, sessions.reused) == (1, 0)
 
 
 def test_a_non_pass_in_a_pack_is_judged_again_alone(entries: list[Entry]) -> None:
@@ -134,9 +139,8 @@ def test_a_non_pass_in_a_pack_is_judged_again_alone(entries: list[Entry]) -> Non
     sessions = Sessions()
     results = _run_group(group, CPU, RunOptions(), sessions)
     assert [r.status for r in results] == [Status.PASS, Status.PASS, Status.FAIL]
-    # 3 packed (the FAIL undoes it), then [a] alone and [same-structure, int8] packed (the FAIL again), then each
-    # alone: a and same-structure share one model, so one session serves both.
-    assert (sessions.created, sessions.reused) == (4, 1)
+    # 3 packed (the FAIL undoes it), then the FAIL alone and the other two packed again.
+    assert (sessions.created, sessions.reused) == (3, 0)
 
 
 def test_sessions_are_reused_for_one_structure_and_bounded(entries: list[Entry]) -> None:

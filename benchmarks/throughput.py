@@ -1,0 +1,110 @@
+"""Benchmark: small cases through the whole pipeline, one session per case against packed, and against
+onnxruntime's own session creation plus run of the same models, in one process. Prints a table and whether the
+two pipelines gave identical results.
+
+    python benchmarks/throughput.py                      # the library's small cases on the CPU EP
+    python benchmarks/throughput.py --ep cuda --pack 64  # on a GPU EP (reference rows only for built-in EPs)
+
+"Small" is what packing takes (conformance/pack.py: PACK_MAX_ELEMENTS). The pipeline's time covers loading the
+case files (pro rata), generating, the oracle, lowering, the session, the run, comparing and recording a result.
+Targets (issue 6): the pipeline, one session per case, within 2x of onnxruntime's session plus run on the CPU EP;
+packed at least 10x the cases per second of one session per case on the CUDA EP, with identical verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import onnxruntime as ort  # type: ignore[import-untyped]
+from tabulate import tabulate
+
+from conformance.batch import run_batch
+from conformance.eps import EpSpec, is_plugin, parse_ep
+from conformance.execute import _providers
+from conformance.pack import packable
+from conformance.parse import Entry
+from conformance.results import Result
+from conformance.runner import Prepared, RunOptions, prepare
+from conformance.sessions import Sessions
+from conformance.suite import collect
+
+
+def small_cases(paths: Sequence[str], ep: EpSpec, limit: int | None) -> tuple[list[Entry], list[Prepared], float]:
+    """The positive cases small enough to pack, their prepared form, and their share of the loading time."""
+    start = time.perf_counter()
+    suite = collect(list(paths))
+    load = time.perf_counter() - start
+    chosen: list[tuple[Entry, Prepared]] = []
+    for entry in suite.entries:
+        prepared = prepare(entry, ep, RunOptions())
+        if isinstance(prepared, Prepared) and packable(prepared.lowering):
+            chosen.append((entry, prepared))
+    chosen = chosen[:limit] if limit else chosen
+    return [e for e, _ in chosen], [p for _, p in chosen], load * len(chosen) / max(len(suite.entries), 1)
+
+
+def onnxruntime_alone(prepared: Sequence[Prepared], ep: EpSpec) -> float:
+    """onnxruntime's default session for each case's model, plus one run: what the pipeline is measured against."""
+    start = time.perf_counter()
+    for case in prepared:
+        try:
+            session = ort.InferenceSession(case.lowering.model, providers=_providers(ep))
+            session.run(None, dict(case.lowering.feeds))
+        except Exception:  # a model this EP refuses costs its attempt, as in the pipeline
+            pass
+    return time.perf_counter() - start
+
+
+def pipeline(entries: Sequence[Entry], ep: EpSpec, pack: int, reuse: bool) -> tuple[float, list[Result], Sessions]:
+    sessions = Sessions() if reuse else Sessions(capacity=0)
+    start = time.perf_counter()
+    results = run_batch(entries, ep, RunOptions(pack=pack), sessions)
+    for result in results:
+        json.dumps(result.to_json())  # recording a result is part of the per-case cost
+    return time.perf_counter() - start, results, sessions
+
+
+def _verdicts(results: Sequence[Result]) -> list[Any]:
+    return [replace(result, seconds=0.0) for result in results]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", default=["cases"])
+    parser.add_argument("--ep", default="cpu")
+    parser.add_argument("--pack", type=int, default=RunOptions.pack)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N small cases")
+    args = parser.parse_args()
+    ep = parse_ep(args.ep)
+    entries, prepared, load = small_cases(args.paths, ep, args.limit)
+    pipeline(entries[:1], ep, 1, reuse=False)  # the EP's first session (a device context) outside the timing
+    rows: list[list[object]] = []
+    alone = None
+    if not is_plugin(ep):
+        alone = onnxruntime_alone(prepared, ep)
+        rows.append(["onnxruntime: session + run per case", alone, len(prepared) / alone, 1.0, "", ""])
+    one_time, one, _ = pipeline(entries, ep, 1, reuse=False)
+    packed_time, packed, sessions = pipeline(entries, ep, args.pack, reuse=True)
+    for name, seconds, made in (
+        ("pipeline, one session per case", one_time + load, len(prepared)),
+        (f"pipeline, packed (--pack {args.pack})", packed_time + load, sessions.created),
+    ):
+        ratio = seconds / alone if alone else ""
+        rows.append([name, seconds, len(prepared) / seconds, ratio, (one_time + load) / seconds, made])
+    headers = ["what", "seconds", "cases/s", "x onnxruntime", "speed-up", "sessions"]
+    print(f"{len(prepared)} small cases on {ep.name}, onnxruntime {ort.__version__}")
+    print(tabulate(rows, headers, floatfmt=".3f"))
+    differing = [a for a, b in zip(_verdicts(one), _verdicts(packed), strict=True) if a != b]
+    statuses = {status: sum(r.status.value == status for r in packed) for status in {r.status.value for r in packed}}
+    print(f"verdicts: {statuses}; results differing between the two pipelines: {len(differing)}")
+    for result in differing[:20]:
+        print(f"  {result.case}: {result.status.value} one per session")
+
+
+if __name__ == "__main__":
+    main()
