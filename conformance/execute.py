@@ -162,15 +162,28 @@ def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any]
     try:
         return _session(lowering, ep, devices, strict=True)
     except Exception as error:  # onnxruntime's own exception types
-        text = _one_line(error)
-        missing = missing_kernel(text, lowering, ep_name)
-        if missing is not None:
-            raise missing from error
-        if _FALLBACK_REFUSED in text:
-            raise _diagnose(lowering, ep, ep_name, devices, error) from error
-        if ep_name != CPU and not _starts(ep, devices):
-            raise wrapper_fallback(lowering, ep_name, text) from error
-        raise ExecutionError(f"onnxruntime could not create a {ep_name} session for {lowering.name}: {text}") from error
+        refusal = _refusal(lowering, ep, ep_name, devices, error)
+    # Raised outside the except block, so that onnxruntime's exception (whose traceback holds the half-created
+    # session and its thread pool) is not kept as the context; and not kept in this frame, which would put the
+    # refusal in a cycle with its own traceback. Either would keep them until a garbage collection.
+    try:
+        raise refusal
+    finally:
+        del refusal
+
+
+def _refusal(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception) -> Exception:
+    """What a refused session means: a missing kernel, nodes the EP left to the CPU, an EP that did not start, or
+    an ERROR of this case."""
+    text = _one_line(error)
+    missing = missing_kernel(text, lowering, ep_name)
+    if missing is not None:
+        return missing
+    if _FALLBACK_REFUSED in text:
+        return _diagnose(lowering, ep, ep_name, devices, error)
+    if ep_name != CPU and not _starts(ep, devices):
+        return wrapper_fallback(lowering, ep_name, text)
+    return ExecutionError(f"onnxruntime could not create a {ep_name} session for {lowering.name}: {text}")
 
 
 def _probe_model() -> bytes:

@@ -247,7 +247,12 @@ def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessio
         outcome: Execution | Exception = execute(prepared.lowering, ep, sessions)
     except Exception as error:  # judged in finish: NotSupported, ExecutionError, or a harness error
         outcome = error
-    return finish(prepared, outcome, ep, options, time.perf_counter() - start)
+    try:
+        return finish(prepared, outcome, ep, options, time.perf_counter() - start)
+    finally:
+        # An exception kept in this frame is in a cycle with its own traceback, which would hold the case's arrays
+        # and onnxruntime's objects (a session, its thread pool) until a garbage collection.
+        del outcome
 
 
 def run_entry(entry: Entry, ep: EpSpec, options: RunOptions, sessions: Sessions | None = None) -> Result:
