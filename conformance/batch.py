@@ -1,9 +1,14 @@
 """Cases on one EP in few sessions: small cases run packed many to a session (pack.py), the rest one by one.
 
-A pack stands only when everything in it went right: the packed session was created, ran, placed every node of
-every case on the EP, and every case PASSed. Otherwise the cases that went wrong (named in onnxruntime's refusal,
-or not PASSing) run alone, one case per session, exactly as a run without packing runs them, and the rest is packed
-again; a failure that names no case (a run that throws) splits the pack in halves instead, down to single cases.
+A packed case's result stands only when it is a clean PASS: the packed session was created, ran, placed every node
+of that case on the EP, and the case PASSed. Every other case runs again alone, one case per session, exactly as a
+run without packing runs it:
+
+- a case that did not PASS in the pack runs alone (the others keep their PASS);
+- a refused packed session runs alone the cases onnxruntime's refusal names, with every case of the same signature
+  (op types and input data types: a missing kernel refuses them all), and packs the rest again;
+- a failure that names no case (a run that throws) splits the pack in halves instead, down to single cases.
+
 So every verdict but PASS comes from a case's own session, and a case can only differ from an unpacked run by
 passing in a pack and failing alone, which benchmarks/throughput.py looks for on the GPUs (docs/performance.md).
 DirectML is not packed: its EP fuses a partition into one DML graph and may record it as one node, so the record
@@ -14,13 +19,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from conformance.eps import DML, EpSpec
 from conformance.execute import open_session, run_session
 from conformance.model import Status
-from conformance.pack import Unattributed, named_cases, opset_of, pack, packable, unpack
+from conformance.pack import Unattributed, named_cases, opset_of, pack, packable, signature, unpack
 from conformance.parse import Entry
 from conformance.results import Result
 from conformance.runner import Prepared, RunOptions, execute_prepared, finish, prepare
@@ -31,17 +36,23 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Split:
-    """How a pack that did not stand runs again: ``alone`` one case per session, ``apart`` as a group of their own,
-    the rest as another."""
+    """What a pack gave: ``kept``, the results that stand (clean PASSes); of the rest, ``alone`` run one case per
+    session, ``apart`` as a group of their own, and the others as another group."""
 
+    kept: Mapping[int, Result] = field(default_factory=dict)
     alone: frozenset[int] = frozenset()
     apart: frozenset[int] = frozenset()
 
 
-def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions) -> list[Result] | Split:
-    """The group's results from one packed session where every case PASSed; else how to run it again: the cases
-    named in a refusal or not PASSing alone, those that could own an unattributed node apart, or (where the
-    failure names no case) the halves."""
+def _blamed(group: Sequence[Prepared], named: set[int]) -> frozenset[int]:
+    """The cases a refusal names, and every case of the same signature."""
+    signatures = [signature(p.lowering) for p in group]
+    refused = {signatures[place] for place in named}
+    return frozenset(place for place, sig in enumerate(signatures) if sig in refused)
+
+
+def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions) -> Split:
+    """The group run in one packed session: the clean PASSes kept, and how the rest runs again."""
     start = time.perf_counter()
     lowerings = [p.lowering for p in group]
     half = Split(apart=frozenset(range(len(group) // 2)))
@@ -55,23 +66,22 @@ def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions
     except Exception as error:  # any failure of the pack: the cases it names run alone, or the halves again
         log.debug("a pack of %d failed: %s", len(group), error)
         named = named_cases(str(error), len(group))
-        return Split(alone=frozenset(named)) if named else half
+        return Split(alone=_blamed(group, named)) if named else half
     share = (time.perf_counter() - start) / len(group)
     quiet = replace(options, artifacts=None)  # a FAIL here runs again alone, and that run keeps the artifacts
     results = [finish(p, execution, ep, quiet, share) for p, execution in zip(group, executions, strict=True)]
-    failed = frozenset(place for place, result in enumerate(results) if result.status is not Status.PASS)
-    return Split(alone=failed) if failed else results
+    kept = {place: result for place, result in enumerate(results) if result.status is Status.PASS}
+    return Split(kept=kept, alone=frozenset(range(len(group))) - kept.keys())
 
 
 def _run_group(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions) -> list[Result]:
-    """The group's results in order: packed where it all PASSes, else run again as ``_packed`` says."""
+    """The group's results in order: packed where they PASS, else run again as ``_packed`` says."""
     if len(group) == 1:
         return [execute_prepared(group[0], ep, options, sessions)]
     outcome = _packed(group, ep, options, sessions)
-    if isinstance(outcome, list):
-        return outcome
-    results = {place: execute_prepared(group[place], ep, options, sessions) for place in sorted(outcome.alone)}
-    rest = [place for place in range(len(group)) if place not in outcome.alone]
+    results = dict(outcome.kept)
+    results |= {place: execute_prepared(group[place], ep, options, sessions) for place in sorted(outcome.alone)}
+    rest = [place for place in range(len(group)) if place not in results]
     for part in ([p for p in rest if p in outcome.apart], [p for p in rest if p not in outcome.apart]):
         if part:
             results |= dict(zip(part, _run_group([group[p] for p in part], ep, options, sessions), strict=True))

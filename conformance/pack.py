@@ -43,6 +43,13 @@ def opset_of(lowering: Lowering) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((o.domain, o.version) for o in model.opset_import))
 
 
+def signature(lowering: Lowering) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """What decides whether an EP has kernels for a lowering: its op types and its inputs' element types. Cases of
+    one signature are refused together (a missing kernel), so a refusal that names one sends them all alone."""
+    graph = onnx.load_from_string(lowering.model).graph
+    return tuple(node.op_type for node in graph.node), tuple(i.type.tensor_type.elem_type for i in graph.input)
+
+
 def elements(lowering: Lowering) -> int:
     """Elements the case's session reads and writes: no lowering's outputs are larger than its inputs."""
     return 2 * sum(int(np.asarray(array).size) for array in lowering.feeds.values())

@@ -4,6 +4,7 @@ PASS sends a pack back to one case per session."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,8 +14,8 @@ import pytest
 
 from conformance.batch import _run_group, run_batch
 from conformance.cli import main
-from conformance.eps import parse_ep
-from conformance.execute import Execution, execute, open_session, run_session
+from conformance.eps import EpSpec, parse_ep
+from conformance.execute import Execution, Opened, execute, open_session, run_session
 from conformance.lower import Lowering
 from conformance.model import Status
 from conformance.pack import Unattributed, pack, prefix, unpack
@@ -139,8 +140,36 @@ def test_a_non_pass_in_a_pack_is_judged_again_alone(entries: list[Entry]) -> Non
     sessions = Sessions()
     results = _run_group(group, CPU, RunOptions(), sessions)
     assert [r.status for r in results] == [Status.PASS, Status.PASS, Status.FAIL]
-    # 3 packed (the FAIL undoes it), then the FAIL alone and the other two packed again.
-    assert (sessions.created, sessions.reused) == (3, 0)
+    # 3 packed (the two PASSes stand), then the FAIL alone.
+    assert (sessions.created, sessions.reused) == (2, 0)
+
+
+class Attempts(Sessions):
+    """Sessions that count every attempt to open one, refused ones included."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts: list[int] = []
+
+    def open(self, lowering: Lowering, ep: EpSpec, create: Callable[[Lowering, EpSpec], Opened]) -> Opened:
+        self.attempts.append(len(lowering.nodes))
+        return super().open(lowering, ep, create)
+
+
+def test_a_refusal_sends_every_case_of_the_named_signature_alone(entries: list[Entry], tmp_path: Path) -> None:
+    more = tmp_path / "more.yaml"
+    uint32 = CASES[CASES.index("  - id: uint32-no-cpu-kernel") :]
+    more.write_text(CASES.split("cases:")[0] + "cases:\n" + uint32.replace("id: uint32-no-cpu-kernel", "id: other"))
+    read, problems = read_file(str(more))
+    assert problems == []
+    group = _prepared([entries[3], *entries[:3], *read])  # two UINT32 TopKs (no CPU kernel) among three that run
+    sessions = Attempts()
+    results = _run_group(group, CPU, RunOptions(), sessions)
+    assert [r.status for r in results] == [Status.NOT_SUPPORTED, *[Status.PASS] * 3, Status.NOT_SUPPORTED]
+    # The pack of 5 is refused naming one UINT32 TopK: both run alone (refused), and the three others run packed.
+    assert sessions.attempts == [5, 1, 1, 3]
+    alone = [run_entry(entry, CPU, RunOptions()) for entry in (entries[3], read[0])]
+    assert _without_time([results[0], results[4]]) == _without_time(alone)
 
 
 def test_sessions_are_reused_for_one_structure_and_bounded(entries: list[Entry]) -> None:
