@@ -65,6 +65,8 @@ def environment(
         "python_executable": sys.executable,
         "dml_conformance": package_version("dml-conformance"),
         "gpus": device.gpus(),
+        # nvidia-smi lists every GPU of the machine; this says which ones the run's CUDA EP could see (a shard per GPU)
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "onnxruntime": onnxruntime.__version__,
         "onnxruntime_packages": {p: v for p in PACKAGES if (v := package_version(p)) is not None},
         "available_providers": onnxruntime.get_available_providers(),

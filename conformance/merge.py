@@ -46,7 +46,7 @@ def merge_runs(runs: Sequence[tuple[str, Mapping[str, Any], Sequence[Result]]]) 
     env["eps"] = _unique([ep for e in environments for ep in e.get("eps") or []], key="label")
     env["interrupted"] = any(e.get("interrupted") for e in environments)
     env["shards"] = [
-        {"file": path, **{k: e.get(k) for k in ("command", "gpus", "eps")}}
+        {"file": path, **{k: e.get(k) for k in ("command", "gpus", "cuda_visible_devices", "eps")}}
         for (path, _, _), e in zip(runs, environments, strict=True)
     ]
     return env, merged
