@@ -4,6 +4,7 @@ two pipelines gave identical results.
 
     python benchmarks/throughput.py                      # the library's small cases on the CPU EP
     python benchmarks/throughput.py --ep cuda --pack 64  # on a GPU EP (reference rows only for built-in EPs)
+    python benchmarks/throughput.py --ep cuda --passing  # only the cases that PASS: no pack falls back
 
 "Small" is what packing takes (conformance/pack.py: PACK_MAX_ELEMENTS). The pipeline's time covers loading the
 case files (pro rata), generating, the oracle, lowering, the session, the run, comparing and recording a result.
@@ -26,6 +27,7 @@ from tabulate import tabulate
 from conformance.batch import run_batch
 from conformance.eps import EpSpec, is_plugin, parse_ep
 from conformance.execute import _providers
+from conformance.model import Status
 from conformance.pack import packable
 from conformance.parse import Entry
 from conformance.results import Result
@@ -79,16 +81,26 @@ def main() -> None:
     parser.add_argument("--ep", default="cpu")
     parser.add_argument("--pack", type=int, default=RunOptions.pack)
     parser.add_argument("--limit", type=int, default=None, help="only the first N small cases")
+    parser.add_argument(
+        "--passing",
+        action="store_true",
+        help="only the cases that PASS one per session: a conformant build's run, where no pack falls back",
+    )
     args = parser.parse_args()
     ep = parse_ep(args.ep)
     entries, prepared, load = small_cases(args.paths, ep, args.limit)
     pipeline(entries[:1], ep, 1, reuse=False)  # the EP's first session (a device context) outside the timing
+    one_time, one, _ = pipeline(entries, ep, 1, reuse=False)
+    if args.passing:
+        passing = [i for i, result in enumerate(one) if result.status is Status.PASS]
+        load *= len(passing) / max(len(entries), 1)
+        entries, prepared = [entries[i] for i in passing], [prepared[i] for i in passing]
+        one_time, one, _ = pipeline(entries, ep, 1, reuse=False)
     rows: list[list[object]] = []
     alone = None
     if not is_plugin(ep):
         alone = onnxruntime_alone(prepared, ep)
         rows.append(["onnxruntime: session + run per case", alone, len(prepared) / alone, 1.0, "", ""])
-    one_time, one, _ = pipeline(entries, ep, 1, reuse=False)
     packed_time, packed, sessions = pipeline(entries, ep, args.pack, reuse=True)
     for name, seconds, made in (
         ("pipeline, one session per case", one_time + load, len(prepared)),

@@ -4,7 +4,9 @@ A packed case's result stands only when it is a clean PASS: the packed session w
 of that case on the EP, and the case PASSed. Every other case runs again alone, one case per session, exactly as a
 run without packing runs it:
 
-- a case that did not PASS in the pack runs alone (the others keep their PASS);
+- a case that did not PASS in the pack runs alone (the others keep their PASS); its verdict alone is its verdict,
+  and where the packed one differed the result says so (``Result.packed``): the EP's output depended on the other
+  nodes of the model, which is a finding of its own (the WebGPU EP's shader cache, reports/README.md);
 - a refused packed session runs alone the cases onnxruntime's refusal names, with every case of the same signature
   (op types and input data types: a missing kernel refuses them all), and packs the rest again;
 - a failure that names no case (a run that throws) splits the pack in halves instead, down to single cases.
@@ -30,6 +32,7 @@ from conformance.parse import Entry
 from conformance.results import Result
 from conformance.runner import Prepared, RunOptions, execute_prepared, finish, prepare
 from conformance.sessions import Sessions
+from conformance.summary import first_line
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,7 @@ class Split:
     session, ``apart`` as a group of their own, and the others as another group."""
 
     kept: Mapping[int, Result] = field(default_factory=dict)
+    tried: Mapping[int, Result] = field(default_factory=dict)  # the packed results of the cases that run again
     alone: frozenset[int] = frozenset()
     apart: frozenset[int] = frozenset()
 
@@ -71,7 +75,17 @@ def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions
     quiet = replace(options, artifacts=None)  # a FAIL here runs again alone, and that run keeps the artifacts
     results = [finish(p, execution, ep, quiet, share) for p, execution in zip(group, executions, strict=True)]
     kept = {place: result for place, result in enumerate(results) if result.status is Status.PASS}
-    return Split(kept=kept, alone=frozenset(range(len(group))) - kept.keys())
+    tried = {place: result for place, result in enumerate(results) if place not in kept}
+    return Split(kept=kept, tried=tried, alone=frozenset(tried))
+
+
+def _noted(alone: Result, packed: Result | None, others: int) -> Result:
+    """The case's own result, saying so where packed with ``others`` cases it got another verdict."""
+    if packed is None or packed.status is alone.status:
+        return alone
+    what = f"{packed.failure_kind}: " if packed.failure_kind else ""
+    note = f"{packed.status.value} when packed with {others} other case(s), {alone.status.value} alone"
+    return replace(alone, packed=f"{note}: {what}{first_line(packed.message)}")
 
 
 def _run_group(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions) -> list[Result]:
@@ -80,7 +94,9 @@ def _run_group(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessi
         return [execute_prepared(group[0], ep, options, sessions)]
     outcome = _packed(group, ep, options, sessions)
     results = dict(outcome.kept)
-    results |= {place: execute_prepared(group[place], ep, options, sessions) for place in sorted(outcome.alone)}
+    for place in sorted(outcome.alone):
+        alone = execute_prepared(group[place], ep, options, sessions)
+        results[place] = _noted(alone, outcome.tried.get(place), len(group) - 1)
     rest = [place for place in range(len(group)) if place not in results]
     for part in ([p for p in rest if p in outcome.apart], [p for p in rest if p not in outcome.apart]):
         if part:

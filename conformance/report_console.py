@@ -40,6 +40,12 @@ def render_console(summary: Summary, max_listed: int = 30) -> str:
         parts.append(f"EP {_plain(ep)} executed none of its cases (see the NOT_SUPPORTED messages): the run fails")
     if summary.placement is not None:
         parts.append(f"placement: {summary.placement.line}")
+    if summary.packed_differences:
+        lines = [_plain(line) for line in summary.packed_differences[:max_listed]]
+        parts.append(
+            f"packing: {len(summary.packed_differences)} case(s) got another verdict packed with other cases than "
+            "alone (the verdict alone stands):\n  " + "\n  ".join(lines)
+        )
     totals = ", ".join(f"{summary.totals[s]} {s.value}" for s in statuses)
     parts.append(f"== {totals or 'no results'} ==")
     return "\n\n".join(parts)

@@ -45,6 +45,14 @@ def _more(count: int) -> list[str]:
     return ["", f"… and {count - MAX_ROWS} more: see report.html"] if count > MAX_ROWS else []
 
 
+def _packed_lines(differences: Sequence[str]) -> list[str]:
+    if not differences:
+        return []
+    head = f"- **{len(differences)} case(s) got another verdict packed with other cases than alone** (the verdict alone"
+    head += " stands; the EP's result depended on the model's other nodes):"
+    return [head, *(f"  - {_cell(line)}" for line in differences[:MAX_ROWS]), *_more(len(differences))]
+
+
 def render_markdown(summary: Summary) -> str:
     """The summary, short enough for a pull request comment: long lists are cut at MAX_ROWS rows."""
     env = summary.environment
@@ -61,6 +69,7 @@ def render_markdown(summary: Summary) -> str:
         *_more(len(unproven)),
         *(["- **interrupted**: fewer results than planned; the run fails"] if env.get("interrupted") else []),
         *(f"- **EP {_cell(ep)} executed none of its cases**: the run fails" for ep in summary.idle_eps),
+        *_packed_lines(summary.packed_differences),
         "",
         "## Totals",
         "",

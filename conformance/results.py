@@ -35,6 +35,9 @@ class Result:
     dml_operator: str = ""  # the DML operator(s) the case's DirectML lowering reaches (dml_operators)
     details: Mapping[str, Any] = field(default_factory=dict)  # what a report draws (compare_common.mismatch_details)
     parameters: Mapping[str, str] = field(default_factory=dict)  # the descriptor's fields as texts (parameters.py)
+    # Where the verdict alone differs from the one the case got packed with other cases (batch.py): that verdict
+    # and its first line. The verdict above is the case's own; this says the EP's result depended on its neighbours.
+    packed: str = ""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -1,6 +1,12 @@
 """Sessions kept for reuse within a run: cases whose lowering is the same model (the same structure: operator,
 attributes, shapes and data types; only the data differs, since data are graph inputs) run in one session.
 
+At most one session is open at a time, and it is closed before a session for another model is created, so that no
+case runs beside another case's session. An EP may keep state for as long as any of its sessions lives: the WebGPU
+EP's program cache belongs to its device context, and it keys InstanceNormalization's shader by shape while the
+shader has epsilon written into it, so a second session with another epsilon computed with the first one's (found
+on the H100; reports/README.md). A verdict must not depend on which cases ran before it.
+
 A cache belongs to one run, or to one worker's share of it; nothing is kept between runs. Only sessions that were
 created are kept: a model that failed to open is tried again (and diagnosed again) for each case, as alone.
 """
@@ -15,11 +21,12 @@ from conformance.eps import EpSpec
 from conformance.execute import Opened
 from conformance.lower import Lowering
 
-CAPACITY = 16  # open sessions held at once: each may hold device memory
+CAPACITY = 1  # open sessions held at once: one, so that no case runs beside another case's session
 
 
 class Sessions:
-    """At most ``capacity`` open sessions, least recently used dropped first; counts what it saved."""
+    """At most ``capacity`` open sessions (0: none kept), the least recently used closed before another is created;
+    counts what it saved."""
 
     def __init__(self, capacity: int = CAPACITY) -> None:
         self._open: OrderedDict[tuple[str, str, bytes], Opened] = OrderedDict()
@@ -34,9 +41,10 @@ class Sessions:
             self._open.move_to_end(key)
             self.reused += 1
             return self._open[key]
+        while self._open and len(self._open) >= self._capacity:
+            self._open.popitem(last=False)  # closed before the next one is created
         opened = create(lowering, ep)
         self.created += 1
-        self._open[key] = opened
-        if len(self._open) > self._capacity:
-            self._open.popitem(last=False)
+        if self._capacity > 0:
+            self._open[key] = opened
         return opened

@@ -44,6 +44,7 @@ class Summary:
     dml_operators: tuple[tuple[str, str, int], ...] = ()  # (operator, DML operator(s) reached, cases)
     placement: Placement | None = None
     idle_eps: tuple[str, ...] = ()  # EPs that never started a session and so executed nothing
+    packed_differences: tuple[str, ...] = ()  # "case [ep]: FAIL when packed ..., PASS alone: ..." (Result.packed)
 
     @property
     def failed(self) -> bool:
@@ -153,6 +154,7 @@ def summarize(environment: Mapping[str, Any], results: Sequence[Result]) -> Summ
         dml_operators=dml_operator_counts(results),
         idle_eps=idle(results),
         placement=placement_proof(environment, results),
+        packed_differences=tuple(f"{r.case} [{r.ep}]: {r.packed}" for r in results if r.packed),
     )
 
 

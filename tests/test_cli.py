@@ -39,6 +39,7 @@ RESULT_KEYS = {
     "dml_operator",
     "details",
     "parameters",
+    "packed",
     "message",
     "metrics",
     "placement",

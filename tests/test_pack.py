@@ -4,9 +4,11 @@ PASS sends a pack back to one case per session."""
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -21,10 +23,13 @@ from conformance.model import Status
 from conformance.pack import Unattributed, pack, prefix, unpack
 from conformance.parse import Entry
 from conformance.placement import NotSupported, PlacedNode
+from conformance.report_console import render_console
+from conformance.report_markdown import render_markdown
 from conformance.results import Result
 from conformance.runner import Prepared, RunOptions, prepare, run_entry
 from conformance.sessions import Sessions
 from conformance.suite import read_file
+from conformance.summary import summarize
 
 CPU = parse_ep("cpu")
 REPO = Path(__file__).resolve().parent.parent
@@ -144,6 +149,39 @@ def test_a_non_pass_in_a_pack_is_judged_again_alone(entries: list[Entry]) -> Non
     assert (sessions.created, sessions.reused) == (2, 0)
 
 
+class Perturbed:
+    """A packed session whose outputs for the case at place 1 come back wrong: an EP whose result for a node
+    depends on the other nodes of the model."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def run(self, names: list[str], feeds: dict[str, Any]) -> list[Any]:
+        values = self.session.run(names, feeds)
+        return [
+            v + 1 if n.startswith(prefix(1)) and v.dtype.kind == "f" else v for n, v in zip(names, values, strict=True)
+        ]
+
+
+class PerturbingPacks(Sessions):
+    def open(self, lowering: Lowering, ep: EpSpec, create: Callable[[Lowering, EpSpec], Opened]) -> Opened:
+        opened = super().open(lowering, ep, create)
+        return replace(opened, session=Perturbed(opened.session)) if len(lowering.nodes) > 1 else opened
+
+
+def test_a_verdict_that_differs_packed_is_the_one_alone_and_says_so(entries: list[Entry]) -> None:
+    group = _prepared(entries[:3])
+    results = _run_group(group, CPU, RunOptions(), PerturbingPacks())
+    assert [r.status for r in results] == [Status.PASS] * 3  # each case's own verdict, alone for the second
+    assert [bool(r.packed) for r in results] == [False, True, False]
+    assert results[1].packed.startswith("FAIL when packed with 2 other case(s), PASS alone: values: ")
+    assert _without_time([replace(results[1], packed="")]) == _without_time([run_entry(entries[1], CPU, RunOptions())])
+    summary = summarize({}, results)
+    assert summary.packed_differences == (f"{results[1].case} [cpu]: {results[1].packed}",)
+    assert "1 case(s) got another verdict packed with other cases than alone" in render_markdown(summary)
+    assert "packing: 1 case(s) got another verdict" in render_console(summary)
+
+
 class Attempts(Sessions):
     """Sessions that count every attempt to open one, refused ones included."""
 
@@ -181,6 +219,24 @@ def test_sessions_are_reused_for_one_structure_and_bounded(entries: list[Entry])
     assert (sessions.created, sessions.reused) == (3, 1)  # the third evicted the first
     for lowering, run in zip((first, second, third, first), runs, strict=True):
         assert_same(run, execute(lowering, CPU))
+
+
+def test_no_session_is_open_while_another_is_created(entries: list[Entry]) -> None:
+    # An EP's state can outlive a session while any other lives (WebGPU's program cache): each case's session is
+    # created with no other case's session open, so that no verdict depends on the cases before it.
+    lowerings = [p.lowering for p in _prepared(entries[:3])]
+    alive: list[weakref.ref[Opened]] = []
+
+    def create(lowering: Lowering, ep: EpSpec) -> Opened:
+        assert [ref for ref in alive if ref() is not None] == []
+        opened = open_session(lowering, ep)
+        alive.append(weakref.ref(opened))
+        return opened
+
+    sessions = Sessions()
+    for lowering in (lowerings[0], lowerings[1], lowerings[2], lowerings[0]):
+        sessions.open(lowering, CPU, create)
+    assert (sessions.created, sessions.reused) == (3, 1)  # the second has the first one's model; the last is new again
 
 
 def assert_same(one: Execution, other: Execution) -> None:
