@@ -1,8 +1,10 @@
-"""reference.top_k1 against the spec's examples, onnx.reference TopK-11 (no ties) and a brute-force sort (ties)."""
+"""reference.top_k1 against the spec's examples, onnx.reference TopK-11 (no ties), a brute-force sort (ties) and
+NumPy's stable sorts (large, multi-block inputs)."""
 
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -136,6 +138,61 @@ def test_long_axis_small_k_matches_brute_force() -> None:
             want_values, want_indices = _brute_force(x, 1, k, direction)
             np.testing.assert_array_equal(indices, want_indices)
             np.testing.assert_array_equal(values, want_values)
+
+
+def _stable_top_k(x: NDArray[Any], axis: int, k: int, direction: str) -> tuple[NDArray[Any], NDArray[Any]]:
+    """The expected result from NumPy's stable sorts, independently of reference.top_k1: INCREASING is a stable
+    argsort (NaNs last, -0.0 == +0.0, ties in index order); DECREASING a stable lexsort on (is a number, -value)."""
+    moved = np.moveaxis(x, axis, -1)
+    wide = moved.astype(np.float64)  # every supported dtype (uint32 included) is exact in float64
+    if direction == "INCREASING":
+        order = np.argsort(wide, axis=-1, kind="stable")
+    else:
+        nan = np.isnan(wide)
+        order = np.lexsort((np.where(nan, 0.0, -wide), ~nan), axis=-1)  # last key first: NaNs, then descending
+    chosen = order[..., :k]
+    return np.moveaxis(np.take_along_axis(moved, chosen, axis=-1), -1, axis), np.moveaxis(chosen, -1, axis)
+
+
+def _tie_heavy(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> NDArray[Any]:
+    """Few distinct values (ties straddle any K); floats also get NaNs of both signs and payloads, and +-0.0."""
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.choice(np.array([info.min, 0, 1, 2, info.max], dtype=dtype), size=shape)
+    pool = np.array([-np.inf, -2.5, -0.0, 0.0, 1.0, 7.0, np.inf, np.nan, -np.nan], dtype=dtype)
+    x = rng.choice(pool, size=shape, p=[0.05, 0.15, 0.15, 0.15, 0.15, 0.15, 0.05, 0.1, 0.05])
+    if dtype == "float32":
+        nan = np.isnan(x)
+        x.view(np.uint32)[nan] |= rng.integers(1, 0x3FFFFF, size=int(nan.sum()), dtype=np.uint32)  # payloads
+    return x
+
+
+def _assert_same(got: tuple[NDArray[Any], NDArray[Any]], want: tuple[NDArray[Any], NDArray[Any]]) -> None:
+    assert got[0].dtype == want[0].dtype and got[1].dtype == np.uint32
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[0].tobytes() == want[0].tobytes()  # bit-exact: the sign of -0.0 and NaN payloads included
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int8", "uint32", "int32"])
+@pytest.mark.parametrize("direction", ["DECREASING", "INCREASING"])
+def test_multi_block_ties_match_stable_sort(dtype: str, direction: str) -> None:
+    rng = np.random.default_rng(sum(map(ord, dtype + direction)))
+    x = _tie_heavy(rng, (301, 2000), dtype)  # 602,000 elements: several blocks of rows, on threads
+    for k in (1, 37, 500, 900):  # up to n / 4 the partition path, above it the sort path
+        _assert_same(top_k1(x, 1, k, direction), _stable_top_k(x, 1, k, direction))
+
+
+@pytest.mark.parametrize("direction", ["DECREASING", "INCREASING"])
+def test_blocks_split_the_inner_dimensions(direction: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tiny blocks: two sequences each, so blocks cut across the dimensions after the axis (and the last is short).
+    monkeypatch.setattr(sys.modules["reference.top_k1"], "_BLOCK", 80)
+    rng = np.random.default_rng(3)
+    x = _tie_heavy(rng, (5, 40, 9), "float32")
+    for k in (1, 3, 10, 30):
+        _assert_same(top_k1(x, 1, k, direction), _stable_top_k(x, 1, k, direction))
+    strided = np.swapaxes(_tie_heavy(rng, (40, 6, 7), "float16"), 0, 2)  # a non-contiguous input
+    for k in (2, 9):
+        _assert_same(top_k1(strided, 2, k, direction), _stable_top_k(strided, 2, k, direction))
 
 
 def _bits(a: NDArray[Any]) -> list[int]:
