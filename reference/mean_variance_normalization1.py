@@ -8,6 +8,11 @@ Everything is computed in float64 and cast to the input's dtype once, at the end
 two passes as mean((x - mean)^2), which does not cancel the way E[x^2] - E[x]^2 does. Epsilon is a FLOAT field of
 the descriptor, so it is rounded to float32 first (the value the operator receives).
 
+Groups are worked on a block of rows at a time (about _BLOCK elements), on a thread per core (reference/_blocks.py)
+with one float64 scratch block per worker. A block is the same whatever the threads, so is every result bit; with no
+Scale, Bias or FusedActivation the division writes the output's dtype directly (still divided in float64, rounded
+once).
+
 Scale and Bias broadcast NumPy-style against the input (same rank). A missing Scale counts as 1 and a missing Bias
 as 0; the spec's pairing rule ("This tensor is required if the BiasTensor is used") is the validator's concern.
 """
@@ -15,12 +20,13 @@ as 0; the spec's pairing rule ("This tensor is required if the BiasTensor is use
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._blocks import run_shares
 from .activations import apply_activation
 
 
@@ -51,28 +57,48 @@ def mean_variance_normalization1(
     scales, biases = (None if t is None else _rows(np.broadcast_to(t, x.shape), order, group) for t in operands)
     out = np.empty(rows.shape, dtype=x.dtype)
     step = max(1, _BLOCK // group)
-    for first in range(0, rows.shape[0], step):
-        block = slice(first, first + step)
-        values = rows[block].astype(np.float64)
-        # spec: "Axes: The axes along which to calculate the Mean and Variance."
-        values -= values.mean(axis=1, keepdims=True)
-        # spec: "If FALSE, then normalization equation is Output = FusedActivation(Scale * (Input - Mean) + Bias)."
-        if normalize_variance:
-            variance = np.einsum("ij,ij->i", values, values)[:, None] / group
-            # spec: "(Input - Mean) / sqrt(Variance + Epsilon)"; "Epsilon Type: FLOAT".
-            values /= np.sqrt(variance + float(np.float32(epsilon)))
-        if scales is not None:
-            values *= scales[block]
-        if biases is not None:
-            values += biases[block]
-        # spec: "FusedActivation: An optional fused activation layer to apply after the normalization."
-        out[block] = apply_activation(values, fused_activation)
+    plain = scales is None and biases is None and fused_activation is None
+
+    def task(share: Sequence[slice]) -> None:
+        scratch = np.empty(step * group)  # one worker's float64 block, reused: no page faults block after block
+        for block in share:
+            values = _float64(rows[block], scratch)
+            # spec: "Axes: The axes along which to calculate the Mean and Variance."
+            values -= values.mean(axis=1, keepdims=True)
+            # spec: "If FALSE, then normalization equation is Output = FusedActivation(Scale * (Input - Mean) + Bias)."
+            if normalize_variance:
+                variance = np.einsum("ij,ij->i", values, values)[:, None] / group
+                # spec: "(Input - Mean) / sqrt(Variance + Epsilon)"; "Epsilon Type: FLOAT".
+                deviation = np.sqrt(variance + float(np.float32(epsilon)))
+                if plain:  # the last step: divide in float64 and round once to the output's dtype, in one pass
+                    np.divide(values, deviation, out=out[block])
+                    continue
+                values /= deviation
+            if scales is not None:
+                values *= scales[block]
+            if biases is not None:
+                values += biases[block]
+            # spec: "FusedActivation: An optional fused activation layer to apply after the normalization."
+            out[block] = apply_activation(values, fused_activation)
+
+    run_shares(task, [slice(first, first + step) for first in range(0, rows.shape[0], step)])
     # Back to the input's layout: undo the reshape, then the axis order.
     moved_shape = [x.shape[a] for a in order]
     return np.ascontiguousarray(np.moveaxis(out.reshape(moved_shape), range(x.ndim), order))
 
 
 _BLOCK = 1 << 18  # elements per block of rows: 2 MiB of float64, about a core's share of the cache
+
+
+def _float64(source: NDArray[Any], scratch: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``source.astype(np.float64)``, in ``scratch`` when ``source`` is C-contiguous. astype keeps the memory order of
+    a strided ``source`` (rows that are columns of the input), and the order the reductions then add in decides their
+    last bits: so a strided source keeps astype's own copy and layout."""
+    if not source.flags.c_contiguous:
+        return source.astype(np.float64)
+    values = scratch[: source.size].reshape(source.shape)
+    np.copyto(values, source)
+    return values
 
 
 def _rows(array: NDArray[Any], order: list[int], group: int) -> NDArray[Any]:

@@ -4,6 +4,7 @@ per-group float64 formula (math.fsum)."""
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -130,6 +131,27 @@ def test_fused_activation_is_applied_last(name: str) -> None:
     ours = mean_variance_normalization1(x, (2,), scale, bias, fused_activation=activation)
     want = _independent(x, (2,), scale, bias, True, 1e-5, scalar)
     np.testing.assert_array_max_ulp(ours, want.astype(np.float32), maxulp=1)
+
+
+@pytest.mark.parametrize("axes", [(1,), (0,)])
+def test_many_blocks_on_threads_match_one_block(axes: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((37, 50)) * 3 + 1).astype(np.float32)
+    scale = rng.uniform(-2, 2, (37, 1) if axes == (1,) else (1, 50)).astype(np.float32)
+    whole = [
+        mean_variance_normalization1(x, axes),
+        mean_variance_normalization1(x, axes, scale, scale, fused_activation={"type": "RELU"}),
+    ]
+    # One group a block: 37 or 50 blocks, on threads (cut across columns when axes == (0,)).
+    monkeypatch.setattr(sys.modules["reference.mean_variance_normalization1"], "_BLOCK", 1)
+    blocked = [
+        mean_variance_normalization1(x, axes),
+        mean_variance_normalization1(x, axes, scale, scale, fused_activation={"type": "RELU"}),
+    ]
+    want = _independent(x, axes, None, None, True, 1e-5)
+    np.testing.assert_array_max_ulp(blocked[0], want.astype(np.float32), maxulp=1)
+    if axes == (1,):  # contiguous groups: each is reduced alone either way, so the bits agree
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(whole, blocked, strict=True))
 
 
 def test_two_pass_variance_survives_a_large_offset() -> None:
