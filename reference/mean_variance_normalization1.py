@@ -60,7 +60,8 @@ def mean_variance_normalization1(
     plain = scales is None and biases is None and fused_activation is None
 
     def task(share: Sequence[slice]) -> None:
-        scratch = np.empty(step * group)  # one worker's float64 block, reused: no page faults block after block
+        # One worker's float64 block, reused: no page faults block after block (and no larger than the rows).
+        scratch = np.empty(min(step, rows.shape[0]) * group)
         for block in share:
             values = _float64(rows[block], scratch)
             # spec: "Axes: The axes along which to calculate the Mean and Variance."

@@ -70,7 +70,8 @@ def top_k1(
     blocks = _blocks(outer, inner, max(1, _BLOCK // n))
 
     def task(share: Sequence[tuple[slice, slice]]) -> None:
-        scratch = _Scratch(max(1, _BLOCK // n) * n, _key_dtype(x.dtype))
+        most = max((outers.stop - outers.start) * (inners.stop - inners.start) for outers, inners in share)
+        scratch = _Scratch(most * n, _key_dtype(x.dtype))  # sized by the largest block, never by more
         for where in share:
             sequences = np.moveaxis(x3[where[0], :, where[1]], 1, -1)  # (outers, inners, n), a view
             keys = _order_keys(sequences, decreasing, scratch)
@@ -91,7 +92,9 @@ def _blocks(outer: int, inner: int, rows: int) -> list[tuple[slice, slice]]:
     inners = min(inner, rows)
     outers = max(1, rows // inners)
     return [
-        (slice(o, o + outers), slice(i, i + inners)) for o in range(0, outer, outers) for i in range(0, inner, inners)
+        (slice(o, min(o + outers, outer)), slice(i, min(i + inners, inner)))
+        for o in range(0, outer, outers)
+        for i in range(0, inner, inners)
     ]
 
 
