@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from conformance.eps import DML, EpSpec
 from conformance.execute import open_session, run_session
@@ -62,7 +63,7 @@ def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions
     half = Split(apart=frozenset(range(len(group) // 2)))
     try:
         packed = pack(lowerings)
-        opened = sessions.open(packed, ep, open_session)
+        opened = sessions.open(packed, ep, partial(open_session, threads=options.threads))
         executions = unpack(lowerings, run_session(opened, packed), opened.records, opened.ep_name)
     except Unattributed as error:
         log.debug("a pack of %d failed: %s", len(group), error)

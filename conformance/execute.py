@@ -20,6 +20,7 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,8 +73,10 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
 
 
-def _session_options(ep: EpSpec, devices: Sequence[Any], strict: bool) -> Any:
+def _session_options(ep: EpSpec, devices: Sequence[Any], strict: bool, threads: int | None = None) -> Any:
     options = ort.SessionOptions()
+    if threads is not None:  # else onnxruntime's default: one intra-op thread per physical core
+        options.intra_op_num_threads = threads
     options.log_severity_level = 4  # failures come back as exceptions; ORT's own log would only repeat them
     options.add_session_config_entry(RECORD_ASSIGNMENT, "1")
     if ep.name != CPU and strict:
@@ -97,10 +100,10 @@ def _providers(ep: EpSpec) -> list[tuple[str, dict[str, str]]] | None:
     return [(ep.name, options)]
 
 
-def _session(lowering: Lowering, ep: EpSpec, devices: Sequence[Any], strict: bool) -> Any:
+def _session(lowering: Lowering, ep: EpSpec, devices: Sequence[Any], strict: bool, threads: int | None) -> Any:
     session = ort.InferenceSession(
         lowering.model,
-        _session_options(ep, devices, strict),
+        _session_options(ep, devices, strict, threads),
         providers=_providers(ep),
         enable_fallback=0,
         disabled_optimizers=list(_KEEP_NODES),
@@ -116,10 +119,12 @@ def _input_types(lowering: Lowering) -> str:
     )
 
 
-def _diagnose(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception) -> Exception:
+def _diagnose(
+    lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception, threads: int | None
+) -> Exception:
     """Why a fallback-free session was refused: which nodes the EP left to the CPU, or that it did not start."""
     try:
-        session = _session(lowering, ep, devices, strict=False)
+        session = _session(lowering, ep, devices, strict=False, threads=threads)
     except Exception as second:  # onnxruntime's own exception types
         missing = missing_kernel(_one_line(second), lowering, ep_name)
         if missing is not None:
@@ -158,11 +163,11 @@ def missing_kernel(text: str, lowering: Lowering, ep_name: str) -> NotSupported 
     return None
 
 
-def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any]) -> Any:
+def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], threads: int | None) -> Any:
     try:
-        return _session(lowering, ep, devices, strict=True)
+        return _session(lowering, ep, devices, strict=True, threads=threads)
     except Exception as error:  # onnxruntime's own exception types
-        refusal = _refusal(lowering, ep, ep_name, devices, error)
+        refusal = _refusal(lowering, ep, ep_name, devices, error, threads)
     # Raised outside the except block, so that onnxruntime's exception (whose traceback holds the half-created
     # session and its thread pool) is not kept as the context; and not kept in this frame, which would put the
     # refusal in a cycle with its own traceback. Either would keep them until a garbage collection.
@@ -172,7 +177,9 @@ def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any]
         del refusal
 
 
-def _refusal(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception) -> Exception:
+def _refusal(
+    lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception, threads: int | None
+) -> Exception:
     """What a refused session means: a missing kernel, nodes the EP left to the CPU, an EP that did not start, or
     an ERROR of this case."""
     text = _one_line(error)
@@ -180,7 +187,7 @@ def _refusal(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any
     if missing is not None:
         return missing
     if _FALLBACK_REFUSED in text:
-        return _diagnose(lowering, ep, ep_name, devices, error)
+        return _diagnose(lowering, ep, ep_name, devices, error, threads)
     if ep_name != CPU and not _starts(ep, devices):
         return wrapper_fallback(lowering, ep_name, text)
     return ExecutionError(f"onnxruntime could not create a {ep_name} session for {lowering.name}: {text}")
@@ -238,10 +245,12 @@ class Opened:
     records: tuple[PlacedNode, ...]
 
 
-def open_session(lowering: Lowering, ep: EpSpec) -> Opened:
-    """A fallback-free session for ``lowering`` on ``ep``; NotSupported or ExecutionError saying why there is none."""
+def open_session(lowering: Lowering, ep: EpSpec, threads: int | None = None) -> Opened:
+    """A fallback-free session for ``lowering`` on ``ep``; NotSupported or ExecutionError saying why there is none.
+
+    ``threads``: the session's intra-op threads (None: onnxruntime's default)."""
     ep_name, devices = _target(ep)
-    session = _create(lowering, ep, ep_name, devices)
+    session = _create(lowering, ep, ep_name, devices, threads)
     return Opened(session, ep_name, tuple(recorded_placement(session)))
 
 
@@ -255,10 +264,12 @@ def run_session(opened: Opened, lowering: Lowering) -> dict[str, Array]:
     return {lowering.outputs[name]: np.asarray(value) for name, value in zip(names, values, strict=True)}
 
 
-def execute(lowering: Lowering, ep: EpSpec, sessions: Sessions | None = None) -> Execution:
+def execute(lowering: Lowering, ep: EpSpec, sessions: Sessions | None = None, threads: int | None = None) -> Execution:
     """Run ``lowering`` on ``ep`` alone; outputs keyed by DML output names, with each node's recorded EP.
 
-    ``sessions`` keeps sessions for reuse: a case whose model is one already opened on ``ep`` runs in that session."""
-    opened = sessions.open(lowering, ep, open_session) if sessions is not None else open_session(lowering, ep)
+    ``sessions`` keeps sessions for reuse: a case whose model is one already opened on ``ep`` runs in that session.
+    ``threads``: a new session's intra-op threads (None: onnxruntime's default)."""
+    create = partial(open_session, threads=threads)
+    opened = sessions.open(lowering, ep, create) if sessions is not None else create(lowering, ep)
     placement = check_placement(opened.records, lowering.nodes, opened.ep_name, lowering_op_types(lowering))
     return Execution(outputs=run_session(opened, lowering), placement=placement)

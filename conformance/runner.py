@@ -36,6 +36,7 @@ class RunOptions:
     directml_level: FeatureLevel | None = None  # what the installed DirectML supports (dml.detect), for the dml EP
     artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
     pack: int = 64  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
+    threads: int | None = None  # intra-op threads per onnxruntime session; None: onnxruntime's (pytest -n: plugin.py)
 
     def target_level(self, ep: EpSpec) -> FeatureLevel | None:
         """--feature-level where given; else, for DirectML, the installed DirectML's level; else none (all run)."""
@@ -244,7 +245,7 @@ def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessio
     """A prepared case executed in a session of its own model (``sessions`` may hold one already)."""
     start = time.perf_counter()
     try:
-        outcome: Execution | Exception = execute(prepared.lowering, ep, sessions)
+        outcome: Execution | Exception = execute(prepared.lowering, ep, sessions, options.threads)
     except Exception as error:  # judged in finish: NotSupported, ExecutionError, or a harness error
         outcome = error
     try:
