@@ -2,7 +2,7 @@
 
 A collector (CaseFile), an item (CaseItem) and a custom failure report, as in pytest's "YAML tests" example.
 Verdicts are the CLI's: FAIL/ERROR fail, NOT_SUPPORTED/NOT_EXPRESSIBLE skip (except an EP that could not start,
-which fails), QUALITY_WARNING warns.
+which fails), QUALITY_WARNING warns. ``-n N`` (pytest-xdist) gives the same items and outcomes: plugin_xdist.py.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 from conformance.eps import EpSpec, best_available_ep, directml_for, parse_ep
 from conformance.model import FeatureLevel, Status
 from conformance.parse import Entry, Rejected
+from conformance.plugin_xdist import CaseFileCollectionStop, worker_threads
 from conformance.results import Result
 from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
 from conformance.suite import read_file
@@ -81,8 +82,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if max_elements < 1:
         raise pytest.UsageError(f"--max-elements: must be at least 1, got {max_elements}")
     directml = directml_for(eps)
-    options = RunOptions(level, max_elements, directml.feature_level if directml else None)
+    options = RunOptions(
+        level, max_elements, directml.feature_level if directml else None, threads=worker_threads(config)
+    )
     config.stash[_SETTINGS] = _Settings(tuple(distinct_eps(eps)), options)
+    if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (plugin_xdist.py)
+        config.pluginmanager.register(CaseFileCollectionStop(config, _is_case_file), "dml_conformance_xdist")
 
 
 def _settings(config: pytest.Config) -> _Settings:
