@@ -19,6 +19,7 @@ from conformance.generate import case_inputs
 from conformance.lower import Lowering, NotExpressible, lower
 from conformance.model import Case, FeatureLevel, Status
 from conformance.oracle import expected_outputs, golden_differences
+from conformance.pack import packable
 from conformance.parameters import describe
 from conformance.parse import Entry, Rejected
 from conformance.placement import ExecutionError, NotSupported
@@ -36,7 +37,15 @@ class RunOptions:
     directml_level: FeatureLevel | None = None  # what the installed DirectML supports (dml.detect), for the dml EP
     artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
     pack: int = 64  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
-    threads: int | None = None  # intra-op threads per onnxruntime session; None: onnxruntime's (pytest -n: plugin.py)
+    threads: int | None = None  # intra-op threads per onnxruntime session; None: see session_threads (pytest -n)
+
+    def session_threads(self, lowering: Lowering) -> int | None:
+        """A session's intra-op threads: as given; else one for a small case (pack.packable), which a thread pool
+        cannot speed up and whose pool's spinning threads cost more to start and stop than the case itself (most of
+        the CPU EP's per-case overhead, docs/performance.md); else onnxruntime's default, one per physical core."""
+        if self.threads is not None:
+            return self.threads
+        return 1 if packable(lowering) else None
 
     def target_level(self, ep: EpSpec) -> FeatureLevel | None:
         """--feature-level where given; else, for DirectML, the installed DirectML's level; else none (all run)."""
@@ -245,7 +254,8 @@ def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessio
     """A prepared case executed in a session of its own model (``sessions`` may hold one already)."""
     start = time.perf_counter()
     try:
-        outcome: Execution | Exception = execute(prepared.lowering, ep, sessions, options.threads)
+        threads = options.session_threads(prepared.lowering)
+        outcome: Execution | Exception = execute(prepared.lowering, ep, sessions, threads)
     except Exception as error:  # judged in finish: NotSupported, ExecutionError, or a harness error
         outcome = error
     try:
