@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort  # type: ignore[import-untyped]
 from onnx import TensorProto, helper
-from oracle import best_of, session  # benchmarks/oracle.py: this script's folder is on sys.path
+from oracle import race, seconds, session  # benchmarks/oracle.py: this script's folder is on sys.path
 from tabulate import tabulate
 
 from conformance.eps import EpSpec, parse_ep
@@ -161,14 +161,15 @@ def measure(workload: Workload, ep: EpSpec, quick: bool) -> dict[str, Any]:
     status = pipeline(workload.path, ep).status
     if status is not Status.PASS or not workload.agree():
         print(f"warning: {workload.operator} {elements}: pipeline {status.value}, agree {workload.agree()}")
+    oracle, onnxruntime = race(workload.oracle, workload.onnxruntime, repeat)
     return {
         "operator": workload.operator,
         "elements": elements,
         "shape": "x".join(map(str, workload.shape)),
         "note": workload.note,
-        "oracle": best_of(workload.oracle, repeat),
-        "onnxruntime": best_of(workload.onnxruntime, repeat),
-        "pipeline": best_of(lambda: pipeline(workload.path, ep), max(3, repeat // 3)),
+        "oracle": oracle,
+        "onnxruntime": onnxruntime,
+        "pipeline": min(seconds(lambda: pipeline(workload.path, ep)) for _ in range(max(3, repeat // 3))),
     }
 
 
