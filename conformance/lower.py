@@ -126,6 +126,11 @@ def _lower_mvn(desc: Mvn1Desc, inputs: Mapping[str, Array], ep_name: str) -> Low
     return _lowering(built.name, built.graph, [(OUTPUT_TENSOR, built.output, elem, desc.input.sizes)])
 
 
+def same_for_every_ep(case: Case) -> bool:
+    """Whether ``case`` lowers to one model whatever the EP: TOP_K1 and SLICE1 do; MVN1 picks a form per EP."""
+    return not isinstance(case.descriptor, Mvn1Desc)
+
+
 def lower(case: Case, inputs: Mapping[str, Array], ep_name: str) -> Lowering | NotExpressible:
     """``case``'s descriptor as an ONNX model for ``ep_name`` (a full onnxruntime EP name).
 

@@ -16,7 +16,7 @@ from conformance.dml_operators import expected_dml_operators
 from conformance.eps import DML, EpSpec
 from conformance.execute import Execution, execute
 from conformance.generate import case_inputs
-from conformance.lower import Lowering, NotExpressible, lower
+from conformance.lower import Lowering, NotExpressible, lower, same_for_every_ep
 from conformance.model import Case, FeatureLevel, Status
 from conformance.oracle import expected_outputs, golden_differences
 from conformance.pack import packable
@@ -116,7 +116,7 @@ def _dml_operator(case: Case, inputs: Mapping[str, np.ndarray], lowering: Loweri
     """What the case reaches on DirectML (its DirectML lowering through the EP's operator mapping), whatever EP
     runs it: a CUDA or WebGPU report still says which DML operator the case stands for."""
     try:
-        on_dml = lowering if ep.name == DML else lower(case, inputs, DML)
+        on_dml = lowering if ep.name == DML or same_for_every_ep(case) else lower(case, inputs, DML)
         if isinstance(on_dml, NotExpressible):
             return "none: not expressible in ONNX"
         return expected_dml_operators(on_dml.model)

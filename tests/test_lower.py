@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from conformance.lower import INT64_MIN, Lowering, NotExpressible, lower, slice_bounds
+from conformance.lower import INT64_MIN, Lowering, NotExpressible, lower, same_for_every_ep, slice_bounds
 from conformance.lower_mvn import DECOMPOSED, DML_FUSED_ACTIVATIONS, INSTANCE_NORM, MVN_13, mvn_candidate
 from conformance.model import (
     ACTIVATION_PARAMS,
@@ -119,6 +119,27 @@ def test_topk_spec_examples(
         np.testing.assert_array_equal(out["OutputValueTensor"].reshape(len(values), -1), values)
         np.testing.assert_array_equal(out["OutputIndexTensor"].reshape(len(indices), -1), indices)
         assert out["OutputIndexTensor"].dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    "desc",
+    [
+        TopK1Desc(spec((1, 1, 3, 4)), 3, 2, AxisDirection.INCREASING),
+        Slice1Desc(spec((1, 1, 4, 4)), (0, 0, 0, 1), (1, 1, 4, 3), (1, 1, -2, 2), (1, 1, 2, 2)),
+    ],
+)
+def test_topk_and_slice_lower_alike_for_every_ep(desc: TopK1Desc | Slice1Desc) -> None:
+    # The runner names a case's DML operator from this EP's lowering when the case says it is the same for all.
+    inputs = {"InputTensor": SPEC_3X4 if isinstance(desc, TopK1Desc) else SPEC_4X4}
+    assert same_for_every_ep(case_of(desc))
+    models = {lowered(desc, inputs, ep).model for ep in (CPU, CUDA, WEBGPU, DML, "SomeOtherExecutionProvider")}
+    assert len(models) == 1
+
+
+def test_mvn_lowering_is_chosen_per_ep() -> None:
+    desc = mvn((2, 3, 4, 5), (1, 2, 3), epsilon=0.0)
+    assert not same_for_every_ep(case_of(desc))
+    assert lowered(desc, mvn_inputs(desc), CPU).model != lowered(desc, mvn_inputs(desc), DML).model
 
 
 @pytest.mark.parametrize("data_type", list(DataType))
