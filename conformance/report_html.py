@@ -213,6 +213,18 @@ def _declined(results: Sequence[Result]) -> str:
     )
 
 
+def _packed(differences: Sequence[str]) -> str:
+    """The cases whose verdict packed with others differed from their own (Result.packed)."""
+    if not differences:
+        return ""
+    items = "".join(f"<li>{escape(line)}</li>" for line in differences)
+    return (
+        f"<h2 id=packed>Verdicts that differed when packed ({len(differences)})</h2><p>Each case's verdict above is "
+        f"its own, from a session of its own; packed with other cases the EP gave another, so its result depended "
+        f"on the model's other nodes.</p><ul>{items}</ul>"
+    )
+
+
 def render_html(summary: Summary, results: Sequence[Result], gate: Gate | None = None) -> str:
     """The whole report as one HTML document."""
     detailed = [r for r in results if r.status in DETAILED]
@@ -230,6 +242,7 @@ def render_html(summary: Summary, results: Sequence[Result], gate: Gate | None =
         _gate(gate) if gate is not None else "",
         f"<h2 id=failures>Failures and warnings ({len(detailed)})</h2><ol>{index}</ol>" if detailed else "",
         "".join(_article(i, r, waived) for i, r in enumerate(detailed)),
+        _packed(summary.packed_differences),
         _declined(results),
     ]
     title = "DirectML conformance: " + ("FAILED" if red else "PASSED")

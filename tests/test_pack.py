@@ -7,6 +7,7 @@ import json
 import weakref
 from collections.abc import Callable
 from dataclasses import replace
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from conformance.pack import Unattributed, pack, prefix, unpack
 from conformance.parse import Entry
 from conformance.placement import NotSupported, PlacedNode
 from conformance.report_console import render_console
+from conformance.report_html import render_html
 from conformance.report_markdown import render_markdown
 from conformance.results import Result
 from conformance.runner import Prepared, RunOptions, prepare, run_entry
@@ -180,6 +182,8 @@ def test_a_verdict_that_differs_packed_is_the_one_alone_and_says_so(entries: lis
     assert summary.packed_differences == (f"{results[1].case} [cpu]: {results[1].packed}",)
     assert "1 case(s) got another verdict packed with other cases than alone" in render_markdown(summary)
     assert "packing: 1 case(s) got another verdict" in render_console(summary)
+    html = render_html(summary, results)
+    assert "Verdicts that differed when packed (1)" in html and escape(results[1].packed) in html
 
 
 class Attempts(Sessions):
