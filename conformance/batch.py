@@ -63,7 +63,7 @@ def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions
     half = Split(apart=frozenset(range(len(group) // 2)))
     try:
         packed = pack(lowerings)
-        opened = sessions.open(packed, ep, partial(open_session, threads=options.threads or 1))  # small cases
+        opened = sessions.open(packed, ep, partial(open_session, threads=options.session_threads(small=True)))
         executions = unpack(lowerings, run_session(opened, packed), opened.records, opened.ep_name)
     except Unattributed as error:
         log.debug("a pack of %d failed: %s", len(group), error)

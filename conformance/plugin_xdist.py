@@ -1,9 +1,10 @@
 """What the pytest plugin does differently under pytest-xdist (``pytest -n N``), so that a run with ``-n`` gives the
 items, outcomes and exit status of a run without it.
 
-- Workers share the machine, one of N processes each, so a worker's onnxruntime sessions get ``cores // N``
-  intra-op threads instead of onnxruntime's one per core: N workers each with a spinning thread per core took a
-  ``-n 2`` run of the library on 2 cores from about 20-25 s of CPU time to 29-35 s, and its wall time with it.
+- Workers share the machine, one of N processes each, so a worker's sessions for larger cases get ``cores // N``
+  intra-op threads instead of onnxruntime's one per core (a small case's session takes one anywhere, runner.py):
+  N workers each with a spinning thread per core took a ``-n 2`` run of the library on 2 cores from about 20-25 s
+  of CPU time to 29-35 s, and its wall time with it.
   The verdicts do not depend on it (the whole library gives identical Results with 1 thread and the default).
 - A refused case file stops the run before any case runs, as it does without ``-n``. pytest interrupts a session
   whose collection failed, but under xdist only the controller could, and it does not: it would run every other
@@ -24,8 +25,8 @@ import pytest
 
 
 def worker_threads(config: pytest.Config) -> int | None:
-    """The intra-op threads for a session in this xdist worker: this worker's share of the cores; None when this
-    process is not an xdist worker (onnxruntime's default then)."""
+    """The intra-op threads for a larger case's session in this xdist worker: this worker's share of the cores;
+    None when this process is not an xdist worker (onnxruntime's default then)."""
     workerinput = getattr(config, "workerinput", None)
     if not isinstance(workerinput, dict):
         return None

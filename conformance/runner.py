@@ -37,15 +37,14 @@ class RunOptions:
     directml_level: FeatureLevel | None = None  # what the installed DirectML supports (dml.detect), for the dml EP
     artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
     pack: int = 64  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
-    threads: int | None = None  # intra-op threads per onnxruntime session; None: see session_threads (pytest -n)
+    threads: int | None = None  # intra-op threads of a larger case's session; None: onnxruntime's (pytest -n)
 
-    def session_threads(self, lowering: Lowering) -> int | None:
-        """A session's intra-op threads: as given; else one for a small case (pack.packable), which a thread pool
+    def session_threads(self, small: bool) -> int | None:
+        """A session's intra-op threads: one for small cases (pack.packable, alone or packed), which a thread pool
         cannot speed up and whose pool's spinning threads cost more to start and stop than the case itself (most of
-        the CPU EP's per-case overhead, docs/performance.md); else onnxruntime's default, one per physical core."""
-        if self.threads is not None:
-            return self.threads
-        return 1 if packable(lowering) else None
+        the CPU EP's per-case overhead, docs/performance.md); else ``threads``, None being onnxruntime's default of
+        one per physical core."""
+        return 1 if small else self.threads
 
     def target_level(self, ep: EpSpec) -> FeatureLevel | None:
         """--feature-level where given; else, for DirectML, the installed DirectML's level; else none (all run)."""
@@ -254,7 +253,7 @@ def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessio
     """A prepared case executed in a session of its own model (``sessions`` may hold one already)."""
     start = time.perf_counter()
     try:
-        threads = options.session_threads(prepared.lowering)
+        threads = options.session_threads(packable(prepared.lowering))
         outcome: Execution | Exception = execute(prepared.lowering, ep, sessions, threads)
     except Exception as error:  # judged in finish: NotSupported, ExecutionError, or a harness error
         outcome = error
