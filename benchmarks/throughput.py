@@ -5,6 +5,11 @@ two pipelines gave identical results.
     python benchmarks/throughput.py                      # the library's small cases on the CPU EP
     python benchmarks/throughput.py --ep cuda --pack 64  # on a GPU EP (reference rows only for built-in EPs)
     python benchmarks/throughput.py --ep cuda --passing  # only the cases that PASS: no pack falls back
+    python benchmarks/throughput.py --ep cuda --jobs 8   # both pipelines on 8 worker processes (-j 8's windows)
+
+With ``--jobs N`` both pipelines run in N spawned workers, in windows of ``--pack`` cases as ``-j N`` does; each
+worker imports everything and makes a first session on the EP (a device context) before the timing, as the
+single-process runs make theirs before it.
 
 "Small" is what packing takes (conformance/pack.py: PACK_MAX_ELEMENTS). The pipeline's time covers loading the
 case files (pro rata), generating, the oracle, lowering, the session, the run, comparing and recording a result.
@@ -18,7 +23,9 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import onnxruntime as ort  # type: ignore[import-untyped]
@@ -34,6 +41,7 @@ from conformance.results import Result
 from conformance.runner import Prepared, RunOptions, prepare
 from conformance.sessions import Sessions
 from conformance.suite import collect
+from conformance.workers import start_workers, window_size
 
 
 def small_cases(paths: Sequence[str], ep: EpSpec, limit: int | None) -> tuple[list[Entry], list[Prepared], float]:
@@ -62,13 +70,32 @@ def onnxruntime_alone(prepared: Sequence[Prepared], ep: EpSpec) -> float:
     return time.perf_counter() - start
 
 
-def pipeline(entries: Sequence[Entry], ep: EpSpec, pack: int, reuse: bool) -> tuple[float, list[Result], Sessions]:
+def _window(entries: Sequence[Entry], ep: EpSpec, pack: int, reuse: bool) -> tuple[list[Result], int]:
     sessions = Sessions() if reuse else Sessions(capacity=0)
-    start = time.perf_counter()
     results = run_batch(entries, ep, RunOptions(pack=pack), sessions)
     for result in results:
         json.dumps(result.to_json())  # recording a result is part of the per-case cost
-    return time.perf_counter() - start, results, sessions
+    return results, sessions.created
+
+
+def _warm(entries: Sequence[Entry], ep: EpSpec) -> None:
+    """A worker's first session on the EP, before the timing."""
+    _window(entries, ep, 1, reuse=False)
+
+
+def pipeline(
+    entries: Sequence[Entry], ep: EpSpec, pack: int, reuse: bool, pool: ProcessPoolExecutor | None = None
+) -> tuple[float, list[Result], int]:
+    """The seconds, results and sessions created: in this process, or in windows of ``window_size`` on ``pool``."""
+    start = time.perf_counter()
+    if pool is None:
+        results, created = _window(entries, ep, pack, reuse)
+        return time.perf_counter() - start, results, created
+    size = window_size(RunOptions(pack=pack))
+    windows = [entries[i : i + size] for i in range(0, len(entries), size)]
+    done = list(pool.map(partial(_window, ep=ep, pack=pack, reuse=reuse), windows))
+    results = [result for part, _ in done for result in part]
+    return time.perf_counter() - start, results, sum(created for _, created in done)
 
 
 def _verdicts(results: Sequence[Result]) -> list[Any]:
@@ -80,6 +107,7 @@ def main() -> None:
     parser.add_argument("paths", nargs="*", default=["cases"])
     parser.add_argument("--ep", default="cpu")
     parser.add_argument("--pack", type=int, default=RunOptions.pack)
+    parser.add_argument("--jobs", type=int, default=1, help="run both pipelines on N worker processes")
     parser.add_argument("--limit", type=int, default=None, help="only the first N small cases")
     parser.add_argument(
         "--passing",
@@ -89,27 +117,33 @@ def main() -> None:
     args = parser.parse_args()
     ep = parse_ep(args.ep)
     entries, prepared, load = small_cases(args.paths, ep, args.limit)
-    pipeline(entries[:1], ep, 1, reuse=False)  # the EP's first session (a device context) outside the timing
-    one_time, one, _ = pipeline(entries, ep, 1, reuse=False)
+    _warm(entries[:1], ep)  # the EP's first session (a device context) outside the timing
+    pool = start_workers(args.jobs, _warm, (entries[:1], ep)) if args.jobs > 1 else None
+    if pool is not None:
+        list(pool.map(time.sleep, [0.0] * args.jobs))  # every worker started and warm
+    one_time, one, _ = pipeline(entries, ep, 1, reuse=False, pool=pool)
     if args.passing:
         passing = [i for i, result in enumerate(one) if result.status is Status.PASS]
         load *= len(passing) / max(len(entries), 1)
         entries, prepared = [entries[i] for i in passing], [prepared[i] for i in passing]
-        one_time, one, _ = pipeline(entries, ep, 1, reuse=False)
+        one_time, one, _ = pipeline(entries, ep, 1, reuse=False, pool=pool)
     rows: list[list[object]] = []
     alone = None
-    if not is_plugin(ep):
+    if not is_plugin(ep) and pool is None:  # one process: against the pipelines in one process only
         alone = onnxruntime_alone(prepared, ep)
         rows.append(["onnxruntime: session + run per case", alone, len(prepared) / alone, 1.0, "", ""])
-    packed_time, packed, sessions = pipeline(entries, ep, args.pack, reuse=True)
+    packed_time, packed, packed_sessions = pipeline(entries, ep, args.pack, reuse=True, pool=pool)
+    if pool is not None:
+        pool.shutdown()
     for name, seconds, made in (
         ("pipeline, one session per case", one_time + load, len(prepared)),
-        (f"pipeline, packed (--pack {args.pack})", packed_time + load, sessions.created),
+        (f"pipeline, packed (--pack {args.pack})", packed_time + load, packed_sessions),
     ):
         ratio = seconds / alone if alone else ""
         rows.append([name, seconds, len(prepared) / seconds, ratio, (one_time + load) / seconds, made])
     headers = ["what", "seconds", "cases/s", "x onnxruntime", "speed-up", "sessions"]
-    print(f"{len(prepared)} small cases on {ep.name}, onnxruntime {ort.__version__}")
+    workers = f", {args.jobs} workers" if args.jobs > 1 else ""
+    print(f"{len(prepared)} small cases on {ep.name}{workers}, onnxruntime {ort.__version__}")
     print(tabulate(rows, headers, floatfmt=".3f"))
     differing = [a for a, b in zip(_verdicts(one), _verdicts(packed), strict=True) if a != b]
     statuses = {status: sum(r.status.value == status for r in packed) for status in {r.status.value for r in packed}}

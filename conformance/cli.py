@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 
 from conformance.cli_reports import (
     FORMATS,
@@ -43,7 +44,7 @@ from conformance.suite import Suite, collect, quick, shard
 from conformance.summary import summarize
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
 from conformance.waivers import apply_waivers, overall_failed
-from conformance.workers import run_pairs
+from conformance.workers import run_pairs, workers
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -123,11 +124,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _collect(paths: Sequence[str], max_elements: int, keyword: str | None = None) -> Suite:
+def _existing(paths: Sequence[str]) -> Sequence[str]:
     for path in paths:
         if not os.path.exists(path):
             raise UsageError(f"{path}: no such file or directory")
-    return collect(paths, max_elements, keyword)
+    return paths
+
+
+def _collect(paths: Sequence[str], max_elements: int, keyword: str | None = None) -> Suite:
+    return collect(_existing(paths), max_elements, keyword)
 
 
 def _print_problems(problems: Sequence[Problem], files: int) -> None:
@@ -163,6 +168,18 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         level = FeatureLevel.parse(args.feature_level) if args.feature_level else None
     except ValueError as error:
         raise UsageError(f"--feature-level: {error}") from None
+    _existing(args.paths or ["cases"])  # before the workers start: a wrong path costs nothing
+    with workers(args.jobs) as pool:  # started before the case files are read, to overlap the reading
+        return _run_suite(args, argv, eps, level, pool)
+
+
+def _run_suite(
+    args: argparse.Namespace,
+    argv: Sequence[str],
+    eps: list[EpSpec],
+    level: FeatureLevel | None,
+    pool: ProcessPoolExecutor | None,
+) -> int:
     suite = _collect(args.paths or ["cases"], args.max_elements, args.keyword)
     if args.quick and not suite.problems:
         suite = quick(suite, args.max_elements)
@@ -194,7 +211,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"DirectML {directml.version or '?'} ({directml.source}): feature level {directml.feature_level or '?'}")
     planned = len(suite.entries) * len(eps)
     progress = Progress(planned)
-    results = run_pairs(suite.entries, eps, options, args.jobs, progress.advance)
+    results = run_pairs(suite.entries, eps, options, args.jobs, progress.advance, pool)
     progress.close()
     env = environment(eps, options, argv, directml)
     if len(results) < planned:  # recorded, so that every report of this results.json says the run failed

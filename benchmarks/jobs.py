@@ -1,0 +1,106 @@
+"""Benchmark: what -j N gains. Prints a table of seconds and speed-ups against -j 1, two ways:
+
+- the run stage alone: every case of the suite (``--repeat R`` times, for a longer run) through ``run_pairs`` on N
+  warm workers (started, everything imported and a first session made on the EP before the timing), against the
+  same in this process, also warm; this is the part -j N spreads;
+- the whole command, ``python -m conformance run PATHS --ep EP -j N``, from start to exit: Python's start, the
+  imports, reading the case files, the workers' start and writing the reports included (``--no-command`` skips it).
+
+Each -j N run must give the results of -j 1 (all but the times); the table says whether it did.
+
+    python benchmarks/jobs.py                               # the library on the CPU EP, -j 1 2 4 8 16
+    python benchmarks/jobs.py --ep webgpu --jobs 1 4 8 --repeat 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+from tabulate import tabulate
+
+from conformance.batch import run_batch
+from conformance.eps import EpSpec, parse_ep
+from conformance.parse import Entry
+from conformance.results import Result
+from conformance.runner import RunOptions
+from conformance.sessions import Sessions
+from conformance.suite import collect
+from conformance.workers import run_pairs, start_workers
+
+
+def _warm(entries: Sequence[Entry], ep: EpSpec) -> None:
+    """A process's first session on the EP (its device context), made before the timing."""
+    run_batch(entries, ep, RunOptions(pack=1), Sessions())
+
+
+def run_stage(entries: Sequence[Entry], ep: EpSpec, jobs: int) -> tuple[float, list[Result]]:
+    """Seconds for the run stage on ``jobs`` warm workers (this process where 1), and the results."""
+    pool = start_workers(jobs, _warm, (entries[:1], ep)) if jobs > 1 else None
+    try:
+        if pool is not None:
+            list(pool.map(time.sleep, [0.0] * jobs))  # every worker started and warm
+        start = time.perf_counter()
+        results = run_pairs(entries, [ep], RunOptions(), jobs, lambda: None, pool)
+        return time.perf_counter() - start, results
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+def whole_command(paths: Sequence[str], ep: str, jobs: int, folder: str) -> tuple[float, list[object]]:
+    """Seconds for ``dmlconf run`` from start to exit, and its results (without times)."""
+    report_dir = os.path.join(folder, f"j{jobs}")
+    command = [sys.executable, "-m", "conformance", "run", *paths, "--ep", ep, "-j", str(jobs)]
+    start = time.perf_counter()
+    subprocess.run([*command, "--report-dir", report_dir], check=False, capture_output=True)
+    seconds = time.perf_counter() - start
+    with open(os.path.join(report_dir, "results.json"), encoding="utf-8") as file:
+        results = json.load(file)["results"]
+    return seconds, [{k: v for k, v in r.items() if k != "seconds"} for r in results]
+
+
+def _untimed(results: Sequence[Result]) -> list[Result]:
+    return [replace(result, seconds=0.0) for result in results]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", default=["cases"])
+    parser.add_argument("--ep", default="cpu")
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    parser.add_argument("--repeat", type=int, default=4, help="the run stage runs the suite's cases R times")
+    parser.add_argument("--no-command", action="store_true", help="time the run stage only")
+    args = parser.parse_args()
+    ep = parse_ep(args.ep)
+    entries = list(collect(args.paths).entries) * args.repeat
+    _warm(entries[:1], ep)
+    rows: list[list[object]] = []
+    first: dict[str, tuple[float, object]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for jobs in args.jobs:
+            stage, results = run_stage(entries, ep, jobs)
+            row: list[object] = [jobs, stage]
+            first.setdefault("stage", (stage, _untimed(results)))
+            row += [first["stage"][0] / stage, _untimed(results) == first["stage"][1]]
+            if not args.no_command:
+                command, verdicts = whole_command(args.paths, args.ep, jobs, folder)
+                first.setdefault("command", (command, verdicts))
+                row += [command, first["command"][0] / command, verdicts == first["command"][1]]
+            rows.append(row)
+            print(f"-j {jobs} done", file=sys.stderr)
+    headers = ["-j", "run stage s", "speed-up", "same results"]
+    headers += [] if args.no_command else ["whole command s", "speed-up", "same results"]
+    print(f"{len(entries)} case runs ({args.repeat} x the suite) on {ep.name}, {os.cpu_count()} cores")
+    print(tabulate(rows, headers, floatfmt=".2f"))
+
+
+if __name__ == "__main__":
+    main()
