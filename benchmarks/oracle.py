@@ -22,6 +22,7 @@ import onnxruntime as ort  # type: ignore[import-untyped]
 from onnx import TensorProto, helper
 from tabulate import tabulate
 
+from conformance.lower_mvn import IR_VERSION  # what onnxruntime 1.31 (the GPU machine's) still reads
 from reference.mean_variance_normalization1 import mean_variance_normalization1
 from reference.slice1 import slice1
 from reference.top_k1 import top_k1
@@ -63,7 +64,7 @@ def session(
     opset: int,
 ) -> Any:
     graph = helper.make_graph([node], "bench", inputs, outputs, initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])

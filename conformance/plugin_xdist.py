@@ -17,11 +17,12 @@ Nothing here acts in a run without xdist: the hooks look for xdist's worker inpu
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from conformance.workers import cores_share
 
 
 def worker_threads(config: pytest.Config) -> int | None:
@@ -30,9 +31,7 @@ def worker_threads(config: pytest.Config) -> int | None:
     workerinput = getattr(config, "workerinput", None)
     if not isinstance(workerinput, dict):
         return None
-    workers = int(workerinput.get("workercount", 1))
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores // max(1, workers))
+    return cores_share(int(workerinput.get("workercount", 1)))
 
 
 def collection_error_message(errors: int) -> str:

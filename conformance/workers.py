@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import replace
 from typing import Any
 
 from conformance.batch import run_batch
@@ -27,6 +29,14 @@ from conformance.sessions import Sessions
 
 CHUNK = 8  # cases per window without packing: enough to hide a worker's round trip, small enough to balance
 Window = list[tuple[int, Entry]]  # (the entry's place in the run, the entry)
+
+
+def cores_share(workers: int) -> int:
+    """One of ``workers`` processes' share of the CPUs this process may run on (at least one): the intra-op threads
+    of a worker's sessions for larger cases. N workers each with onnxruntime's default of a spinning thread per
+    core would fight over the cores (the library with -j 8 on 16 cores: slower than -j 4)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, workers))
 
 
 def window_size(options: RunOptions) -> int:
@@ -101,6 +111,8 @@ def run_pairs(
         except KeyboardInterrupt:
             pass  # the caller sees fewer results than pairs and says the run was interrupted
         return _prefix(done, len(entries) * len(eps))
+    if options.threads is None:
+        options = replace(options, threads=cores_share(jobs))
     own = pool is None
     pool = start_workers(jobs) if pool is None else pool
     try:
