@@ -1,8 +1,8 @@
 """Benchmark: what -j N gains. Prints a table of seconds and speed-ups against -j 1, two ways:
 
 - the run stage alone: every case of the suite (``--repeat R`` times, for a longer run) through ``run_pairs`` on N
-  warm workers (started, everything imported and a first session made on the EP before the timing), against the
-  same in this process, also warm; this is the part -j N spreads;
+  warm workers (started, everything imported and a first session made on the EP before the timing), against one
+  such worker (-j 1); this is the part -j N spreads;
 - the whole command, ``python -m conformance run PATHS --ep EP -j N``, from start to exit: Python's start, the
   imports, reading the case files, the workers' start and writing the reports included (``--no-command`` skips it).
 
@@ -26,33 +26,29 @@ from dataclasses import replace
 
 from tabulate import tabulate
 
-from conformance.batch import run_batch
 from conformance.eps import EpSpec, parse_ep
 from conformance.parse import Entry
 from conformance.results import Result
 from conformance.runner import RunOptions
-from conformance.sessions import Sessions
 from conformance.suite import collect
-from conformance.workers import run_pairs, start_workers
+from conformance.supervisor import Supervisor, Task
+from conformance.workers import run_pairs
 
 
-def _warm(entries: Sequence[Entry], ep: EpSpec) -> None:
-    """A process's first session on the EP (its device context), made before the timing."""
-    run_batch(entries, ep, RunOptions(pack=1), Sessions())
+def _warm(supervisor: Supervisor, entries: Sequence[Entry], ep: EpSpec) -> None:
+    """Every worker started, and its first session on the EP (its device context) made, before the timing."""
+    supervisor.wait_ready()
+    warm_up = [Task([entries[0]], [i], ep, pack=1) for i in range(supervisor.jobs)]  # one to each idle worker
+    supervisor.run(warm_up, RunOptions(pack=1), lambda pair, result: None)
 
 
 def run_stage(entries: Sequence[Entry], ep: EpSpec, jobs: int) -> tuple[float, list[Result]]:
-    """Seconds for the run stage on ``jobs`` warm workers (this process where 1), and the results."""
-    pool = start_workers(jobs, _warm, (entries[:1], ep)) if jobs > 1 else None
-    try:
-        if pool is not None:
-            list(pool.map(time.sleep, [0.0] * jobs))  # every worker started and warm
+    """Seconds for the run stage on ``jobs`` warm workers, and the results."""
+    with Supervisor(jobs, None) as supervisor:
+        _warm(supervisor, entries, ep)
         start = time.perf_counter()
-        results = run_pairs(entries, [ep], RunOptions(), jobs, lambda: None, pool)
+        results = run_pairs(entries, [ep], RunOptions(), jobs, lambda: None, supervisor)
         return time.perf_counter() - start, results
-    finally:
-        if pool is not None:
-            pool.shutdown()
 
 
 def whole_command(paths: Sequence[str], ep: str, jobs: int, folder: str) -> tuple[float, list[object]]:
@@ -81,7 +77,6 @@ def main() -> None:
     args = parser.parse_args()
     ep = parse_ep(args.ep)
     entries = list(collect(args.paths).entries) * args.repeat
-    _warm(entries[:1], ep)
     rows: list[list[object]] = []
     first: dict[str, tuple[float, object]] = {}
     with tempfile.TemporaryDirectory() as folder:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -41,7 +42,7 @@ from conformance.results import Result
 from conformance.runner import Prepared, RunOptions, prepare
 from conformance.sessions import Sessions
 from conformance.suite import collect
-from conformance.workers import start_workers, window_size
+from conformance.workers import window_size
 
 
 def small_cases(paths: Sequence[str], ep: EpSpec, limit: int | None) -> tuple[list[Entry], list[Prepared], float]:
@@ -83,6 +84,14 @@ def _warm(entries: Sequence[Entry], ep: EpSpec) -> None:
     _window(entries, ep, 1, reuse=False)
 
 
+def start_workers(jobs: int, entries: Sequence[Entry], ep: EpSpec) -> ProcessPoolExecutor:
+    """``jobs`` spawned processes, each warm (``_warm``) and idle before the timing: a pool of its own, which has
+    none of the supervisor's crash handling (no case here crashes) and so times the two pipelines alone."""
+    pool = ProcessPoolExecutor(jobs, multiprocessing.get_context("spawn"), _warm, (entries, ep))
+    list(pool.map(time.sleep, [0.0] * jobs))  # the pool starts a worker for each task no idle worker can take
+    return pool
+
+
 def pipeline(
     entries: Sequence[Entry], ep: EpSpec, pack: int, reuse: bool, pool: ProcessPoolExecutor | None = None
 ) -> tuple[float, list[Result], int]:
@@ -118,9 +127,7 @@ def main() -> None:
     ep = parse_ep(args.ep)
     entries, prepared, load = small_cases(args.paths, ep, args.limit)
     _warm(entries[:1], ep)  # the EP's first session (a device context) outside the timing
-    pool = start_workers(args.jobs, _warm, (entries[:1], ep)) if args.jobs > 1 else None
-    if pool is not None:
-        list(pool.map(time.sleep, [0.0] * args.jobs))  # every worker started and warm
+    pool = start_workers(args.jobs, entries[:1], ep) if args.jobs > 1 else None
     one_time, one, _ = pipeline(entries, ep, 1, reuse=False, pool=pool)
     if args.passing:
         passing = [i for i, result in enumerate(one) if result.status is Status.PASS]

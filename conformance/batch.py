@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import Protocol
 
 from conformance.eps import DML, EpSpec
 from conformance.execute import open_session, run_session
@@ -36,6 +37,24 @@ from conformance.sessions import Sessions
 from conformance.summary import first_line
 
 log = logging.getLogger(__name__)
+
+
+class Watch(Protocol):
+    """Told what a batch works on, so that a supervisor knows which cases a crash or a hang belongs to (worker.py):
+    ``begin`` before a case is prepared and before each session runs (the entries' places; several for a pack),
+    ``finished`` as each result becomes final."""
+
+    def begin(self, places: Sequence[int], executing: bool) -> None: ...
+
+    def finished(self, place: int, result: Result) -> None: ...
+
+
+class Unwatched:
+    def begin(self, places: Sequence[int], executing: bool) -> None:
+        pass
+
+    def finished(self, place: int, result: Result) -> None:
+        pass
 
 
 @dataclass(frozen=True)
@@ -89,19 +108,34 @@ def _noted(alone: Result, packed: Result | None, others: int) -> Result:
     return replace(alone, packed=f"{note}: {what}{first_line(packed.message)}")
 
 
-def _run_group(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions) -> list[Result]:
-    """The group's results in order: packed where they PASS, else run again as ``_packed`` says."""
+def _alone(prepared: Prepared, place: int, ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch) -> Result:
+    watch.begin([place], executing=True)
+    return execute_prepared(prepared, ep, options, sessions)
+
+
+def _run_group(
+    group: Sequence[Prepared], places: Sequence[int], ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch
+) -> list[Result]:
+    """The group's results in order: packed where they PASS, else run again as ``_packed`` says; each result is
+    given to ``watch`` as it becomes final (``places``: the group's places in the batch)."""
     if len(group) == 1:
-        return [execute_prepared(group[0], ep, options, sessions)]
+        result = _alone(group[0], places[0], ep, options, sessions, watch)
+        watch.finished(places[0], result)
+        return [result]
+    watch.begin(places, executing=True)
     outcome = _packed(group, ep, options, sessions)
     results = dict(outcome.kept)
+    for place, result in outcome.kept.items():
+        watch.finished(places[place], result)
     for place in sorted(outcome.alone):
-        alone = execute_prepared(group[place], ep, options, sessions)
+        alone = _alone(group[place], places[place], ep, options, sessions, watch)
         results[place] = _noted(alone, outcome.tried.get(place), len(group) - 1)
+        watch.finished(places[place], results[place])
     rest = [place for place in range(len(group)) if place not in results]
     for part in ([p for p in rest if p in outcome.apart], [p for p in rest if p not in outcome.apart]):
         if part:
-            results |= dict(zip(part, _run_group([group[p] for p in part], ep, options, sessions), strict=True))
+            again = _run_group([group[p] for p in part], [places[p] for p in part], ep, options, sessions, watch)
+            results |= dict(zip(part, again, strict=True))
     return [results[place] for place in range(len(group))]
 
 
@@ -109,22 +143,29 @@ def _packing(ep: EpSpec, options: RunOptions) -> bool:
     return options.pack > 1 and ep.name != DML
 
 
-def run_batch(entries: Sequence[Entry], ep: EpSpec, options: RunOptions, sessions: Sessions) -> list[Result]:
+def run_batch(
+    entries: Sequence[Entry], ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch | None = None
+) -> list[Result]:
     """Every entry's result on ``ep``, in order. Small cases wait to be packed, at most ``options.pack`` per pack,
     grouped by opset; the others run at once, so that a large case's arrays are never held while others run."""
+    watch = watch or Unwatched()
     results: dict[int, Result] = {}
     waiting: dict[tuple[tuple[str, int], ...], list[tuple[int, Prepared]]] = {}
     for index, entry in enumerate(entries):
+        watch.begin([index], executing=False)
         prepared = prepare(entry, ep, options)
         if isinstance(prepared, Result):
             results[index] = prepared
         elif _packing(ep, options) and packable(prepared.lowering):
             waiting.setdefault(opset_of(prepared.lowering), []).append((index, prepared))
+            continue
         else:
-            results[index] = execute_prepared(prepared, ep, options, sessions)
+            results[index] = _alone(prepared, index, ep, options, sessions, watch)
+        watch.finished(index, results[index])
     for members in waiting.values():
         for start in range(0, len(members), options.pack):
             chunk = members[start : start + options.pack]
-            group_results = _run_group([p for _, p in chunk], ep, options, sessions)
-            results |= {index: result for (index, _), result in zip(chunk, group_results, strict=True)}
+            places = [index for index, _ in chunk]
+            group_results = _run_group([p for _, p in chunk], places, ep, options, sessions, watch)
+            results |= dict(zip(places, group_results, strict=True))
     return [results[index] for index in range(len(entries))]

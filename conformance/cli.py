@@ -14,43 +14,25 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 from conformance.cli_reports import (
-    FORMATS,
-    ReportUsageError,
+    UsageError,
     add_report_commands,
     add_run_options,
     diff_command,
-    gate_lines,
     merge_command,
-    read_waivers,
     report_command,
-    shard_of,
-    write_reports,
 )
+from conformance.cli_run import EXIT_FAILED, EXIT_OK, EXIT_USAGE, chosen_eps, collect_paths, print_problems, run_command
 from conformance.coverage import build_map, case_coverage
-from conformance.eps import EpSpec, best_available_ep, directml_for, parse_ep
 from conformance.fuzz import SHRINK_EXAMPLES, fuzz
-from conformance.identity import environment
-from conformance.model import Case, FeatureLevel, Operator
+from conformance.model import Case, Operator
 from conformance.problems import CaseFileError, Problem
-from conformance.progress import Progress
-from conformance.report_console import render_console
 from conformance.report_coverage import render_coverage
-from conformance.results import write_results, write_text_atomic
-from conformance.runner import RunOptions, distinct_eps, ep_text
-from conformance.suite import Suite, collect, quick, shard
-from conformance.summary import summarize
+from conformance.results import write_text_atomic
+from conformance.runner import ep_text
+from conformance.suite import quick
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
-from conformance.waivers import apply_waivers, overall_failed
-from conformance.workers import run_pairs, workers
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """Bad command-line input: one line, exit code 2."""
 
 
 def _positive(text: str) -> int:
@@ -124,118 +106,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _existing(paths: Sequence[str]) -> Sequence[str]:
-    for path in paths:
-        if not os.path.exists(path):
-            raise UsageError(f"{path}: no such file or directory")
-    return paths
-
-
-def _collect(paths: Sequence[str], max_elements: int, keyword: str | None = None) -> Suite:
-    return collect(_existing(paths), max_elements, keyword)
-
-
-def _print_problems(problems: Sequence[Problem], files: int) -> None:
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    print(f"{len(problems)} problem(s) in {files} file(s)", file=sys.stderr)
-
-
 def _validate(args: argparse.Namespace) -> int:
-    suite = _collect(args.paths, args.max_elements)
+    suite = collect_paths(args.paths, args.max_elements)
     problems = list(suite.problems)
     for entry in suite.entries:
         if isinstance(entry, Case) and entry.expect_invalid is not None and not validate(entry, args.max_elements):
             problems.append(Problem(entry.pos("expect"), "expect", "marked invalid, but the validator accepts it"))
     if problems:
-        _print_problems(problems, suite.files)
+        print_problems(problems, suite.files)
         return EXIT_USAGE
     print(f"ok: {len(suite.entries)} case(s) in {suite.files} file(s)")
     return EXIT_OK
 
 
-def _eps(texts: Sequence[str]) -> list[EpSpec]:
-    """The EPs to run on, each once (``distinct_eps``); the best available when none is named."""
-    try:
-        return distinct_eps([parse_ep(text) for text in texts] or [best_available_ep()])
-    except ValueError as error:
-        raise UsageError(f"--ep: {error}") from None
-
-
-def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    eps = _eps(args.ep)
-    try:
-        level = FeatureLevel.parse(args.feature_level) if args.feature_level else None
-    except ValueError as error:
-        raise UsageError(f"--feature-level: {error}") from None
-    _existing(args.paths or ["cases"])  # before the workers start: a wrong path costs nothing
-    with workers(args.jobs) as pool:  # started before the case files are read, to overlap the reading
-        return _run_suite(args, argv, eps, level, pool)
-
-
-def _run_suite(
-    args: argparse.Namespace,
-    argv: Sequence[str],
-    eps: list[EpSpec],
-    level: FeatureLevel | None,
-    pool: ProcessPoolExecutor | None,
-) -> int:
-    suite = _collect(args.paths or ["cases"], args.max_elements, args.keyword)
-    if args.quick and not suite.problems:
-        suite = quick(suite, args.max_elements)
-    if (part := shard_of(args.shard)) is not None:
-        suite = shard(suite, *part)
-    if suite.problems:
-        _print_problems(suite.problems, suite.files)
-        print("nothing was run: fix the problems above", file=sys.stderr)
-        return EXIT_USAGE
-    if not suite.entries:
-        raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
-    directml = directml_for(eps)
-    if args.pack < 1:
-        raise UsageError(f"--pack: must be at least 1, got {args.pack}")
-    options = RunOptions(
-        level, args.max_elements, directml.feature_level if directml else None, args.artifacts, args.pack
-    )
-    results_path = os.path.join(args.report_dir, "results.json")
-    # Before the run, so that an unusable --report-dir, --artifacts or waiver file costs nothing.
-    for option, folder in (("--report-dir", args.report_dir), ("--artifacts", args.artifacts)):
-        try:
-            if folder:
-                os.makedirs(folder, exist_ok=True)
-        except OSError as error:
-            raise UsageError(f"{option}: cannot create {folder}: {error.strerror or error}") from None
-    waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
-    print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(map(ep_text, eps))}")
-    if directml is not None:
-        print(f"DirectML {directml.version or '?'} ({directml.source}): feature level {directml.feature_level or '?'}")
-    planned = len(suite.entries) * len(eps)
-    progress = Progress(planned)
-    results = run_pairs(suite.entries, eps, options, args.jobs, progress.advance, pool)
-    progress.close()
-    env = environment(eps, options, argv, directml)
-    if len(results) < planned:  # recorded, so that every report of this results.json says the run failed
-        print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
-        env |= {"interrupted": True, "planned_results": planned}
-    summary = summarize(env, results)
-    print(render_console(summary))
-    gate = apply_waivers(env, results, waivers) if waivers is not None else None
-    try:
-        write_results(results_path, env, results)
-        written = write_reports(args.report_dir, summary, results, gate, list(FORMATS))
-    except OSError as error:
-        print(f"dmlconf: cannot write reports to {args.report_dir}: {error.strerror or error}", file=sys.stderr)
-        return EXIT_FAILED
-    print(f"reports: {', '.join([results_path, *written])}")
-    if gate is not None:
-        print("\n".join(gate_lines(gate)))
-    return EXIT_FAILED if overall_failed(summary, gate) else EXIT_OK
-
-
 def _coverage(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    suite = _collect(args.paths or ["cases"], args.max_elements)
+    suite = collect_paths(args.paths or ["cases"], args.max_elements)
     if suite.problems:
-        _print_problems(suite.problems, suite.files)
+        print_problems(suite.problems, suite.files)
         return EXIT_USAGE
     if args.quick:
         suite = quick(suite, args.max_elements)
@@ -257,7 +144,7 @@ def _coverage(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def _fuzz(args: argparse.Namespace) -> int:
-    (ep,) = _eps([args.ep] if args.ep else [])
+    (ep,) = chosen_eps([args.ep] if args.ep else [])
     if args.time <= 0:
         raise UsageError(f"--time: must be above 0, got {args.time}")
     operator = Operator(args.operator)
@@ -302,8 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return diff_command(args)
         if args.command == "merge":
             return merge_command(args)
-        return _run(args, ["dmlconf", *argv])
-    except (UsageError, ReportUsageError) as error:
+        return run_command(args, ["dmlconf", *argv])
+    except UsageError as error:
         print(f"dmlconf: {error}", file=sys.stderr)
         return EXIT_USAGE
     except CaseFileError as error:  # a waiver file's problems, one line each

@@ -24,8 +24,8 @@ from conformance.waivers import Gate, Waiver, apply_waivers, load_waivers, overa
 FORMATS = {"html": "report.html", "md": "summary.md", "junit": "junit.xml"}
 
 
-class ReportUsageError(Exception):
-    """Bad input to a report command: one line, exit code 2 (the CLI prints it)."""
+class UsageError(Exception):
+    """Bad command-line input: one line, exit code 2 (the CLI prints it)."""
 
 
 def add_report_commands(commands: Any) -> None:
@@ -46,6 +46,9 @@ def add_report_commands(commands: Any) -> None:
     add_waiver_option(merge)
 
 
+DEFAULT_TIMEOUT = 300.0  # seconds without progress: above the largest library case (about 10 s) by far
+
+
 def add_run_options(run: argparse.ArgumentParser) -> None:
     """run's options for gates, artifacts and sharding (kept here so that cli.py stays about running)."""
     add_waiver_option(run)
@@ -56,7 +59,26 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--shard", metavar="I/N", help="only shard I of N (by a hash of each case id; merge them after)")
     run.add_argument(
-        "-j", "--jobs", type=int, default=1, metavar="N", help="run in N worker processes (results as with one)"
+        "-j",
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run in N worker processes; a worker that crashes or hangs costs only its case (default 1; "
+        "0: in this process, unprotected)",
+    )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"a worker silent this long on a case is killed, the case a TIMEOUT (default {DEFAULT_TIMEOUT:g}; "
+        "0: none)",
+    )
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish a run that was killed: keep the results in --report-dir's results.jsonl, run the rest",
     )
     run.add_argument(
         "--pack",
@@ -74,7 +96,7 @@ def shard_of(text: str | None) -> tuple[int, int] | None:
     try:
         return parse_shard(text)
     except ValueError as error:
-        raise ReportUsageError(f"--shard: {error}") from None
+        raise UsageError(f"--shard: {error}") from None
 
 
 def add_waiver_option(parser: argparse.ArgumentParser) -> None:
@@ -90,7 +112,7 @@ def read_waivers(path: str | None) -> list[Waiver] | None:
     if path is None:
         return None
     if not os.path.isfile(path):
-        raise ReportUsageError(f"--waivers: {path}: no such file")
+        raise UsageError(f"--waivers: {path}: no such file")
     return load_waivers(path)
 
 
@@ -99,7 +121,7 @@ def _read(path: str) -> tuple[dict[str, Any], list[Result]]:
     try:
         return read_results(path)
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ReportUsageError(f"{path}: not a readable results.json: {error}") from None
+        raise UsageError(f"{path}: not a readable results.json: {error}") from None
 
 
 def write_reports(
@@ -117,7 +139,7 @@ def write_reports(
     try:  # every format rendered before any is written: a renderer that fails leaves the folder as it was
         texts = {name: renderers[name]() for name in formats}
     except Exception as error:  # a results.json this version cannot render: one line, not a traceback
-        raise ReportUsageError(f"cannot render the reports: {type(error).__name__}: {error}") from None
+        raise UsageError(f"cannot render the reports: {type(error).__name__}: {error}") from None
     written = []
     for name, text in texts.items():
         path = os.path.join(out_dir, FORMATS[name])
@@ -164,7 +186,7 @@ def merge_command(args: argparse.Namespace) -> int:
     try:
         env, results = merge_runs(runs)
     except MergeError as error:
-        raise ReportUsageError(str(error)) from None
+        raise UsageError(str(error)) from None
     results_path = os.path.join(args.report_dir, "results.json")
     os.makedirs(args.report_dir, exist_ok=True)
     write_results(results_path, env, results)
@@ -180,7 +202,7 @@ def diff_command(args: argparse.Namespace) -> int:
     try:
         comparison = diff_runs(old, new, old_env, new_env)
     except ValueError as error:
-        raise ReportUsageError(str(error)) from None
+        raise UsageError(str(error)) from None
     print(render_diff_console(comparison))
     if args.markdown:
         write_text_atomic(args.markdown, render_diff_markdown(comparison))

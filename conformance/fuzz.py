@@ -44,7 +44,7 @@ STRATEGIES: dict[Operator, Callable[[bool], st.SearchStrategy[dict[str, Any]]]] 
 }
 BATCH = 25  # examples per seeded batch: short enough that --time is kept to within a few seconds
 SHRINK_EXAMPLES = 400  # candidates run while shrinking: enough for the strategies' shapes to reach their minimum
-FAILING = (Status.FAIL, Status.ERROR)
+FAILING = (Status.FAIL, Status.ERROR)  # a fault (CRASH, ...) cannot happen: fuzz runs in this process
 
 
 class _Mismatch(Exception):

@@ -11,19 +11,30 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
 import yaml
 from yaml.constructor import SafeConstructor
 
+from conformance.load_file import check_file, open_without_waiting, read_at_most, undecodable
 from conformance.model import SourcePos
 from conformance.problems import CaseFileError, Problem
 
-DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
-DEFAULT_MAX_NODES = 20_000_000
+# The case library's largest file is 5 KB of ~1,300 nodes; large tensors take a Generator. PyYAML's pure-Python
+# parser (libyaml's accepts and reads differently too many documents to stand in for it) reads ~15,000 nodes or
+# ~0.3 MB of blank text a second, so these bound what any one file can cost, hostile or not, to a few seconds and
+# ~100 MB.
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+DEFAULT_MAX_NODES = 50_000
 # Case files nest a few levels (cases / case / tensor / Data of up to 8 dimensions); anything far deeper is refused
 # before PyYAML's or our own recursion could overflow the stack.
 MAX_DEPTH = 64
+# The composer recurses about three frames a level: deeper than this is refused while composing, well inside
+# Python's recursion limit; MAX_DEPTH is then checked on the composed nodes, with the field's name.
+_COMPOSE_DEPTH = 2 * MAX_DEPTH
+# An integer literal longer than this fits no field (the largest, a 64-bit Seed or a FLOAT32 written as an integer,
+# takes 39 digits), and one of over 4,300 digits cannot even be converted or printed.
+MAX_INT_CHARS = 100
 
 # Positions are kept only for the first levels of a document; Data lists can hold millions of values.
 _POSITION_DEPTH = 6
@@ -50,10 +61,34 @@ _FLOAT = re.compile(
 )
 _RESOLVED = {"tag:yaml.org,2002:int": _INT, "tag:yaml.org,2002:float": _FLOAT}
 _KEPT = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:null", "tag:yaml.org,2002:merge"}
+_TOO_DEEP = f"YAML nesting is too deep to read (case files nest at most {MAX_DEPTH} levels)"
 
 
 class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader with the plain-scalar resolution above; only ``compose`` is ever used."""
+    """PyYAML's safe loader with the plain-scalar resolution above; only ``compose`` is ever used.
+
+    Composing counts the nodes it makes and how deep it is, so that a huge or deeply nested document is refused
+    while it is read, before its nodes fill memory or its nesting the stack."""
+
+    def __init__(self, path: str, text: str, max_nodes: int) -> None:
+        super().__init__(text)
+        self.path = path
+        self.max_nodes = max_nodes
+        self.nodes = 0
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        self.nodes += not isinstance(event, yaml.AliasEvent)  # an alias makes no node; measure() counts its uses
+        if self.nodes > self.max_nodes or self.depth >= _COMPOSE_DEPTH:
+            where = SourcePos(self.path, event.start_mark.line + 1, event.start_mark.column + 1)
+            too_many = f"document has more than {self.max_nodes} nodes (alias bomb or huge file?)"
+            raise CaseFileError([Problem(where, "", too_many if self.nodes > self.max_nodes else _TOO_DEEP)])
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -144,7 +179,11 @@ class _Converter:
             return [self.convert(item, (*key, i)) for i, item in enumerate(node.value)]
         if node.tag not in _SCALAR_TAGS:
             raise self.fail(node, key, f"unsupported YAML tag {node.tag!r}")
-        return self._scalars.construct_object(node, deep=True)
+        if node.tag == "tag:yaml.org,2002:int" and len(node.value) > MAX_INT_CHARS:
+            message = f"integer of {len(node.value)} characters is too large for any field (at most {MAX_INT_CHARS})"
+            raise self.fail(node, key, message)
+        # The constructor is called directly: construct_object would keep every scalar node alive in its cache.
+        return SafeConstructor.yaml_constructors[node.tag](self._scalars, node)
 
     def _mapping(self, node: yaml.MappingNode, key: Path) -> dict[str, Any]:
         if node.tag != "tag:yaml.org,2002:map":
@@ -181,42 +220,32 @@ def _yaml_problem(path: str, error: yaml.YAMLError) -> Problem:
     return Problem(SourcePos(path, line, col), "", f"YAML syntax error: {problem}")
 
 
-def _compose(path: str, text: str) -> yaml.Node | None:
-    """Parse to nodes only: composing never constructs a Python object from a tag."""
-    loader = _Loader(text)
-    try:
-        node: yaml.Node | None = loader.get_single_node()
-        return node
-    except yaml.YAMLError as error:
-        raise CaseFileError([_yaml_problem(path, error)]) from None
-    except RecursionError:
-        mark = loader.get_mark()
-        problem = f"YAML nesting is too deep to read (case files nest at most {MAX_DEPTH} levels)"
-        raise CaseFileError([Problem(SourcePos(path, mark.line + 1, mark.column + 1), "", problem)]) from None
-    finally:
-        loader.dispose()
-
-
-def _undecodable(path: str, raw: bytes, error: UnicodeDecodeError) -> Problem:
-    """Where the first byte that is not UTF-8 is, as line and column (in characters) of the text before it."""
-    before = raw[: error.start].decode("utf-8")
-    line = before.count("\n") + 1
-    col = len(before) - (before.rfind("\n") + 1) + 1
-    message = f"not UTF-8 text: byte 0x{raw[error.start]:02x} at offset {error.start}"
+def _reader_problem(path: str, text: str, error: yaml.reader.ReaderError) -> Problem:
+    """A character YAML does not allow (NUL, most control characters): located from its offset in the text."""
+    before = text[: error.position]
+    line, col = before.count("\n") + 1, error.position - (before.rfind("\n") + 1) + 1
+    message = f"YAML syntax error: unacceptable character #x{error.character:04x}: {error.reason}"
     return Problem(SourcePos(path, line, col), "", message)
 
 
-def _read_at_most(handle: BinaryIO, limit: int) -> bytes:
-    """Up to ``limit`` bytes, read in chunks: ``read(limit)`` would allocate the whole limit up front."""
-    chunks: list[bytes] = []
-    left = limit
-    while left > 0:
-        chunk = handle.read(min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+def _compose(path: str, text: str, max_nodes: int) -> yaml.Node | None:
+    """Parse to nodes only: composing never constructs a Python object from a tag."""
+    loader: _Loader | None = None
+    try:
+        loader = _Loader(path, text, max_nodes)  # the reader checks every character here
+        node: yaml.Node | None = loader.get_single_node()
+        return node
+    except yaml.reader.ReaderError as error:
+        raise CaseFileError([_reader_problem(path, text, error)]) from None
+    except yaml.YAMLError as error:
+        raise CaseFileError([_yaml_problem(path, error)]) from None
+    except RecursionError:  # only if the caller's own stack was already nearly full
+        mark = loader.get_mark() if loader is not None else None
+        where = SourcePos(path, mark.line + 1, mark.column + 1) if mark is not None else SourcePos(path, 1, 1)
+        raise CaseFileError([Problem(where, "", _TOO_DEEP)]) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 def load_document(
@@ -229,11 +258,10 @@ def load_document(
     name = os.fspath(path)
     start = SourcePos(name, 1, 1)
     try:
-        size = os.path.getsize(name)
-        if size > max_file_bytes:
-            raise CaseFileError([Problem(start, "", f"file is {size} bytes, over the limit of {max_file_bytes}")])
-        with open(name, "rb") as handle:
-            raw = _read_at_most(handle, max_file_bytes + 1)
+        check_file(start, os.stat(name), max_file_bytes)  # before opening: opening a FIFO would wait for a writer
+        with open(name, "rb", opener=open_without_waiting) as handle:
+            check_file(start, os.fstat(handle.fileno()), max_file_bytes)  # the file opened, if it was replaced
+            raw = read_at_most(handle, max_file_bytes + 1)
     except OSError as error:
         raise CaseFileError([Problem(start, "", f"cannot read file: {error.strerror or error}")]) from None
     if len(raw) > max_file_bytes:  # a file that grew after the size check, or a device or pipe
@@ -241,8 +269,8 @@ def load_document(
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise CaseFileError([_undecodable(name, raw, error)]) from None
-    node = _compose(name, text)
+        raise CaseFileError([undecodable(name, raw, error)]) from None
+    node = _compose(name, text, max_nodes)
     if node is None:
         raise CaseFileError([Problem(start, "", "empty file: expected 'operator:' and 'cases:'")])
     converter = _Converter(name, max_nodes)

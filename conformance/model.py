@@ -190,7 +190,9 @@ class Case:
 
 
 class Status(enum.StrEnum):
-    """A (case, EP) verdict. QUALITY_WARNING: behaviour the spec leaves open differs from the oracle's choice."""
+    """A (case, EP) verdict. QUALITY_WARNING: behaviour the spec leaves open differs from the oracle's choice.
+    CRASH, TIMEOUT and DEVICE_LOST: the worker process running the case died, hung past the per-case timeout, or
+    lost the GPU device (faults.py); the run goes on in a fresh worker."""
 
     PASS = "PASS"
     FAIL = "FAIL"
@@ -199,6 +201,9 @@ class Status(enum.StrEnum):
     ERROR = "ERROR"
     INVALID = "INVALID"
     QUALITY_WARNING = "QUALITY_WARNING"
+    CRASH = "CRASH"
+    TIMEOUT = "TIMEOUT"
+    DEVICE_LOST = "DEVICE_LOST"
 
 
 # Names of the descriptors' tensors, as the spec pages spell them; inputs and outputs are keyed by these.

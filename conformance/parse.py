@@ -25,7 +25,7 @@ from conformance.model import (
 from conformance.parse_descriptor import read_descriptor
 from conformance.parse_tensor import read_outputs, read_values
 from conformance.problems import Problem
-from conformance.sweep import expand
+from conformance.sweep import Budget, expand
 
 # Every operator was introduced at DML_FEATURE_LEVEL_2_1 (each page's "Availability").
 INTRODUCED = FeatureLevel(2, 1)
@@ -176,6 +176,7 @@ def parse_document(doc: Document) -> tuple[list[Entry], list[Problem]]:
     entries: list[Entry] = []
     seen: dict[str, SourcePos] = {}
     ids: set[str] = set()
+    budget = Budget()
     for index, (raw, positions) in enumerate(zip(cases, _by_index(_case_positions(doc), len(cases)), strict=True)):
         positions[""] = doc.pos(("cases", index))
         case_fields = Fields(raw, "", positions, problems)
@@ -191,7 +192,7 @@ def parse_document(doc: Document) -> tuple[list[Entry], list[Problem]]:
             case_fields.problem("id", f"duplicate id {case_id!r} (first at line {seen[case_id].line})")
             continue
         seen[case_id] = case_fields.pos("id")
-        variants, sweep_problems = expand(raw, positions)
+        variants, sweep_problems = expand(raw, positions, budget)
         problems.extend(sweep_problems)
         for variant in variants:
             full_id = f"{path}::{case_id}{variant.suffix}"

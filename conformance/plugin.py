@@ -19,7 +19,7 @@ from conformance.eps import EpSpec, best_available_ep, directml_for, parse_ep
 from conformance.model import FeatureLevel, Status
 from conformance.parse import Entry, Rejected
 from conformance.plugin_xdist import CaseFileCollectionStop, worker_threads
-from conformance.results import Result
+from conformance.results import FAILING, Result
 from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
 from conformance.suite import read_file
 from conformance.validate import DEFAULT_MAX_ELEMENTS
@@ -152,7 +152,7 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         result = run_entry(self.entry, self.ep, self.options)
         self.user_properties.append(("status", result.status.value))
-        if result.status in (Status.FAIL, Status.ERROR) or result.failure_kind == "ep_not_started":
+        if result.status in FAILING or result.failure_kind == "ep_not_started":
             raise CaseFailure(result)  # an EP that cannot start must not turn a gate green by skipping
         if result.status in (Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE):
             _skip(f"{result.status.value}: {result.message}")

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from conformance.model import SourcePos
+
+# Control characters and every other character that ``str.splitlines`` breaks at: a key, value or file name
+# holding one (they come from the case file) must not split a problem's line or drive the terminal.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with each control character or line break escaped as Python writes it (\\n, \\x1b, \\u2028)."""
+    return _UNPRINTABLE.sub(lambda match: repr(match.group())[1:-1], text)
 
 
 @dataclass(frozen=True)
@@ -18,8 +28,9 @@ class Problem:
     clauses: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        where = f"{self.pos}: {self.field}: " if self.field else f"{self.pos}: "
-        return where + self.message
+        where = f"{one_line(self.pos.path)}:{self.pos.line}:{self.pos.col}: "
+        field = f"{one_line(self.field)}: " if self.field else ""
+        return where + field + one_line(self.message)
 
 
 class CaseFileError(Exception):

@@ -21,12 +21,16 @@ from conformance.results import Result
 from conformance.summary import Summary, first_line
 from conformance.waivers import Gate, overall_failed, waived_keys
 
-ORDER = (Status.FAIL, Status.ERROR, Status.QUALITY_WARNING, Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE)
-DETAILED = frozenset({Status.FAIL, Status.ERROR, Status.QUALITY_WARNING})
+FAULTS = (Status.CRASH, Status.TIMEOUT, Status.DEVICE_LOST)
+ORDER = (Status.FAIL, *FAULTS, Status.ERROR, Status.QUALITY_WARNING, Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE)
+DETAILED = frozenset({Status.FAIL, *FAULTS, Status.ERROR, Status.QUALITY_WARNING})
 COLOURS = {
     Status.PASS: "#2e7d32",
     Status.FAIL: "#c62828",
     Status.ERROR: "#6a1b9a",
+    Status.CRASH: "#000000",
+    Status.TIMEOUT: "#000000",
+    Status.DEVICE_LOST: "#000000",
     Status.QUALITY_WARNING: "#ef6c00",
     Status.NOT_SUPPORTED: "#757575",
     Status.NOT_EXPRESSIBLE: "#757575",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.model import Status
-from conformance.results import Result
+from conformance.results import FAILING, Result
 from conformance.summary import first_line, identity_lines
 
 # Everything XML 1.0 (section 2.2, Char) forbids: control characters other than tab, newline and carriage return,
@@ -81,16 +81,16 @@ def _testcase(suite: ET.Element, r: Result, waiver: str | None, counts: _Counts)
     counts.tests += 1
     counts.seconds += r.seconds if math.isfinite(r.seconds) and r.seconds > 0 else 0.0
     headline = first_line(r.message, _MESSAGE_LIMIT)
-    if r.status in (Status.FAIL, Status.ERROR) and waiver is not None:
+    if r.status in FAILING and waiver is not None:
         # A known failure must not turn CI red, yet stays visible: skipped, with the failure text kept.
         _element(case, "skipped", message=f"known failure: {waiver}")
         _element(case, "system-out", f"{r.status.value} ({r.failure_kind or 'no kind'}): {_detail(r)}")
         counts.skipped += 1
-    elif r.status in (Status.FAIL, Status.ERROR):
+    elif r.status in FAILING:  # FAIL: a wrong answer; ERROR, CRASH, TIMEOUT, DEVICE_LOST: no answer
         tag = "failure" if r.status is Status.FAIL else "error"
         _element(case, tag, _detail(r), message=headline, type=r.failure_kind or r.status.value)
         counts.failures += r.status is Status.FAIL
-        counts.errors += r.status is Status.ERROR
+        counts.errors += r.status is not Status.FAIL
     elif r.status in _SKIPPED:
         _element(case, "skipped", message=f"{r.status.value}: {headline}" if headline else r.status.value)
         counts.skipped += 1

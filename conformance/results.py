@@ -14,7 +14,7 @@ from conformance.model import Status
 
 SCHEMA_VERSION = 1
 # Statuses that make a run fail (exit code 1). INVALID is a negative case rejected as expected.
-FAILING = frozenset({Status.FAIL, Status.ERROR})
+FAILING = frozenset({Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.DEVICE_LOST})
 
 
 @dataclass(frozen=True)
@@ -83,10 +83,15 @@ def write_results(path: str, env: Mapping[str, Any], results: Sequence[Result]) 
     write_text_atomic(path, json.dumps(document, indent=1, allow_nan=False, default=str) + "\n")
 
 
+def result_from_json(data: Mapping[str, Any]) -> Result:
+    """A Result from its ``to_json`` form."""
+    return Result(**{**data, "status": Status(data["status"])})
+
+
 def read_results(path: str) -> tuple[dict[str, Any], list[Result]]:
     with open(path, encoding="utf-8") as handle:
         document = json.load(handle)
     if document.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"{path}: schema_version {document.get('schema_version')!r} is not {SCHEMA_VERSION}")
-    results = [Result(**{**r, "status": Status(r["status"])}) for r in document["results"]]
+    results = [result_from_json(r) for r in document["results"]]
     return document["environment"], results

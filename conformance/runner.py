@@ -15,6 +15,7 @@ from conformance.compare import compare
 from conformance.dml_operators import expected_dml_operators
 from conformance.eps import DML, EpSpec
 from conformance.execute import Execution, execute
+from conformance.faults import device_lost
 from conformance.generate import case_inputs
 from conformance.lower import Lowering, NotExpressible, lower, same_for_every_ep
 from conformance.model import Case, FeatureLevel, Status
@@ -80,7 +81,7 @@ def repro_command(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -
     return shlex.join(words)
 
 
-def _base(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> Result:
+def base_result(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> Result:
     """A result's fields known before running; its ``ep`` is the --ep text (options included, so that two
     configurations of one EP stay apart)."""
     repro = repro_command(entry, ep, options)
@@ -171,6 +172,8 @@ def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
 def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, options: RunOptions) -> Result:
     """The verdict on what the EP returned (or why it returned nothing)."""
     base = prepared.base
+    if isinstance(outcome, NotSupported | ExecutionError) and device_lost(str(outcome)):
+        return replace(base, status=Status.DEVICE_LOST, failure_kind="device_lost", message=str(outcome))
     if isinstance(outcome, NotSupported):
         return replace(base, status=Status.NOT_SUPPORTED, failure_kind=outcome.kind, message=str(outcome))
     if isinstance(outcome, ExecutionError):
@@ -197,7 +200,7 @@ def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, optio
 
 
 def _fallback_base(entry: Entry, ep: EpSpec) -> Result:
-    """The least a result can say, for when even ``_base`` failed."""
+    """The least a result can say, for when even ``base_result`` failed."""
     operator = getattr(entry, "operator", "")
     return Result(
         str(getattr(entry, "id", "?")),
@@ -220,7 +223,7 @@ def prepare(entry: Entry, ep: EpSpec, options: RunOptions) -> Result | Prepared:
     start = time.perf_counter()
     base: Result | None = None
     try:
-        base = _base(entry, ep, options)
+        base = base_result(entry, ep, options)
         if isinstance(entry, Rejected) or entry.expect_invalid is not None:
             outcome: Result | Prepared = _negative(entry, base, options)
         else:

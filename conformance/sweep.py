@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,18 @@ from conformance.model import SourcePos
 from conformance.problems import Problem
 
 EACH = "each"  # matrix keys "each" and "each_*" list mappings that set several fields together
+# What one file's sweeps may expand to, checked before expanding: a few lists multiply to any number of cases.
+MAX_VARIANTS = 20_000  # the case library's largest file has under 1,000 cases
+MAX_VARIANT_VALUES = 2_000_000  # YAML values copied into variants (a case's values times its variants)
+MAX_PATH_PARTS = 8  # a field path is a few names deep (InputTensor.Generator.Low); more would nest without end
+
+
+@dataclass
+class Budget:
+    """What is left of one file's MAX_VARIANTS and MAX_VARIANT_VALUES; ``expand`` takes from it."""
+
+    variants: int = MAX_VARIANTS
+    values: int = MAX_VARIANT_VALUES
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,8 @@ def _label(value: Any) -> str:
 
 def _assign(raw: dict[str, Any], dotted: str, value: Any) -> bool:
     """Set ``raw[a][b]... = value`` for "a.b..."; False where a step on the way is not a mapping."""
+    if dotted.count(".") >= MAX_PATH_PARTS:
+        return False
     *parents, last = dotted.split(".")
     target: Any = raw
     for name in parents:
@@ -52,8 +67,13 @@ def _assign(raw: dict[str, Any], dotted: str, value: Any) -> bool:
     return True
 
 
-def expand(raw: dict[str, Any], positions: Mapping[str, SourcePos]) -> tuple[list[Variant], list[Problem]]:
-    """Expand ``raw``'s matrix (removing it); a case without one is its own single variant."""
+def expand(
+    raw: dict[str, Any], positions: Mapping[str, SourcePos], budget: Budget | None = None
+) -> tuple[list[Variant], list[Problem]]:
+    """Expand ``raw``'s matrix (removing it); a case without one is its own single variant.
+
+    ``budget``: what the file's earlier sweeps left (a fresh one when None); a matrix over it is refused unexpanded.
+    """
     matrix = raw.get("matrix")
     base = {k: v for k, v in raw.items() if k != "matrix"}
     if "matrix" not in raw:
@@ -71,6 +91,9 @@ def expand(raw: dict[str, Any], positions: Mapping[str, SourcePos]) -> tuple[lis
     for key in filter(_is_each, matrix):
         if not all(isinstance(v, dict) and v for v in matrix[key]):
             return [], [Problem(positions.get(f"matrix.{key}", where), f"matrix.{key}", "must list non-empty mappings")]
+    over = _over_budget(math.prod(len(v) for v in matrix.values()), _values(raw), budget or Budget())
+    if over is not None:
+        return [], [Problem(where, "matrix", over)]
     variants = []
     for combo in itertools.product(*matrix.values()):
         variant_raw = copy.deepcopy(base)
@@ -83,6 +106,24 @@ def expand(raw: dict[str, Any], positions: Mapping[str, SourcePos]) -> tuple[lis
         labels = [_entry_label(key, value) for key, value in zip(matrix, combo, strict=True)]
         variants.append(Variant("[" + "-".join(labels) + "]", variant_raw, variant_pos))
     return variants, []
+
+
+def _values(value: Any) -> int:
+    """How many YAML values ``value`` holds, itself included."""
+    if isinstance(value, dict):
+        return 1 + sum(_values(v) for v in value.values())
+    return 1 + sum(_values(v) for v in value) if isinstance(value, list) else 1
+
+
+def _over_budget(count: int, values: int, budget: Budget) -> str | None:
+    """Why ``count`` variants of a case of ``values`` values are too many for ``budget``, else None (taken)."""
+    if count > budget.variants:
+        return f"expands to {count} cases, over the limit of {MAX_VARIANTS} per file"
+    if count * values > budget.values:
+        return f"expands to {count} cases of {values} values each, over the limit of {MAX_VARIANT_VALUES} per file"
+    budget.variants -= count
+    budget.values -= count * values
+    return None
 
 
 def _is_each(key: str) -> bool:

@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from conformance.dtypes import value_range
 from conformance.generate import GENERATOR_KINDS, tie_levels
 from conformance.model import Case, DataType, FeatureLevel, TensorSpec
@@ -173,7 +175,8 @@ def _generator_params(kind: str, params: Mapping[str, float], data_type: DataTyp
             return "Step", "must not be 0"
         if distinct <= 1 << 16:  # a larger Distinct is checked when generated (it is not worth the memory here)
             try:
-                tie_levels(params, data_type)
+                with np.errstate(all="ignore"):  # levels that overflow are refused below, not warned about
+                    tie_levels(params, data_type)
             except ValueError as error:
                 return "Low", str(error)
     if kind == "special" and not 0.0 <= params.get("Fraction", 0.5) <= 1.0:

@@ -28,7 +28,8 @@ def test_a_failing_case_saves_what_reproduces_it(
     monkeypatch.chdir(REPO)
     monkeypatch.setattr(runner, "compare", _always_fails)  # CPU passes everything: make one case FAIL
     case = f"{EXAMPLE}::example-1"
-    argv = ["run", EXAMPLE, "-k", case, "--ep", "cpu", "--report-dir", str(tmp_path / "r")]
+    # -j 0: in this process, where the patch reaches (a worker process would import the real compare)
+    argv = ["run", EXAMPLE, "-k", case, "--ep", "cpu", "-j", "0", "--report-dir", str(tmp_path / "r")]
     assert main([*argv, "--artifacts", str(tmp_path / "a")]) == 1
     folder = tmp_path / "a" / folder_name(case, "cpu")
     names = sorted(p.name for p in folder.iterdir())

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import pytest
 
-from conformance.batch import _run_group, run_batch
+from conformance.batch import Unwatched, _run_group, run_batch
 from conformance.cli import main
 from conformance.eps import EpSpec, parse_ep
 from conformance.execute import Execution, Opened, execute, open_session, run_session
@@ -145,7 +145,7 @@ def test_a_non_pass_in_a_pack_is_judged_again_alone(entries: list[Entry]) -> Non
     wrong = {name: np.asarray(array) + 1 for name, array in group[2].expected.items()}
     group[2] = replace(group[2], expected=wrong)  # an oracle stand-in the EP cannot agree with
     sessions = Sessions()
-    results = _run_group(group, CPU, RunOptions(), sessions)
+    results = _run_group(group, range(len(group)), CPU, RunOptions(), sessions, Unwatched())
     assert [r.status for r in results] == [Status.PASS, Status.PASS, Status.FAIL]
     # 3 packed (the two PASSes stand), then the FAIL alone.
     assert (sessions.created, sessions.reused) == (2, 0)
@@ -173,7 +173,7 @@ class PerturbingPacks(Sessions):
 
 def test_a_verdict_that_differs_packed_is_the_one_alone_and_says_so(entries: list[Entry]) -> None:
     group = _prepared(entries[:3])
-    results = _run_group(group, CPU, RunOptions(), PerturbingPacks())
+    results = _run_group(group, range(len(group)), CPU, RunOptions(), PerturbingPacks(), Unwatched())
     assert [r.status for r in results] == [Status.PASS] * 3  # each case's own verdict, alone for the second
     assert [bool(r.packed) for r in results] == [False, True, False]
     assert results[1].packed.startswith("FAIL when packed with 2 other case(s), PASS alone: values: ")
@@ -206,7 +206,7 @@ def test_a_refusal_sends_every_case_of_the_named_signature_alone(entries: list[E
     assert problems == []
     group = _prepared([entries[3], *entries[:3], *read])  # two UINT32 TopKs (no CPU kernel) among three that run
     sessions = Attempts()
-    results = _run_group(group, CPU, RunOptions(), sessions)
+    results = _run_group(group, range(len(group)), CPU, RunOptions(), sessions, Unwatched())
     assert [r.status for r in results] == [Status.NOT_SUPPORTED, *[Status.PASS] * 3, Status.NOT_SUPPORTED]
     # The pack of 5 is refused naming one UINT32 TopK: both run alone (refused), and the three others run packed.
     assert sessions.attempts == [5, 1, 1, 3]

@@ -1,0 +1,84 @@
+"""Faults of the process running a case: what a CRASH, TIMEOUT or DEVICE_LOST result says, and how a test provokes
+one in a real worker.
+
+A worker (worker.py) that dies is a CRASH, one silent past the per-case timeout a TIMEOUT, and either is a
+DEVICE_LOST when what it last wrote to stderr, or the error onnxruntime raised, says the device was lost: a GPU
+reset (Windows TDR), removed or hung device, or a CUDA context left unusable by a fault on the device.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+from conformance.model import Status
+from conformance.results import Result
+
+# Words the EPs and drivers use when the device is gone: DirectML/D3D12 (DXGI_ERROR_DEVICE_REMOVED 0x887A0005,
+# _HUNG 0x887A0006, _RESET 0x887A0007, the removal reason E_OUTOFMEMORY aside), CUDA (errors that leave the context
+# unusable: cudaErrorIllegalAddress 700, cudaErrorLaunchFailure 719, ECC 214, device unavailable 46), WebGPU/Dawn
+# (device lost callbacks).
+DEVICE_LOST_TEXT = re.compile(
+    r"DXGI_ERROR_DEVICE_(REMOVED|HUNG|RESET)|887A000[567]|DEVICE_LOST|device (was |is )?lost|DeviceLost"
+    r"|illegal memory access|unspecified launch failure|uncorrectable ECC error"
+    r"|CUDA_ERROR_(ILLEGAL_ADDRESS|LAUNCH_FAILED)|cudaErrorIllegalAddress|cudaErrorLaunchFailure|cudaErrorDevicesUnavailable",
+    re.IGNORECASE,
+)
+STDERR_LINES = 12  # the last lines of a dead worker's stderr that its result keeps
+TEST_FAULT = "DMLCONF_TEST_FAULT"  # tests only: "KIND:TEXT" provokes KIND in the worker running a case id with TEXT
+
+
+def device_lost(text: str) -> bool:
+    return DEVICE_LOST_TEXT.search(text) is not None
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def how_it_ended(exitcode: int | None) -> str:
+    """A worker's end in words: "killed by SIGSEGV", "exited with status 3"."""
+    if exitcode is None:
+        return "still running"
+    if exitcode < 0:
+        return f"killed by {signal_name(-exitcode)}"
+    return f"exited with status {exitcode}"
+
+
+def last_lines(text: str, count: int = STDERR_LINES) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()][-count:]
+
+
+def fault_result(base: Result, status: Status, what: str, stderr: str, seconds: float) -> Result:
+    """``base`` (the case's fields known before running) as a CRASH or TIMEOUT, DEVICE_LOST where stderr says so."""
+    lines = last_lines(stderr)
+    if device_lost("\n".join(lines)):
+        status = Status.DEVICE_LOST
+    tail = ["last lines of the worker's stderr:", *(f"  {line}" for line in lines)] if lines else []
+    kind = {Status.CRASH: "worker_died", Status.TIMEOUT: "timeout", Status.DEVICE_LOST: "device_lost"}[status]
+    return replace(base, status=status, failure_kind=kind, message="\n".join([what, *tail]), seconds=round(seconds, 6))
+
+
+def provoke(case_ids: Sequence[str], spec: str | None = None) -> None:
+    """Tests only (``DMLCONF_TEST_FAULT``, read by a worker before it runs a session): make this worker die by a
+    signal (``segv``, ``abort``), hang (``hang``) or report a lost device and die (``device_lost``) when a case id
+    contains the text after the colon. Everything after it is the production path."""
+    spec = os.environ.get(TEST_FAULT) if spec is None else spec
+    kind, _, text = (spec or "").partition(":")
+    if not kind or not any(text in case_id for case_id in case_ids):
+        return
+    if kind == "hang":
+        while True:
+            time.sleep(3600)
+    if kind == "device_lost":
+        os.write(2, b"D3D12: Removing Device. DXGI_ERROR_DEVICE_REMOVED (0x887A0005)\n")
+        os.abort()
+    if kind in ("segv", "abort"):
+        os.kill(os.getpid(), signal.SIGSEGV if kind == "segv" else signal.SIGABRT)

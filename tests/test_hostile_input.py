@@ -1,0 +1,495 @@
+"""Hostile case files: whatever the bytes, the loader, parser and validator answer with one-line
+``path:line:col: ...`` problems (exit code 2 from the CLI), quickly, without a traceback, and never run anything.
+
+Part one fuzzes the pipeline (load_document -> parse_document -> validate, and suite.read_file) with Hypothesis:
+arbitrary bytes, arbitrary text, YAML-ish token soup, and valid case documents with random mutations. Part two
+sends each class of hostile input named in the issue through ``conformance.cli.main`` once.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import random
+import re
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conformance.cli import main
+from conformance.load import load_document
+from conformance.model import Case
+from conformance.parse import Rejected, parse_document
+from conformance.problems import CaseFileError, Problem
+from conformance.suite import read_file
+from conformance.validate import validate
+
+LINE = re.compile(r"^[^\n]+:\d+:\d+: [^\n]+$")
+SUMMARY = re.compile(r"^\d+ problem\(s\) in \d+ file\(s\)$")
+FUZZ = settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+# One valid case per operator, written by hand from the spec pages: the fuzz mutates these.
+BASES: list[dict[str, Any]] = [
+    {
+        "operator": "TOP_K1",
+        "feature_level": "3_1",
+        "cases": [
+            {
+                "id": "topk",
+                "InputTensor": {"Sizes": [1, 4], "DataType": "FLOAT32", "Data": [[1.0, 3.0, 2.0, 4.0]]},
+                "Axis": 1,
+                "K": 2,
+                "AxisDirection": "INCREASING",
+                "expected": {"OutputValueTensor": [[1.0, 2.0]], "OutputIndexTensor": [[0, 2]]},
+            }
+        ],
+    },
+    {
+        "operator": "MEAN_VARIANCE_NORMALIZATION1",
+        "feature_level": "4_0",
+        "cases": [
+            {
+                "id": "mvn",
+                "InputTensor": {"Sizes": [1, 2, 2], "DataType": "FLOAT32", "Generator": {"Kind": "uniform", "Seed": 7}},
+                "ScaleTensor": {"Sizes": [1, 2, 1], "DataType": "FLOAT32", "Data": [1.0, 2.0]},
+                "BiasTensor": {"Sizes": [1, 1, 1], "DataType": "FLOAT32", "Data": [0.5]},
+                "Axes": [2],
+                "NormalizeVariance": True,
+                "Epsilon": 1.0e-5,
+                "FusedActivation": {"Type": "LEAKY_RELU", "Alpha": 0.3},
+                "tolerance": {"max_ulp": 4, "atol": 1.0e-3},
+                "matrix": {"NormalizeVariance": [True, False], "Epsilon": [1.0e-5, 0.5]},
+            }
+        ],
+    },
+    {
+        "operator": "SLICE1",
+        "feature_level": "3_0",
+        "cases": [
+            {
+                "id": "slice",
+                "InputTensor": {"Sizes": [2, 3], "DataType": "INT32", "Data": [[1, 2, 3], [4, 5, 6]]},
+                "InputWindowOffsets": [0, 1],
+                "InputWindowSizes": [2, 2],
+                "InputWindowStrides": [1, -1],
+                "OutputSizes": [2, 2],
+                "expected": {"OutputTensor": [[3, 2], [6, 5]]},
+            }
+        ],
+    },
+]
+
+NUMBERS = st.sampled_from([1e308, -1e308, 3e38, 65504.0, 0.5, 0.0, -2.0]) | st.floats() | st.integers(-(2**70), 2**70)
+GENERATORS = st.fixed_dictionaries(
+    {
+        "Kind": st.sampled_from(["uniform", "normal", "integers", "ties", "special", "arange", "zeros"]),
+        "Seed": st.integers(0, 2**64 - 1) | NUMBERS,
+    },
+    optional={name: NUMBERS for name in ("Low", "High", "Mean", "Std", "Distinct", "Step", "Start", "Fraction")},
+)
+EXTREMES = st.sampled_from(
+    [10**100, -(10**100), 2**64, 2**63, 2**32, 2**31, -1, 0, float("nan"), float("inf"), -0.0, 1e308, "", "\n", "\x00"]
+)
+HOSTILE_VALUE = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats()
+    | st.text(max_size=8)
+    | EXTREMES
+    | st.sampled_from(["FLOAT32", "UINT32", "INCREASING", "uniform", "ties", "arange", "RELU", "3_1", ".nan"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, (*prefix, index))
+
+
+@st.composite
+def mutated_documents(draw: st.DrawFn) -> str:
+    """A valid case document with a few random mutations: values replaced by wrong types or extreme numbers,
+    fields removed, unknown fields added, a matrix, a field path or an alias, written back as YAML."""
+    doc = copy.deepcopy(draw(st.sampled_from(BASES)))
+    for _ in range(draw(st.integers(1, 4))):
+        paths = list(_paths(doc))[1:]
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        parent: Any = doc
+        for step in path[:-1]:
+            parent = parent[step]
+        action = draw(st.sampled_from(["replace", "replace", "delete", "add", "matrix", "generator"]))
+        cases = doc.get("cases")
+        if action == "generator" and isinstance(cases, list) and cases and isinstance(cases[0], dict):
+            cases[0]["InputTensor"] = {"Sizes": [2, 3], "DataType": "FLOAT32", "Generator": draw(GENERATORS)}
+        elif action == "replace":
+            parent[path[-1]] = draw(HOSTILE_VALUE)
+        elif action == "delete":
+            del parent[path[-1]]
+        elif isinstance(parent, dict) and action == "add":
+            parent[draw(st.text(min_size=1, max_size=6))] = draw(HOSTILE_VALUE)
+        elif isinstance(parent, dict):
+            key = draw(st.sampled_from([".".join(map(str, path[2:])) or "id", "each", "Axis", "K.x.y"]))
+            parent["matrix"] = {key: draw(st.lists(HOSTILE_VALUE, max_size=3) | HOSTILE_VALUE)}
+    text = yaml.safe_dump(doc, allow_unicode=True, sort_keys=False)
+    return text.replace("cases:\n", "cases:\n- &a {id: anchored, x: 1}\n", 1) if draw(st.booleans()) else text
+
+
+YAML_TOKENS = st.sampled_from(
+    [
+        *"ab01:-[]{},#&*!|>'\"?%@` \t\n.~",
+        *("\r\n", "- ", ": ", "\n  ", "\ufeff", "\x85", "\u2028", "\x00", "\\", "&x ", "*x", "<<: ", "!!binary "),
+        *("!!python/object/apply:os.system ['true'] ", "operator: ", "cases:\n", "TOP_K1", "SLICE1", "  - id: a\n"),
+        *("Sizes: ", "[1, 2]", "DataType: FLOAT32", "Data: ", "1e999", "9" * 120),
+    ]
+)
+
+
+def check_pipeline(path: Path, suite: bool = False) -> list[Problem]:
+    """Every problem the pipeline finds in ``path``; fails the test on any exception but CaseFileError.
+    ``suite``: also read it as a run does (suite.read_file), which must not raise at all."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning is a second line on stderr: as wrong as a traceback
+        try:
+            doc = load_document(path)
+        except CaseFileError as error:
+            problems = list(error.problems)
+        else:
+            entries, problems = parse_document(doc)
+            for entry in entries:
+                if isinstance(entry, Rejected):
+                    problems.extend(entry.problems)
+                else:
+                    assert isinstance(entry, Case)
+                    problems.extend(validate(entry, 1 << 20))
+        file_problems = read_file(str(path), 1 << 20)[1] if suite else []
+    for problem in [*problems, *file_problems]:
+        assert LINE.fullmatch(str(problem)), str(problem)
+    return problems
+
+
+@pytest.fixture(scope="module")
+def case_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz") / "case.yaml"
+
+
+@pytest.mark.parametrize("index", range(len(BASES)))
+def test_the_fuzzed_documents_start_valid(case_path: Path, index: int) -> None:
+    """Without this the mutations below would only ever reach the loader's first refusals."""
+    case_path.write_text(yaml.safe_dump(BASES[index], sort_keys=False), encoding="utf-8")
+    assert check_pipeline(case_path) == []
+
+
+@FUZZ
+@given(st.binary(max_size=400))
+def test_fuzz_arbitrary_bytes(case_path: Path, raw: bytes) -> None:
+    case_path.write_bytes(raw)
+    check_pipeline(case_path, suite=True)
+
+
+@FUZZ
+@given(st.text(max_size=200))
+def test_fuzz_arbitrary_text(case_path: Path, text: str) -> None:
+    case_path.write_bytes(text.encode("utf-8", "surrogatepass"))
+    check_pipeline(case_path)
+
+
+@FUZZ
+@given(st.lists(YAML_TOKENS, max_size=60).map("".join))
+def test_fuzz_yaml_token_soup(case_path: Path, text: str) -> None:
+    case_path.write_bytes(text.encode("utf-8"))
+    check_pipeline(case_path)
+
+
+@settings(FUZZ, max_examples=100)
+@given(mutated_documents())
+def test_fuzz_mutated_case_documents(case_path: Path, text: str) -> None:
+    case_path.write_text(text, encoding="utf-8")
+    check_pipeline(case_path)
+
+
+# --- each class of hostile input, through the CLI ------------------------------------------------------------------
+
+OK_CASE = """\
+operator: SLICE1
+feature_level: "3_0"
+cases:
+  - id: ok
+    InputTensor: {Sizes: [2, 2], DataType: FLOAT32, Data: [[1, 2], [3, 4]]}
+    InputWindowOffsets: [0, 0]
+    InputWindowSizes: [2, 2]
+    InputWindowStrides: [1, 1]
+"""
+
+
+def billion_laughs(levels: int) -> str:
+    """An alias bomb: 10**levels strings once expanded, from a file of a few hundred bytes."""
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def refused(capsys: pytest.CaptureFixture[str], *argv: str, seconds: float = 5.0) -> list[str]:
+    """Run dmlconf; it must exit 2 within ``seconds`` with only one-line problems on stderr; returns them."""
+    started = time.perf_counter()
+    code = main(list(argv))
+    elapsed = time.perf_counter() - started
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert "Traceback" not in out + err
+    lines = err.splitlines()
+    if argv[0] == "run":
+        assert lines[-1] == "nothing was run: fix the problems above"
+        lines = lines[:-1]
+    assert SUMMARY.fullmatch(lines[-1]), lines
+    problems = lines[:-1]
+    assert problems and all(LINE.fullmatch(line) for line in problems), problems
+    assert elapsed < seconds, f"took {elapsed:.1f} s"
+    return problems
+
+
+def accepted(capsys: pytest.CaptureFixture[str], path: Path) -> None:
+    assert main(["validate", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.startswith("ok: 1 case(s) in 1 file(s)")
+
+
+def write(tmp_path: Path, content: str | bytes, name: str = "case.yaml") -> Path:
+    path = tmp_path / name
+    path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+    return path
+
+
+def test_alias_bomb(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, billion_laughs(9))  # 10**9 strings, ~50 GB once expanded
+    (line,) = refused(capsys, "validate", str(path), seconds=3.0)
+    assert line.startswith(f"{path}:") and "nodes (alias bomb or huge file?)" in line
+
+
+@pytest.mark.parametrize("opening", ["[", "{a: ", "- "])
+def test_deep_nesting(tmp_path: Path, capsys: pytest.CaptureFixture[str], opening: str) -> None:
+    closing = {"[": "]", "{a: ": "}", "- ": ""}[opening]
+    path = write(tmp_path, opening * 100_000 + "1" + closing * 100_000)
+    (line,) = refused(capsys, "validate", str(path), seconds=3.0)
+    assert line.startswith(f"{path}:1:") and "nesting is too deep" in line
+
+
+def test_binary_garbage_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, random.Random(7).randbytes(500_000))
+    (line,) = refused(capsys, "validate", str(path))
+    assert "not UTF-8 text: byte 0x" in line
+
+
+def test_latin1_byte_is_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, OK_CASE.replace("id: ok", "id: caf\xe9").encode("latin-1"))
+    assert refused(capsys, "validate", str(path)) == [f"{path}:4:12: not UTF-8 text: byte 0xe9 at offset 56"]
+
+
+def test_nul_byte_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, OK_CASE.replace("id: ok", "id: o\x00k"))
+    assert refused(capsys, "validate", str(path)) == [
+        f"{path}:4:10: YAML syntax error: unacceptable character #x0000: special characters are not allowed"
+    ]
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "# only\n# comments\n"])
+def test_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str) -> None:
+    path = write(tmp_path, content)
+    assert refused(capsys, "validate", str(path)) == [f"{path}:1:1: empty file: expected 'operator:' and 'cases:'"]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "!!python/object/apply:os.system ['touch {marker}']",
+        "!!python/object/apply:builtins.open ['{marker}', w]",
+        "!!python/object/apply:builtins.exec [\"open('{marker}', 'w')\"]",
+    ],
+)
+def test_python_tags_are_never_executed(tmp_path: Path, capsys: pytest.CaptureFixture[str], payload: str) -> None:
+    if "os.system" in payload and os.name != "posix":
+        pytest.skip("touch is a POSIX command")
+    control, marker = tmp_path / "control", tmp_path / "marker"
+    yaml.unsafe_load(payload.format(marker=control.as_posix()))  # the control: the payload is live when unsafe
+    assert control.exists()
+    path = write(tmp_path, OK_CASE.replace("id: ok", "id: " + payload.format(marker=marker.as_posix())))
+    for argv in (["validate", str(path)], ["run", str(path), "--ep", "cpu", "-j", "0", "--report-dir", str(tmp_path)]):
+        (line,) = refused(capsys, *argv)
+        assert line.startswith(f"{path}:4:9: cases.0.id: unsupported YAML tag 'tag:yaml.org,2002:python/")
+    assert not marker.exists()
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "huge.yaml"
+    with path.open("wb") as handle:
+        handle.truncate(8 << 30)  # 8 GiB, sparse: reading it would take far longer than the limit below
+    (line,) = refused(capsys, "validate", str(path), seconds=2.0)
+    assert line.startswith(f"{path}:1:1: file is 8589934592 bytes, over the limit of ")
+
+
+def test_nodes_are_counted_while_composing_not_after(tmp_path: Path) -> None:
+    """400,001 numbers take PyYAML ~15 s to compose and ~250 MB to hold: refused at the 1,001st, at once."""
+    path = write(tmp_path, "a: [" + "0," * 400_000 + "0]\n")
+    started = time.perf_counter()
+    with pytest.raises(CaseFileError) as info:
+        load_document(path, max_nodes=1000)
+    assert time.perf_counter() - started < 1.0
+    # The mapping, its key "a", the list and 998 numbers make 1,001 nodes: the 998th number, "0," at column 5 + 2 * 997.
+    assert [str(p) for p in info.value.problems] == [
+        f"{path}:1:{5 + 2 * 997}: document has more than 1000 nodes (alias bomb or huge file?)"
+    ]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pipe.yaml"
+    os.mkfifo(path)
+    # Should the loader wait on the FIFO after all, this writer releases it after 5 s and the test fails on time.
+    writer = threading.Timer(5.0, lambda: os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK)))
+    writer.start()
+    try:
+        (line,) = refused(capsys, "validate", str(path), seconds=2.0)
+    finally:
+        writer.cancel()
+    assert line == f"{path}:1:1: not a regular file (a directory, FIFO, device or socket)"
+
+
+def test_a_symlink_and_a_directory_named_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    outside = write(tmp_path, "root:x:0:0:root:/root:/bin/bash\n", "passwd")
+    root = tmp_path / "cases"
+    (root / "folder.yaml").mkdir(parents=True)
+    write(root, OK_CASE, "ok.yaml")
+    try:
+        os.symlink(outside, root / "x.yaml")
+    except OSError:
+        pytest.skip("no symlinks here")
+    (line,) = refused(capsys, "validate", str(root))
+    assert line == f"{root / 'x.yaml'}:1:1: a case file is a mapping with 'operator:' and 'cases:'"
+
+
+def test_bom_and_crlf_are_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    accepted(capsys, write(tmp_path, "\ufeff" + OK_CASE.replace("\n", "\r\n")))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        (
+            f"[{10**100}, 2]",
+            "InputTensor.Sizes.0: integer of 101 characters is too large for any field (at most 100)",
+        ),
+        ("[4294967296, 2]", "InputTensor.Sizes.0: must be an integer (UINT) in [0, 4294967295], got 4294967296"),
+        ("[-2, 2]", "InputTensor.Sizes.0: must be an integer (UINT) in [0, 4294967295], got -2"),
+        ("[2.0, 2]", "InputTensor.Sizes.0: must be an integer (UINT), got 2.0"),
+        ("[true, 2]", "InputTensor.Sizes.0: must be an integer (UINT), got True"),
+        ("[.nan, 2]", "InputTensor.Sizes.0: must be an integer (UINT), got nan"),
+        ("'2, 2'", "InputTensor.Sizes: must be a list of integers"),
+    ],
+)
+def test_wrong_sizes(tmp_path: Path, capsys: pytest.CaptureFixture[str], sizes: str, message: str) -> None:
+    path = write(tmp_path, OK_CASE.replace("Sizes: [2, 2]", f"Sizes: {sizes}"))
+    assert message in refused(capsys, "validate", str(path))[0]
+
+
+def test_a_5000_digit_integer_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, OK_CASE.replace("Sizes: [2, 2]", "Sizes: [" + "7" * 5000 + ", 2]"))
+    assert refused(capsys, "validate", str(path)) == [
+        f"{path}:5:27: cases.0.InputTensor.Sizes.0: integer of 5000 characters is too large for any field (at most 100)"
+    ]
+
+
+def test_elements_are_limited_before_anything_is_allocated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """2**128 elements (the product overflows int64 too): refused by run as well, before any data is made."""
+    text = OK_CASE.replace("Sizes: [2, 2]", "Sizes: [4294967295, 4294967295, 4294967295, 4294967295]")
+    text = text.replace("Data: [[1, 2], [3, 4]]", "Generator: {Kind: uniform, Seed: 1}")
+    path = write(
+        tmp_path,
+        text.replace("[0, 0]", "[0, 0, 0, 0]").replace("[2, 2]", "[2, 2, 2, 2]").replace("[1, 1]", "[1, 1, 1, 1]"),
+    )
+    elements = 4294967295**4
+    for argv in (["validate", str(path)], ["run", str(path), "--ep", "cpu", "-j", "0", "--report-dir", str(tmp_path)]):
+        lines = refused(capsys, *argv, "--max-elements", "1000")
+        assert f"InputTensor.Sizes: {elements} elements is over the limit of 1000 (--max-elements)" in "\n".join(lines)
+
+
+def test_data_longer_than_sizes_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, OK_CASE.replace("Sizes: [2, 2]", "Sizes: [2, 200000]"))
+    (line,) = refused(capsys, "validate", str(path))
+    assert "InputTensor.Data: has shape (2, 2), Sizes say (2, 200000)" in line
+
+
+def test_nan_and_infinity_are_data_for_floats_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = OK_CASE.replace("[[1, 2], [3, 4]]", "[[.nan, .inf], [-.inf, -0.0]]")
+    accepted(capsys, write(tmp_path, text))
+    path = write(tmp_path, text.replace("FLOAT32", "INT32"))
+    (line,) = refused(capsys, "validate", str(path))
+    assert "InputTensor.Data: value nan at flat index 0 is not an integer in the INT32 range" in line
+
+
+def test_unknown_and_duplicate_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, OK_CASE + "    Bogus: 1\n")
+    assert refused(capsys, "validate", str(path))[0].startswith(f"{path}:9:5: Bogus: unknown field (expected one of")
+    path = write(tmp_path, OK_CASE + "    InputWindowStrides: [1, 1]\n")
+    assert refused(capsys, "validate", str(path)) == [
+        f"{path}:9:5: cases.0.InputWindowStrides: duplicate key 'InputWindowStrides' (first at line 8)"
+    ]
+
+
+def test_line_breaks_and_escapes_in_keys_stay_on_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, OK_CASE + '    "bad\\nkey\\e[31m\\u2028": 1\n')
+    (line,) = refused(capsys, "validate", str(path))
+    assert line.startswith(f"{path}:9:5: bad\\nkey\\x1b[31m\\u2028: unknown field")
+
+
+def test_a_sweep_bomb_is_refused_before_expanding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    six = ", ".join(f"{{InputWindowStrides: [1, {k}]}}" for k in range(1, 7))
+    matrix = "      InputTensor.DataType: [FLOAT32, FLOAT16, INT32, UINT8, INT8]\n"
+    matrix += "".join(f"      each_{i}: [{six}]\n" for i in range(24))
+    path = write(tmp_path, OK_CASE + "    matrix:\n" + matrix)
+    (line,) = refused(capsys, "validate", str(path), seconds=2.0)
+    assert line == f"{path}:9:5: matrix: expands to {5 * 6**24} cases, over the limit of 20000 per file"
+
+
+def test_ties_levels_that_overflow_are_one_line_without_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    generator = "Generator: {Kind: ties, Seed: 1, Low: 1.0e308, Step: 1.0e308, Distinct: 3}"
+    path = write(tmp_path, OK_CASE.replace("Data: [[1, 2], [3, 4]]", generator))
+    (line,) = refused(capsys, "validate", str(path))
+    assert "InputTensor.Generator.Low: ties: not all of [1e+308, inf, inf] are exact FLOAT32 values" in line
+
+
+def test_one_bad_file_does_not_hide_the_problems_of_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path, billion_laughs(9), "a-bomb.yaml")
+    write(tmp_path, b"\xff\xfe garbage", "b-binary.yaml")
+    write(tmp_path, OK_CASE, "c-ok.yaml")
+    write(tmp_path, OK_CASE.replace("[1, 1]", "[1, 0]"), "d-zero-stride.yaml")
+    lines = refused(capsys, "validate", str(tmp_path))
+    assert [Path(line.split(":")[0]).name for line in lines] == ["a-bomb.yaml", "b-binary.yaml", "d-zero-stride.yaml"]
