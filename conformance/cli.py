@@ -23,15 +23,25 @@ from conformance.cli_reports import (
     merge_command,
     report_command,
 )
-from conformance.cli_run import EXIT_FAILED, EXIT_OK, EXIT_USAGE, chosen_eps, collect_paths, print_problems, run_command
+from conformance.cli_run import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    chosen_eps,
+    collect_paths,
+    file_limits,
+    print_problems,
+    run_command,
+)
 from conformance.coverage import build_map, case_coverage
 from conformance.fuzz import SHRINK_EXAMPLES, fuzz
+from conformance.load import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_NODES
 from conformance.model import Case, Operator
 from conformance.problems import CaseFileError, Problem
 from conformance.report_coverage import render_coverage
 from conformance.results import write_text_atomic
 from conformance.runner import ep_text
-from conformance.suite import quick
+from conformance.suite import DEFAULT_MAX_RUN_ELEMENTS, quick
 from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
 
 
@@ -76,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quick", action="store_true", help="only the quick selection (every clause, few cases)")
     add_run_options(run)
+    _add_run_limits(run)
     cover = commands.add_parser("coverage", help="map the spec's clauses to the cases that exercise them (Markdown)")
     cover.add_argument("paths", nargs="*", metavar="PATH", help="case files or directories (default: cases/)")
     cover.add_argument("--output", default="reports/coverage.md", metavar="FILE", help="default: reports/coverage.md")
@@ -96,18 +107,53 @@ def _parser() -> argparse.ArgumentParser:
         help=f"candidates run while shrinking a mismatch (default {SHRINK_EXAMPLES})",
     )
     for sub in (check, run, cover):
-        sub.add_argument(
-            "--max-elements",
-            type=_positive,
-            default=DEFAULT_MAX_ELEMENTS,
-            metavar="N",
-            help=f"refuse tensors over N elements before allocating (default {DEFAULT_MAX_ELEMENTS})",
-        )
+        _add_limits(sub)
     return parser
 
 
+def _add_limits(sub: argparse.ArgumentParser) -> None:
+    """What reading one case file may cost: bytes, YAML nodes, and any one tensor's elements."""
+    sub.add_argument(
+        "--max-elements",
+        type=_positive,
+        default=DEFAULT_MAX_ELEMENTS,
+        metavar="N",
+        help=f"refuse tensors over N elements before allocating (default {DEFAULT_MAX_ELEMENTS})",
+    )
+    sub.add_argument(
+        "--max-file-bytes",
+        type=_positive,
+        default=DEFAULT_MAX_FILE_BYTES,
+        metavar="N",
+        help=f"refuse case files over N bytes before reading them (default {DEFAULT_MAX_FILE_BYTES})",
+    )
+    sub.add_argument(
+        "--max-nodes",
+        type=_positive,
+        default=DEFAULT_MAX_NODES,
+        metavar="N",
+        help=f"refuse case files of over N YAML nodes, aliases counted each time used (default {DEFAULT_MAX_NODES})",
+    )
+
+
+def _add_run_limits(run: argparse.ArgumentParser) -> None:
+    run.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="run the cases of the valid files even if other files have problems (printed and recorded; exit 2)",
+    )
+    run.add_argument(
+        "--max-run-elements",
+        type=_positive,
+        default=DEFAULT_MAX_RUN_ELEMENTS,
+        metavar="N",
+        help="refuse to start a run whose (case, EP) pairs hold over N tensor elements in all, inputs and outputs "
+        f"(default {DEFAULT_MAX_RUN_ELEMENTS}: some 600 times the case library on one EP)",
+    )
+
+
 def _validate(args: argparse.Namespace) -> int:
-    suite = collect_paths(args.paths, args.max_elements)
+    suite = collect_paths(args.paths, args.max_elements, limits=file_limits(args))
     problems = list(suite.problems)
     for entry in suite.entries:
         if isinstance(entry, Case) and entry.expect_invalid is not None and not validate(entry, args.max_elements):
@@ -120,7 +166,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _coverage(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    suite = collect_paths(args.paths or ["cases"], args.max_elements)
+    suite = collect_paths(args.paths or ["cases"], args.max_elements, limits=file_limits(args))
     if suite.problems:
         print_problems(suite.problems, suite.files)
         return EXIT_USAGE

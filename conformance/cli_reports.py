@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -173,12 +174,22 @@ def _publish(
     return written, gate_lines(gate) if gate is not None else [], 1 if overall_failed(summary, gate) else 0
 
 
+def _skipped_input(env: Mapping[str, Any], code: int) -> int:
+    """A run made with --keep-going over invalid case files exits 2 whatever its verdicts; so does every report of
+    its results.json, so that a gate reading it later cannot pass on cases that were never run."""
+    problems = env.get("problems") or []
+    if not problems:
+        return code
+    print(f"the run skipped case files for {len(problems)} problem(s) (--keep-going): exit code 2", file=sys.stderr)
+    return 2
+
+
 def report_command(args: argparse.Namespace) -> int:
     env, results = _read(args.results)
     out_dir = args.out_dir or os.path.dirname(args.results) or "."
     written, gate, code = _publish(out_dir, env, results, args.waivers, args.format or list(FORMATS))
     print("\n".join([*written, *gate]))
-    return code
+    return _skipped_input(env, code)
 
 
 def merge_command(args: argparse.Namespace) -> int:
@@ -187,6 +198,9 @@ def merge_command(args: argparse.Namespace) -> int:
         env, results = merge_runs(runs)
     except MergeError as error:
         raise UsageError(str(error)) from None
+    # Every file's case-file problems, not only the first file's (whose environment is the merged one's base).
+    problems = list(dict.fromkeys(str(p) for _, run_env, _ in runs for p in run_env.get("problems") or []))
+    env = {k: v for k, v in env.items() if k != "problems"} | ({"problems": problems} if problems else {})
     results_path = os.path.join(args.report_dir, "results.json")
     os.makedirs(args.report_dir, exist_ok=True)
     write_results(results_path, env, results)
@@ -194,7 +208,7 @@ def merge_command(args: argparse.Namespace) -> int:
     print(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
     if gate:
         print("\n".join(gate))
-    return code
+    return _skipped_input(env, code)
 
 
 def diff_command(args: argparse.Namespace) -> int:

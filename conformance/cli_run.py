@@ -12,6 +12,7 @@ from typing import Any
 from conformance.cli_reports import FORMATS, UsageError, gate_lines, read_waivers, shard_of, write_reports
 from conformance.eps import EpSpec, best_available_ep, directml_for, parse_ep
 from conformance.identity import environment
+from conformance.load import DEFAULT_LIMITS, FileLimits
 from conformance.model import FeatureLevel
 from conformance.problems import Problem
 from conformance.progress import Progress
@@ -19,7 +20,7 @@ from conformance.report_console import render_console
 from conformance.results import Result, write_results
 from conformance.runner import RunOptions, distinct_eps, ep_text
 from conformance.stream import STREAM_NAME, Stream, StreamError, read_stream, run_identity
-from conformance.suite import Suite, collect, quick, shard
+from conformance.suite import NoCaseFiles, Suite, collect, quick, run_elements, shard, valid_files_only
 from conformance.summary import summarize
 from conformance.supervisor import Supervisor
 from conformance.waivers import Waiver, apply_waivers, overall_failed
@@ -35,8 +36,17 @@ def existing(paths: Sequence[str]) -> Sequence[str]:
     return paths
 
 
-def collect_paths(paths: Sequence[str], max_elements: int, keyword: str | None = None) -> Suite:
-    return collect(existing(paths), max_elements, keyword)
+def file_limits(args: argparse.Namespace) -> FileLimits:
+    return FileLimits(args.max_file_bytes, args.max_nodes)
+
+
+def collect_paths(
+    paths: Sequence[str], max_elements: int, keyword: str | None = None, limits: FileLimits = DEFAULT_LIMITS
+) -> Suite:
+    try:
+        return collect(existing(paths), max_elements, keyword, limits)
+    except NoCaseFiles as error:
+        raise UsageError(str(error)) from None
 
 
 def print_problems(problems: Sequence[Problem], files: int) -> None:
@@ -70,13 +80,33 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return _run_suite(args, argv, eps, level, supervisor)
 
 
-def _selected(args: argparse.Namespace) -> Suite:
-    suite = collect_paths(args.paths or ["cases"], args.max_elements, args.keyword)
-    if args.quick and not suite.problems:
+def _selected(args: argparse.Namespace) -> Suite | None:
+    """The cases to run; None (after printing the problems) where a case file has problems, unless --keep-going
+    runs the cases of the other files."""
+    suite = collect_paths(args.paths or ["cases"], args.max_elements, args.keyword, file_limits(args))
+    if suite.problems:
+        print_problems(suite.problems, suite.files)
+        if not args.keep_going:
+            print("nothing was run: fix the problems above", file=sys.stderr)
+            return None
+        skipped = len(suite.invalid_files)
+        print(f"--keep-going: skipping the {skipped} file(s) with problems, running the others", file=sys.stderr)
+        suite = valid_files_only(suite)
+    if args.quick:
         suite = quick(suite, args.max_elements)
     if (part := shard_of(args.shard)) is not None:
         suite = shard(suite, *part)
     return suite
+
+
+def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> None:
+    """--max-run-elements, from the descriptors' sizes: checked before anything is generated or run."""
+    elements = run_elements(suite.entries, len(eps))
+    if elements > args.max_run_elements:
+        raise UsageError(
+            f"the selected cases hold {elements} elements, over --max-run-elements {args.max_run_elements} "
+            "(select fewer with -k, --shard or --quick, or raise the limit)"
+        )
 
 
 def _folders(args: argparse.Namespace) -> None:
@@ -117,12 +147,11 @@ def _run_suite(
     supervisor: Supervisor | None,
 ) -> int:
     suite = _selected(args)
-    if suite.problems:
-        print_problems(suite.problems, suite.files)
-        print("nothing was run: fix the problems above", file=sys.stderr)
+    if suite is None:
         return EXIT_USAGE
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
+    _within_limit(args, suite, eps)
     directml = directml_for(eps)
     options = RunOptions(
         level, args.max_elements, directml.feature_level if directml else None, args.artifacts, args.pack
@@ -142,8 +171,13 @@ def _run_suite(
     finally:
         stream.close()
         progress.close()
-    env = environment(eps, options, argv, directml)
-    return _report(args, env, results, planned, waivers)
+    env = environment(eps, options, argv, directml, suite.problems)
+    code = _report(args, env, results, planned, waivers)
+    if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
+        why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
+        print(f"{why} (listed above and in results.json): exit code 2", file=sys.stderr)
+        return EXIT_USAGE
+    return code
 
 
 def _report(

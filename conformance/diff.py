@@ -12,6 +12,11 @@ Results are matched by (case, EP). The rules, in the order they apply to a (case
 * metric drift: the same status in both runs, FAIL or PASS, and a metric of ``DRIFT_METRICS`` that grew (a NaN
   counts as larger than any number). Drift is reported beside the above, never a regression by itself.
 
+Beside these, a (case, EP) whose inputs' hashes (``Result.inputs_sha256``) are recorded in both runs and differ is
+listed under inputs differ: its two verdicts were reached on different data (another generator, or a NumPy that
+broke generation's promise of the same bytes everywhere), so a change there is not the EP's alone. Runs written
+before the hashes existed record none, and nothing is listed for them.
+
 A (case, EP) in only one run is a new or removed case. Environments are compared through ``identity_lines``.
 """
 
@@ -76,6 +81,7 @@ class RunDiff:
     metric_drift: tuple[Drift, ...]
     compared: int  # (case, EP) pairs found in both runs
     environment: tuple[EnvChange, ...] | None = None  # None: the environments were not given, so not compared
+    inputs_differ: tuple[Changed, ...] = ()
 
     @property
     def regressed(self) -> bool:
@@ -99,6 +105,15 @@ def more_severe(old: Result, new: Result) -> bool:
         return False
     old_rank, new_rank = _SEVERITY.get(old.failure_kind or ""), _SEVERITY.get(new.failure_kind or "")
     return old_rank is not None and new_rank is not None and new_rank < old_rank
+
+
+def differing_inputs(old: Result, new: Result) -> tuple[str, ...]:
+    """The input tensors whose hashes differ between two results that both recorded them (a tensor in one only
+    counts too); none where either recorded no hashes."""
+    if not old.inputs_sha256 or not new.inputs_sha256:
+        return ()
+    names = dict.fromkeys([*old.inputs_sha256, *new.inputs_sha256])
+    return tuple(name for name in names if old.inputs_sha256.get(name) != new.inputs_sha256.get(name))
 
 
 def _number(value: object) -> float | None:
@@ -172,6 +187,7 @@ def diff_runs(
     fixes: list[Changed] = []
     other: list[Changed] = []
     drift: list[Drift] = []
+    inputs: list[Changed] = []
     for key, now in after.items():
         was = before.get(key)
         if was is None:
@@ -185,6 +201,8 @@ def diff_runs(
         grown = drifted(was, now)
         if grown:
             drift.append(Drift(was, now, grown))
+        if differing_inputs(was, now):
+            inputs.append(Changed(was, now))
     env = None
     if old_environment is not None and new_environment is not None:
         env = environment_changes(old_environment, new_environment)
@@ -197,4 +215,5 @@ def diff_runs(
         metric_drift=tuple(drift),
         compared=sum(1 for key in after if key in before),
         environment=env,
+        inputs_differ=tuple(inputs),
     )

@@ -28,6 +28,7 @@ DEVICE_LOST_TEXT = re.compile(
     r"|CUDA_ERROR_(ILLEGAL_ADDRESS|LAUNCH_FAILED)|cudaErrorIllegalAddress|cudaErrorLaunchFailure|cudaErrorDevicesUnavailable",
     re.IGNORECASE,
 )
+FATAL = "Fatal Python error:"  # how faulthandler's dump on a fatal signal begins
 STDERR_LINES = 12  # the last lines of a dead worker's stderr that its result keeps
 TEST_FAULT = "DMLCONF_TEST_FAULT"  # tests only: "KIND:TEXT" provokes KIND in the worker running a case id with TEXT
 
@@ -44,22 +45,31 @@ def signal_name(number: int) -> str:
 
 
 def how_it_ended(exitcode: int | None) -> str:
-    """A worker's end in words: "killed by SIGSEGV", "exited with status 3"."""
+    """A worker's end in words: "was killed by SIGSEGV", "exited with status 3"."""
     if exitcode is None:
-        return "still running"
+        return "is still running"
     if exitcode < 0:
-        return f"killed by {signal_name(-exitcode)}"
+        return f"was killed by {signal_name(-exitcode)}"
     return f"exited with status {exitcode}"
 
 
-def last_lines(text: str, count: int = STDERR_LINES) -> list[str]:
-    return [line for line in text.splitlines() if line.strip()][-count:]
+def telling_lines(stderr: str, count: int = STDERR_LINES) -> list[str]:
+    """The lines of a dead worker's stderr worth keeping. Where faulthandler dumped the stack of a fatal signal
+    ("Fatal Python error: ..."), the lines just before it (the driver's or onnxruntime's last words) and the top
+    of the stack (the frames nearest the fault), not the stack's bottom (multiprocessing's bootstrap)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    fatal = max((i for i, line in enumerate(lines) if line.startswith(FATAL)), default=None)
+    if fatal is None:
+        return lines[-count:]
+    before = lines[max(0, fatal - count // 3) : fatal]
+    return before + lines[fatal : fatal + count - len(before)]
 
 
 def fault_result(base: Result, status: Status, what: str, stderr: str, seconds: float) -> Result:
-    """``base`` (the case's fields known before running) as a CRASH or TIMEOUT, DEVICE_LOST where stderr says so."""
-    lines = last_lines(stderr)
-    if device_lost("\n".join(lines)):
+    """``base`` (the case's fields known before running) as a CRASH or TIMEOUT, DEVICE_LOST where its stderr says
+    so (anywhere in the tail read: the stack dump of the abort that follows may be longer than the lines kept)."""
+    lines = telling_lines(stderr)
+    if device_lost(stderr):
         status = Status.DEVICE_LOST
     tail = ["last lines of the worker's stderr:", *(f"  {line}" for line in lines)] if lines else []
     kind = {Status.CRASH: "worker_died", Status.TIMEOUT: "timeout", Status.DEVICE_LOST: "device_lost"}[status]

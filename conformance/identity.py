@@ -15,6 +15,7 @@ from typing import Any
 from conformance import device
 from conformance.dml import DirectML, package_version
 from conformance.eps import DML, EpSpec, is_plugin, plugin_devices
+from conformance.problems import Problem
 from conformance.runner import RunOptions, ep_text
 
 log = logging.getLogger(__name__)
@@ -52,9 +53,14 @@ def ep_record(ep: EpSpec, options: RunOptions, directml: DirectML | None) -> dic
 
 
 def environment(
-    eps: Sequence[EpSpec], options: RunOptions, argv: Sequence[str], directml: DirectML | None = None
+    eps: Sequence[EpSpec],
+    options: RunOptions,
+    argv: Sequence[str],
+    directml: DirectML | None = None,
+    problems: Sequence[Problem] = (),
 ) -> dict[str, Any]:
-    """What was tested with what: GPUs, versions, EPs, platform and the exact command line."""
+    """What was tested with what: GPUs, versions, EPs, platform and the exact command line; with --keep-going,
+    the case files' problems (their files' cases were not run), so that every report of the run can say so."""
     import numpy
     import onnx
     import onnxruntime  # type: ignore[import-untyped]
@@ -78,4 +84,5 @@ def environment(
         "eps": [ep_record(ep, options, directml) for ep in eps],
         "target_feature_level": str(options.feature_level) if options.feature_level else None,
         "pack": options.pack,
+        **({"problems": [str(p) for p in problems]} if problems else {}),
     }

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +25,20 @@ from conformance.problems import CaseFileError, Problem
 # ~100 MB.
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 DEFAULT_MAX_NODES = 50_000
+
+
+@dataclass(frozen=True)
+class FileLimits:
+    """What one case file may cost to read (--max-file-bytes, --max-nodes): bytes on disk, and YAML nodes with
+    aliases counted each time they are used."""
+
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_nodes: int = DEFAULT_MAX_NODES
+
+
+DEFAULT_LIMITS = FileLimits()  # frozen: a shared default, not shared state
+
+
 # Case files nest a few levels (cases / case / tensor / Data of up to 8 dimensions); anything far deeper is refused
 # before PyYAML's or our own recursion could overflow the stack.
 MAX_DEPTH = 64
@@ -277,16 +290,3 @@ def load_document(
     converter.measure(node)
     data = converter.convert(node, ())
     return Document(name, data, converter.positions)
-
-
-def iter_case_files(paths: list[str]) -> Iterator[str]:
-    """Case files named by ``paths`` (files as given, directories searched for *.yaml/*.yml), sorted."""
-    for path in paths:
-        if os.path.isdir(path):
-            found: list[str] = []
-            for root, dirs, files in os.walk(path):
-                dirs.sort()
-                found.extend(os.path.join(root, f) for f in files if f.endswith((".yaml", ".yml")))
-            yield from sorted(found)
-        else:
-            yield path

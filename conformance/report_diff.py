@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from conformance.diff import Changed, Drift, RunDiff
+from conformance.diff import Changed, Drift, RunDiff, differing_inputs
 from conformance.report_console import _plain
 from conformance.report_markdown import _cell, _code
 from conformance.results import FAILING, Result
@@ -35,6 +35,8 @@ def _counts(d: RunDiff) -> str:
         ("removed", len(d.removed_cases)),
         ("other changes", len(d.other_changes)),
     ]
+    if d.inputs_differ:  # only then: runs from before the hashes were recorded cannot tell
+        counts.insert(3, ("inputs differ", len(d.inputs_differ)))
     return ", ".join(f"{label} {n}" for label, n in counts) + f" (of {d.compared} (case, EP) results in both runs)"
 
 
@@ -55,6 +57,7 @@ def _sections(d: RunDiff) -> list[tuple[str, Sequence[Any]]]:
         ("Regressions", d.regressions),
         ("Fixes", d.fixes),
         ("Metric drift", d.metric_drift),
+        ("Inputs differ", d.inputs_differ),
         ("New cases", d.new_cases),
         ("Removed cases", d.removed_cases),
         ("Other changes", d.other_changes),
@@ -73,7 +76,9 @@ def _console_entry(entry: Changed | Drift | Result, title: str) -> str:
     if isinstance(entry, Drift):
         return f"  {where} {entry.new.status.value}: {_grown(entry)}"
     line = f"  {_status(entry.old)} → {_status(entry.new)}  {where}"
-    if title == "Regressions":
+    if title == "Inputs differ":
+        line += f"  ({_plain(', '.join(differing_inputs(entry.old, entry.new)))})"
+    elif title == "Regressions":
         line += f"\n    {_plain(first_line(entry.new.message))}\n    repro: {_plain(entry.new.repro)}"
     elif entry.new.status in FAILING:
         line += "  (now failing)"  # e.g. NOT_SUPPORTED -> FAIL: newly run, and wrong
@@ -128,6 +133,18 @@ def _markdown_section(title: str, entries: Sequence[Any], limit: int) -> list[st
     elif title == "Metric drift":
         headers = ["case", "EP", "status", "grew"]
         rows = _rows(entries, lambda g: [*_where(g.new), g.new.status.value, _grown(g)], limit)
+    elif title == "Inputs differ":
+        headers = ["case", "EP", "was", "now", "inputs"]
+        rows = _rows(
+            entries,
+            lambda c: [
+                *_where(c.new),
+                _status(c.old),
+                _status(c.new),
+                _cell(", ".join(differing_inputs(c.old, c.new))),
+            ],
+            limit,
+        )
     elif title in ("New cases", "Removed cases"):
         headers = ["case", "EP", "status"]
         rows = _rows(entries, lambda r: [*_where(r), _status(r)], limit)

@@ -38,6 +38,9 @@ class Result:
     # Where the verdict alone differs from the one the case got packed with other cases (batch.py): that verdict
     # and its first line. The verdict above is the case's own; this says the EP's result depended on its neighbours.
     packed: str = ""
+    # Each generated input's fingerprint.tensor_sha256 by DML tensor name; empty where the case got no inputs
+    # (INVALID, refused before generation) and in results.json files written before the field existed.
+    inputs_sha256: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         # Field by field rather than dataclasses.asdict, whose deep copy of every mapping was most of the cost of
@@ -48,6 +51,7 @@ class Result:
         data["placement"] = dict(self.placement)
         data["details"] = _json_value(self.details)
         data["parameters"] = dict(self.parameters)
+        data["inputs_sha256"] = dict(self.inputs_sha256)
         return data
 
 
@@ -84,7 +88,8 @@ def write_results(path: str, env: Mapping[str, Any], results: Sequence[Result]) 
 
 
 def result_from_json(data: Mapping[str, Any]) -> Result:
-    """A Result from its ``to_json`` form."""
+    """A Result from its ``to_json`` form; a field the file lacks (written by an older version) takes its
+    default, so SCHEMA_VERSION only changes when an existing field changes meaning."""
     return Result(**{**data, "status": Status(data["status"])})
 
 

@@ -16,6 +16,7 @@ from conformance.dml_operators import expected_dml_operators
 from conformance.eps import DML, EpSpec
 from conformance.execute import Execution, execute
 from conformance.faults import device_lost
+from conformance.fingerprint import input_hashes
 from conformance.generate import case_inputs
 from conformance.lower import Lowering, NotExpressible, lower, same_for_every_ep
 from conformance.model import Case, FeatureLevel, Status
@@ -148,6 +149,9 @@ def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
             message=f"needs feature level {case.feature_level}; the target is {target}",
         )
     inputs = case_inputs(case)
+    # Every verdict from here on was reached on these bytes, so each carries their hashes (packed ones too: a
+    # pack's feeds are renamed, never changed, and batch.py finishes each case from its own Prepared.base).
+    base = replace(base, inputs_sha256=input_hashes(inputs))
     expected = expected_outputs(case, inputs)
     wrong = golden_differences(case, expected)
     if wrong:

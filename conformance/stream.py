@@ -60,9 +60,9 @@ def read_stream(path: str, identity: dict[str, Any]) -> tuple[dict[int, Result],
         data = handle.read()
     end = 0
     for number, line in enumerate(data.splitlines(keepends=True), 1):
+        if not line.endswith(b"\n"):
+            break  # the line the kill cut short (the header too: then nothing is kept, and a new file begins)
         try:
-            if not line.endswith(b"\n"):
-                raise ValueError("cut short")
             record = json.loads(line)
             if number == 1:
                 if record != {"run": identity}:
@@ -72,7 +72,7 @@ def read_stream(path: str, identity: dict[str, Any]) -> tuple[dict[int, Result],
         except (ValueError, KeyError, TypeError) as error:
             if number == 1:
                 raise StreamError(f"{path}:1:1: not a results.jsonl header ({error})") from None
-            break  # the line the kill cut short, and anything after it
+            break  # not what this file's writer writes: nothing after it is trusted
         end += len(line)
     return done, end
 
@@ -82,7 +82,7 @@ class Stream:
 
     def __init__(self, path: str, identity: dict[str, Any], keep_bytes: int | None = None) -> None:
         self.path = path
-        if keep_bytes is None:
+        if not keep_bytes:  # a new file; or a resumed one that kept nothing, not even its header
             self.handle: IO[bytes] = open(path, "wb")  # noqa: SIM115 (closed in close)
             self._write({"run": identity})
         else:

@@ -185,7 +185,10 @@ class Supervisor:
             self._receive(worker)
             ended = how_it_ended(worker.process.exitcode)
             self._lost(
-                worker, Status.CRASH, f"the worker running it {ended}", worker.process.exitcode == DEVICE_LOST_EXIT
+                worker,
+                Status.CRASH,
+                f"the worker process running it {ended}",
+                worker.process.exitcode == DEVICE_LOST_EXIT,
             )
             return
         now = time.monotonic()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
@@ -66,6 +67,9 @@ def _run_task(conn: Connection, task: int, entries: Sequence[Entry], ep: EpSpec,
 
 def worker_main(conn: Connection, stderr_path: str) -> None:
     """A worker's life: ready, then tasks until told to stop or the supervisor is gone."""
+    # Ctrl-C at a terminal reaches the whole process group: the supervisor handles it (it stops the workers and
+    # writes what finished), so that a worker's KeyboardInterrupt is not mistaken for a crash of its case.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _stderr_to(stderr_path)
     conn.send(("ready",))
     while True:

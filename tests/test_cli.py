@@ -40,6 +40,7 @@ RESULT_KEYS = {
     "details",
     "parameters",
     "packed",
+    "inputs_sha256",
     "message",
     "metrics",
     "placement",
@@ -231,6 +232,7 @@ def test_run_spec_examples(in_repo: None, tmp_path: Path, capsys: pytest.Capture
         assert r["lowering"] == ("TopK-11" if "top_k1" in r["case"] else "Slice-13")
         assert r["feature_level"] == "2_1"
         assert set(r["placement"].values()) == {"CPUExecutionProvider"}
+        assert list(r["inputs_sha256"]) == ["InputTensor"]  # the digests themselves: tests/test_determinism.py
     # Output elements per example, from the pages' output Sizes: {1,1,3,2}, {1,1,2,4}, {1,1,3,3} twice, {1,1,2,2} twice.
     assert [r["metrics"]["elements"] for r in results] == [6, 8, 9, 9, 4, 4]
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from conformance import load
-from conformance.load import iter_case_files, load_document
+from conformance.load import load_document
 from conformance.parse import Rejected
 from conformance.problems import CaseFileError
-from conformance.suite import collect, read_file
+from conformance.suite import collect, find_case_files, read_file
 from conformance.validate import validate
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
@@ -238,11 +238,11 @@ def test_positions_are_recorded_for_keys_and_list_items(tmp_path: Path) -> None:
     assert str(doc.pos(("cases", 0, "nowhere", 3))) == f"{doc.path}:3:5"  # nearest recorded ancestor
 
 
-def test_iter_case_files_finds_yaml_sorted(tmp_path: Path) -> None:
+def test_find_case_files_finds_yaml_sorted(tmp_path: Path) -> None:
     for name in ("b/z.yml", "b/a.yaml", "a.yaml", "notes.txt"):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text("")
-    found = [Path(p).relative_to(tmp_path).as_posix() for p in iter_case_files([str(tmp_path)])]
+    found = [Path(f.path).relative_to(tmp_path).as_posix() for f in find_case_files([str(tmp_path)])]
     assert found == ["a.yaml", "b/a.yaml", "b/z.yml"]
 
 
@@ -250,7 +250,7 @@ def test_iter_case_files_finds_yaml_sorted(tmp_path: Path) -> None:
 
 
 def library_files() -> list[str]:
-    return list(iter_case_files([str(CASES_DIR)]))
+    return [found.path for found in find_case_files([str(CASES_DIR)])]
 
 
 def test_the_case_library_has_every_operator() -> None:

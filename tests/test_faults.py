@@ -1,0 +1,217 @@
+"""Faults in the worker processes, caused for real: a worker killed by a signal, one that hangs, one whose device is
+lost, and a kill -9 of the whole run followed by --resume. Each run is ``python -m conformance run`` in a child
+process; ``DMLCONF_TEST_FAULT`` (faults.provoke) makes the worker running one case id fault, and everything after
+that (the supervisor noticing, the stderr read, the case's result, a fresh worker, the exit code) is the production
+path."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cli import main
+from conformance.eps import parse_ep
+from conformance.faults import TEST_FAULT, device_lost, telling_lines
+from conformance.model import Status
+from conformance.placement import ExecutionError
+from conformance.runner import RunOptions, run_entry
+from conformance.suite import collect
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = "cases/top_k1/spec_examples.yaml"
+VICTIM = f"{EXAMPLES}::example-3-tied-values"
+SWEEP = "cases/slice1/sweep.yaml"  # 55 small cases: packed into one session on the CPU EP
+
+
+def _dmlconf(
+    args: list[str], report_dir: Path, fault: str | None = None, **popen: Any
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != TEST_FAULT}
+    if fault is not None:
+        env[TEST_FAULT] = fault
+    command = [sys.executable, "-m", "conformance", "run", *args, "--ep", "cpu", "--report-dir", str(report_dir)]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=240, **popen)
+
+
+def _results(report_dir: Path) -> list[dict[str, Any]]:
+    return list(json.loads((report_dir / "results.json").read_text())["results"])
+
+
+def _untimed(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in result.items() if k != "seconds"} for result in results]
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    """The results of runs with no fault: what every case but the faulting one must still give."""
+    out = {}
+    for name in (EXAMPLES, SWEEP):
+        folder = tmp_path_factory.mktemp("clean")
+        assert _dmlconf([name], folder).returncode == 0
+        out[name] = _untimed(_results(folder))
+    return out
+
+
+def _check_only_the_victim(
+    results: list[dict[str, Any]], clean: list[dict[str, Any]], victim: str, status: Status
+) -> dict[str, Any]:
+    assert [r["case"] for r in results] == [r["case"] for r in clean]
+    faulted = [r for r in results if r["status"] != "PASS"]
+    assert [r["case"] for r in faulted] == [victim]
+    assert faulted[0]["status"] == status.value
+    others = [r for r in _untimed(results) if r["case"] != victim]
+    assert others == [r for r in clean if r["case"] != victim]
+    return faulted[0]
+
+
+@pytest.mark.parametrize(("kind", "name"), [("segv", "SIGSEGV"), ("abort", "SIGABRT")])
+def test_a_worker_killed_by_a_signal_costs_only_its_case(
+    tmp_path: Path, clean: dict[str, list[dict[str, Any]]], kind: str, name: str
+) -> None:
+    done = _dmlconf([EXAMPLES], tmp_path, f"{kind}:{VICTIM}")
+    assert done.returncode == 1, done.stderr
+    crash = _check_only_the_victim(_results(tmp_path), clean[EXAMPLES], VICTIM, Status.CRASH)
+    message = crash["message"].splitlines()
+    assert message[0] == f"the worker process running it was killed by {name}"
+    assert "Fatal Python error" in crash["message"]  # faulthandler's dump, from the dead worker's stderr
+    assert f"CRASH (worker_died) {VICTIM} [cpu]" in done.stdout
+
+
+def test_a_crash_in_a_pack_is_pinned_on_its_case_with_several_workers(
+    tmp_path: Path, clean: dict[str, list[dict[str, Any]]]
+) -> None:
+    victim = collect([str(REPO / SWEEP)]).entries[30].id.replace(str(REPO) + "/", "")
+    done = _dmlconf([SWEEP, "-j", "2"], tmp_path, f"segv:{victim}")
+    assert done.returncode == 1, done.stderr
+    _check_only_the_victim(_results(tmp_path), clean[SWEEP], victim, Status.CRASH)
+
+
+def test_a_hanging_worker_is_killed_after_the_timeout(tmp_path: Path, clean: dict[str, list[dict[str, Any]]]) -> None:
+    done = _dmlconf([EXAMPLES, "--timeout", "2"], tmp_path, f"hang:{VICTIM}")
+    assert done.returncode == 1, done.stderr
+    timeout = _check_only_the_victim(_results(tmp_path), clean[EXAMPLES], VICTIM, Status.TIMEOUT)
+    assert timeout["message"].startswith("no progress for 2 s: the worker was killed")
+
+
+def test_a_lost_device_is_device_lost(tmp_path: Path, clean: dict[str, list[dict[str, Any]]]) -> None:
+    done = _dmlconf([EXAMPLES], tmp_path, f"device_lost:{VICTIM}")
+    assert done.returncode == 1, done.stderr
+    lost = _check_only_the_victim(_results(tmp_path), clean[EXAMPLES], VICTIM, Status.DEVICE_LOST)
+    assert "DXGI_ERROR_DEVICE_REMOVED (0x887A0005)" in lost["message"]
+
+
+def _lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def test_a_run_killed_with_sigkill_resumes_to_the_same_results(
+    tmp_path: Path, clean: dict[str, list[dict[str, Any]]]
+) -> None:
+    # The worker hangs on the last case (no timeout), so the run is still going when it is killed, whatever the
+    # machine's speed; the whole process group (the CLI and its workers) gets SIGKILL, as from a CI's job timeout.
+    victim = collect([str(REPO / SWEEP)]).entries[-1].id.replace(str(REPO) + "/", "")
+    stream = tmp_path / "results.jsonl"
+    env = {**os.environ, TEST_FAULT: f"hang:{victim}"}
+    command = [sys.executable, "-m", "conformance", "run", SWEEP, "--ep", "cpu", "--pack", "1", "--timeout", "0"]
+    run = subprocess.Popen(
+        [*command, "--report-dir", str(tmp_path)],
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while _lines(stream) < 1 + 20 and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert run.poll() is None, "the run ended by itself: it should hang on its last case"
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    kept = _lines(stream) - 1
+    assert 20 <= kept < len(clean[SWEEP])
+    assert not (tmp_path / "results.json").exists()
+
+    resumed = _dmlconf([SWEEP, "--pack", "1", "--resume"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming: {kept} result(s) kept" in resumed.stdout
+    assert _untimed(_results(tmp_path)) == clean[SWEEP]
+    records = [json.loads(line) for line in stream.read_text().splitlines()[1:]]
+    assert sorted(r["pair"] for r in records) == list(range(len(clean[SWEEP])))  # each pair once: none run twice
+
+
+def test_resume_refuses_the_stream_of_another_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    assert main(["run", EXAMPLES, "--ep", "cpu", "-j", "0", "--report-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["run", SWEEP, "--ep", "cpu", "-j", "0", "--report-dir", str(tmp_path), "--resume"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.endswith(
+        "from another run (other cases, case files, EPs or options); run without --resume to start again"
+    )
+    assert len(error.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "D3D12: Removing Device. DXGI_ERROR_DEVICE_REMOVED",
+        "The GPU device instance has been suspended. Use GetDeviceRemovedReason: 887A0005",
+        "CUDA failure 700: an illegal memory access was encountered",
+        "CUDA error cudaErrorLaunchFailure:unspecified launch failure",
+        "Device was lost. Reason: Destroyed",
+    ],
+)
+def test_the_eps_words_for_a_lost_device(text: str) -> None:
+    assert device_lost(text)
+
+
+@pytest.mark.parametrize("text", ["[E:onnxruntime] Non-zero status code returned while running TopK node", "lost 3"])
+def test_other_errors_are_not_a_lost_device(text: str) -> None:
+    assert not device_lost(text)
+
+
+def test_an_execution_error_that_says_the_device_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    import conformance.runner as runner
+
+    def lost(*args: object) -> None:
+        raise ExecutionError("CUDA failure 700: an illegal memory access was encountered")
+
+    monkeypatch.setattr(runner, "execute", lost)
+    entry = collect([str(REPO / EXAMPLES)]).entries[0]
+    result = run_entry(entry, parse_ep("cpu"), RunOptions(pack=1))
+    assert (result.status, result.failure_kind) == (Status.DEVICE_LOST, "device_lost")
+    assert "illegal memory access" in result.message
+
+
+def test_the_lines_kept_of_a_fatal_signal_are_the_driver_s_and_the_top_of_the_stack() -> None:
+    stderr = "\n".join(
+        [
+            *(f"noise {i}" for i in range(20)),
+            "driver: gone",
+            "Fatal Python error: Segmentation fault",
+            "",
+            "Current thread 0x1 (most recent call first):",
+            *(f'  File "f{i}.py", line {i}' for i in range(30)),
+        ]
+    )
+    kept = telling_lines(stderr, count=12)
+    assert kept[:6] == [
+        "noise 17",
+        "noise 18",
+        "noise 19",
+        "driver: gone",
+        "Fatal Python error: Segmentation fault",
+        "Current thread 0x1 (most recent call first):",
+    ]
+    assert kept[6:] == [f'  File "f{i}.py", line {i}' for i in range(6)]
+    assert telling_lines("a\n\nb\nc", count=2) == ["b", "c"]

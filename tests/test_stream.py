@@ -1,0 +1,107 @@
+"""results.jsonl (stream.py): what a killed run leaves, read back for --resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.eps import parse_ep
+from conformance.model import Status
+from conformance.results import Result
+from conformance.runner import RunOptions
+from conformance.stream import Stream, StreamError, read_stream, run_identity
+from conformance.suite import collect
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "cases/top_k1/spec_examples.yaml"
+
+
+def _result(case: str, status: Status) -> Result:
+    return Result(case=case, operator="DML_OPERATOR_TOP_K1", ep="cpu", status=status, message=f"{case} said\nso")
+
+
+@pytest.fixture
+def identity() -> dict[str, object]:
+    return run_identity(collect([str(EXAMPLES)]).entries, [parse_ep("cpu")], RunOptions())
+
+
+def _written(path: Path, identity: dict[str, object], results: list[Result]) -> None:
+    stream = Stream(str(path), identity)
+    for pair, result in enumerate(results):
+        stream.add(pair, result)
+    stream.close()
+
+
+def test_every_line_is_one_record_and_reads_back(tmp_path: Path, identity: dict[str, object]) -> None:
+    path = tmp_path / "results.jsonl"
+    results = [_result("a", Status.PASS), _result("b", Status.CRASH)]
+    _written(path, identity, results)
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and len(lines) == 4  # header, two results, and the last newline
+    assert json.loads(lines[0]) == {"run": identity}
+    assert json.loads(lines[2])["pair"] == 1
+    done, keep = read_stream(str(path), identity)
+    assert done == {0: results[0], 1: results[1]}
+    assert keep == path.stat().st_size
+
+
+@pytest.mark.parametrize("cut", [1, 10, -1])
+def test_a_line_cut_short_by_a_kill_is_dropped_and_cut_off_before_appending(
+    tmp_path: Path, identity: dict[str, object], cut: int
+) -> None:
+    path = tmp_path / "results.jsonl"
+    results = [_result("a", Status.PASS), _result("b", Status.FAIL)]
+    _written(path, identity, results)
+    whole = path.read_bytes()
+    last = whole.rstrip(b"\n").rfind(b"\n") + 1  # where the last record begins
+    path.write_bytes(whole[: last + cut] if cut > 0 else whole[:-1])  # part of it; or all but its newline
+    done, keep = read_stream(str(path), identity)
+    assert done == {0: results[0]}
+    assert keep == last
+    stream = Stream(str(path), identity, keep)  # --resume appends after the whole lines
+    stream.add(1, results[1])
+    stream.close()
+    assert path.read_bytes() == whole
+
+
+def test_garbage_after_a_good_line_ends_the_reading(tmp_path: Path, identity: dict[str, object]) -> None:
+    path = tmp_path / "results.jsonl"
+    _written(path, identity, [_result("a", Status.PASS)])
+    path.write_bytes(path.read_bytes() + b'{"pair": 1}\n' + b'{"pair": 2, "result": {}}\n')
+    done, _ = read_stream(str(path), identity)
+    assert list(done) == [0]
+
+
+def test_another_run_s_stream_is_refused(tmp_path: Path, identity: dict[str, object]) -> None:
+    path = tmp_path / "results.jsonl"
+    _written(path, identity, [_result("a", Status.PASS)])
+    other = run_identity(collect([str(EXAMPLES)]).entries[:3], [parse_ep("cpu")], RunOptions())
+    with pytest.raises(StreamError, match="from another run"):
+        read_stream(str(path), other)
+
+
+@pytest.mark.parametrize("first", [b"", b'{"run": {"sch', b"not json\n", b'{"pair": 0}\n', b"\xff\xfe\n"])
+def test_a_file_that_is_no_stream_is_refused_on_its_first_line(
+    tmp_path: Path, identity: dict[str, object], first: bytes
+) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(first)
+    if first.endswith(b"\n"):
+        with pytest.raises(StreamError, match=r"results.jsonl:1:1: not a results.jsonl header|another run"):
+            read_stream(str(path), identity)
+    else:  # nothing or a header cut short: nothing kept, and resuming starts a new file with its header
+        assert read_stream(str(path), identity) == ({}, 0)
+        Stream(str(path), identity, 0).close()
+        assert json.loads(path.read_bytes()) == {"run": identity}
+
+
+def test_the_identity_changes_with_the_case_files_bytes(tmp_path: Path) -> None:
+    copy = tmp_path / "cases.yaml"
+    copy.write_bytes(EXAMPLES.read_bytes())
+    before = run_identity(collect([str(copy)]).entries, [parse_ep("cpu")], RunOptions())
+    copy.write_bytes(EXAMPLES.read_bytes() + b"\n# a comment changes nothing the cases say, but it is another file\n")
+    after = run_identity(collect([str(copy)]).entries, [parse_ep("cpu")], RunOptions())
+    assert before["pairs_sha256"] == after["pairs_sha256"]
+    assert before["case_files_sha256"] != after["case_files_sha256"]
