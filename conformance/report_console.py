@@ -38,6 +38,8 @@ def render_console(summary: Summary, max_listed: int = 30) -> str:
     parts.append("\n".join(f"{what}: {_plain(which)}" for what, which in summary.identity[:1]))
     for ep in summary.idle_eps:
         parts.append(f"EP {_plain(ep)} executed none of its cases (see the NOT_SUPPORTED messages): the run fails")
+    if summary.skipped_files:
+        parts.append(f"case files skipped (--keep-going) for {len(summary.skipped_files)} problem(s): the run fails")
     if summary.placement is not None:
         parts.append(f"placement: {summary.placement.line}")
     if summary.packed_differences:

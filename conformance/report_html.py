@@ -217,6 +217,14 @@ def _declined(results: Sequence[Result]) -> str:
     )
 
 
+def _skipped(problems: Sequence[str]) -> str:
+    """The case files a --keep-going run skipped: none of their cases ran, so the run fails."""
+    if not problems:
+        return ""
+    items = "".join(f"<li><code>{escape(line)}</code></li>" for line in problems)
+    return f"<h2 id=skipped>Case files skipped for their problems ({len(problems)})</h2><ul>{items}</ul>"
+
+
 def _packed(differences: Sequence[str]) -> str:
     """The cases whose verdict packed with others differed from their own (Result.packed)."""
     if not differences:
@@ -246,6 +254,7 @@ def render_html(summary: Summary, results: Sequence[Result], gate: Gate | None =
         _gate(gate) if gate is not None else "",
         f"<h2 id=failures>Failures and warnings ({len(detailed)})</h2><ol>{index}</ol>" if detailed else "",
         "".join(_article(i, r, waived) for i, r in enumerate(detailed)),
+        _skipped(summary.skipped_files),
         _packed(summary.packed_differences),
         _declined(results),
     ]

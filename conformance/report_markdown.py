@@ -41,6 +41,13 @@ def _table(rows: Sequence[Sequence[object]], headers: Sequence[str], text: bool 
     return tabulate(rows, list(headers), tablefmt="github", disable_numparse=text)
 
 
+def _skipped_lines(problems: Sequence[str]) -> list[str]:
+    if not problems:
+        return []
+    head = f"- **case files skipped** (`--keep-going`) for {len(problems)} problem(s): the run fails"
+    return [head, *(f"  - {_cell(line)}" for line in problems[:MAX_ROWS]), *_more(len(problems))]
+
+
 def _more(count: int) -> list[str]:
     return ["", f"… and {count - MAX_ROWS} more: see report.html"] if count > MAX_ROWS else []
 
@@ -69,6 +76,7 @@ def render_markdown(summary: Summary) -> str:
         *_more(len(unproven)),
         *(["- **interrupted**: fewer results than planned; the run fails"] if env.get("interrupted") else []),
         *(f"- **EP {_cell(ep)} executed none of its cases**: the run fails" for ep in summary.idle_eps),
+        *_skipped_lines(summary.skipped_files),
         *_packed_lines(summary.packed_differences),
         "",
         "## Totals",

@@ -54,8 +54,14 @@ class Summary:
 
     @property
     def incomplete(self) -> bool:
-        """What fails a run whatever the waivers say: an EP that never started, or an interrupted run."""
-        return bool(self.idle_eps) or bool(self.environment.get("interrupted"))
+        """What fails a run whatever the waivers say: an EP that never started, an interrupted run, or case files
+        skipped for their problems (--keep-going)."""
+        return bool(self.idle_eps) or bool(self.environment.get("interrupted")) or bool(self.skipped_files)
+
+    @property
+    def skipped_files(self) -> tuple[str, ...]:
+        """The one-line problems of the case files a --keep-going run skipped (results.json's environment)."""
+        return tuple(str(problem) for problem in self.environment.get("problems") or ())
 
 
 EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.QUALITY_WARNING})

@@ -552,6 +552,12 @@ def test_keep_going_runs_the_valid_files_and_records_the_problems(
     assert [(r["case"], r["status"]) for r in document["results"]] == [(f"{cases}/a-ok.yaml::ok", "PASS")]
     assert document["environment"]["problems"] == problems
     assert {"report.html", "summary.md", "junit.xml"} <= {p.name for p in reports.iterdir()}
+    summary_md = (reports / "summary.md").read_text(encoding="utf-8")
+    assert "- **case files skipped** (`--keep-going`) for 2 problem(s): the run fails" in summary_md
+    assert "b-empty.yaml:1:1: empty file" in summary_md
+    html = (reports / "report.html").read_text(encoding="utf-8")
+    assert "Case files skipped for their problems (2)" in html and "FAILED" in html
+    assert "case files skipped (--keep-going) for 2 problem(s): the run fails" in out
 
     # Every later report of this results.json says the input was invalid; diff compares it like any other run.
     results = str(reports / "results.json")
