@@ -1,0 +1,221 @@
+"""The limits on what a run takes in (--keep-going over invalid files, folders without case files,
+--max-run-elements, symbolic links out of the folder walked, --max-file-bytes and --max-nodes) and the escaping of
+case-provided text in every report."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from hostile import OK_CASE, TWO_CASES, accepted, refused, run_argv, write
+
+from conformance.cli import main
+from conformance.suite import case_elements, collect, run_elements
+
+
+def test_keep_going_runs_the_valid_files_and_records_the_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file with any problem contributes no case, even its valid ones (c-mixed.yaml's ``ok``)."""
+    cases, reports = tmp_path / "cases", tmp_path / "reports"
+    cases.mkdir()
+    write(cases, OK_CASE, "a-ok.yaml")
+    write(cases, "", "b-empty.yaml")
+    write(cases, TWO_CASES, "c-mixed.yaml")
+    problems = [
+        f"{cases}/b-empty.yaml:1:1: empty file: expected 'operator:' and 'cases:'",
+        f"{cases}/c-mixed.yaml:13:29: InputWindowStrides.1: dimension 1: strides may not be 0",
+    ]
+    assert refused(capsys, *run_argv(cases, reports)) == problems  # without --keep-going: nothing runs
+    assert not reports.exists()
+
+    assert main(run_argv(cases, reports, "--keep-going")) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        *problems,
+        "2 problem(s) in 3 file(s)",
+        "--keep-going: skipping the 2 file(s) with problems, running the others",
+        "2 file(s) were skipped for 2 problem(s) (listed above and in results.json): exit code 2",
+    ]
+    assert "running 1 case(s) from 1 file(s) on cpu" in out
+    document = json.loads((reports / "results.json").read_text(encoding="utf-8"))
+    assert [(r["case"], r["status"]) for r in document["results"]] == [(f"{cases}/a-ok.yaml::ok", "PASS")]
+    assert document["environment"]["problems"] == problems
+    assert {"report.html", "summary.md", "junit.xml"} <= {p.name for p in reports.iterdir()}
+    summary_md = (reports / "summary.md").read_text(encoding="utf-8")
+    assert "- **case files skipped** (`--keep-going`) for 2 problem(s): the run fails" in summary_md
+    assert "b-empty.yaml:1:1: empty file" in summary_md
+    html = (reports / "report.html").read_text(encoding="utf-8")
+    assert "Case files skipped for their problems (2)" in html and "FAILED" in html
+    assert "case files skipped (--keep-going) for 2 problem(s): the run fails" in out
+
+    # Every later report of this results.json says the input was invalid; diff compares it like any other run.
+    results = str(reports / "results.json")
+    assert main(["report", results, "--out-dir", str(tmp_path / "again")]) == 2
+    assert (tmp_path / "again" / "summary.md").exists()
+    assert main(["merge", results, "--report-dir", str(tmp_path / "merged")]) == 2
+    merged = json.loads((tmp_path / "merged" / "results.json").read_text(encoding="utf-8"))
+    assert merged["environment"]["problems"] == problems
+    assert main(["diff", results, results]) == 0
+    err = capsys.readouterr().err
+    assert err.count("the run skipped case files for 2 problem(s) (--keep-going): exit code 2") == 2
+
+
+def test_keep_going_with_every_file_invalid_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "", "empty.yaml")
+    assert main(run_argv(path, tmp_path / "reports", "--keep-going")) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "dmlconf: no cases selected"
+    assert not (tmp_path / "reports" / "results.json").exists()
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_directory_without_case_files_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    (tmp_path / "folder.yaml").mkdir()  # a directory, not a case file
+    write(tmp_path, OK_CASE, "notes.txt")
+    argv = run_argv(tmp_path, tmp_path / "reports") if command == "run" else ["validate", str(tmp_path)]
+    assert main(argv) == 2
+    assert capsys.readouterr() == ("", f"dmlconf: {tmp_path}: no case files (*.yaml, *.yml) found\n")
+
+
+TOPK_FILE = """\
+operator: TOP_K1
+feature_level: "3_1"
+cases:
+  - id: topk
+    InputTensor: {Sizes: [2, 3, 4], DataType: FLOAT32, Generator: {Kind: uniform, Seed: 1}}
+    Axis: 2
+    K: 2
+  - id: negative
+    expect: invalid
+    reason: K must be below the axis size
+    InputTensor: {Sizes: [2, 3, 4], DataType: FLOAT32, Generator: {Kind: uniform, Seed: 1}}
+    Axis: 2
+    K: 4
+"""
+MVN_FILE = """\
+operator: MEAN_VARIANCE_NORMALIZATION1
+feature_level: "4_0"
+cases:
+  - id: mvn
+    InputTensor: {Sizes: [1, 2, 3], DataType: FLOAT32, Generator: {Kind: uniform, Seed: 2}}
+    ScaleTensor: {Sizes: [1, 2, 1], DataType: FLOAT32, Data: [1, 2]}
+    BiasTensor: {Sizes: [1, 1, 1], DataType: FLOAT32, Data: [0]}
+    Axes: [2]
+"""
+SLICE_FILE = """\
+operator: SLICE1
+feature_level: "3_0"
+cases:
+  - id: slice
+    InputTensor: {Sizes: [4, 5], DataType: INT32, Generator: {Kind: arange}}
+    InputWindowOffsets: [0, 1]
+    InputWindowSizes: [4, 4]
+    InputWindowStrides: [2, -3]
+"""
+
+
+def test_run_elements_counts_inputs_and_outputs_from_the_sizes(tmp_path: Path) -> None:
+    for name, text in (("a-topk.yaml", TOPK_FILE), ("b-mvn.yaml", MVN_FILE), ("c-slice.yaml", SLICE_FILE)):
+        write(tmp_path, text, name)
+    suite = collect([str(tmp_path)])
+    assert suite.problems == ()
+    # TOP_K1: input 2*3*4 = 24, values and indices 2*3*2 = 12 each; the expect: invalid case makes nothing.
+    # MVN1: input 6, scale 2, bias 1, output 6. SLICE1: input 20; MaxCopiedElements 1 + 3 // 2 = 2 and
+    # 1 + 3 // 3 = 2, so the output is 2 * 2 = 4.
+    assert [case_elements(e) for e in suite.entries] == [48, 0, 15, 24]
+    assert run_elements(suite.entries, 1) == 87
+    assert run_elements(suite.entries, 2) == 174
+
+
+def test_a_run_over_max_run_elements_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, reports = write(tmp_path, OK_CASE), tmp_path / "reports"  # input 2 * 2, output 2 * 2: 8 elements
+    assert main(run_argv(path, reports, "--max-run-elements", "7")) == 2
+    assert capsys.readouterr() == (
+        "",
+        "dmlconf: the selected cases hold 8 elements, over --max-run-elements 7 "
+        "(select fewer with -k, --shard or --quick, or raise the limit)\n",
+    )
+    assert not reports.exists()
+    assert main(run_argv(path, reports, "--max-run-elements", "8")) == 0
+    assert (reports / "results.json").exists()
+
+
+def symlink(target: Path, link: Path) -> None:
+    try:
+        os.symlink(target, link, target_is_directory=target.is_dir())
+    except OSError:
+        pytest.skip("no symlinks here")
+
+
+def test_symbolic_links_out_of_the_directory_walked_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside, root = tmp_path / "outside", tmp_path / "cases"
+    (outside / "folder").mkdir(parents=True)
+    (root / "sub").mkdir(parents=True)
+    write(outside, OK_CASE, "secret.yaml")  # valid: were it read, validate would count it
+    write(outside / "folder", OK_CASE, "more.yaml")
+    write(root, OK_CASE, "ok.yaml")
+    symlink(root / "ok.yaml", root / "inside.yaml")  # stays inside: read
+    symlink(outside / "secret.yaml", root / "out.yaml")
+    symlink(outside / "folder", root / "sub" / "folder")
+    symlink(root, root / "sub" / "up")  # a loop through a directory inside: never followed
+    symlink(root / "b.yaml", root / "a.yaml")  # a loop of two files
+    symlink(root / "a.yaml", root / "b.yaml")
+    real = os.path.realpath(outside)
+    assert refused(capsys, "validate", str(root)) == [
+        f"{root}/a.yaml:1:1: cannot read file: Too many levels of symbolic links",
+        f"{root}/b.yaml:1:1: cannot read file: Too many levels of symbolic links",
+        f"{root}/out.yaml:1:1: a symbolic link to outside {root} ({real}/secret.yaml): refused",
+        f"{root}/sub/folder:1:1: a symbolic link to outside {root} ({real}/folder): refused",
+    ]
+    for link in ("a.yaml", "b.yaml", "out.yaml", "sub/folder"):
+        (root / link).unlink()
+    assert main(["validate", str(root)]) == 0  # ok.yaml and inside.yaml; sub/up is not followed
+    assert capsys.readouterr().out == "ok: 2 case(s) in 2 file(s)\n"
+
+
+def test_a_symbolic_link_named_on_the_command_line_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "outside").mkdir()
+    symlink(write(tmp_path / "outside", OK_CASE), tmp_path / "link.yaml")
+    accepted(capsys, tmp_path / "link.yaml")
+
+
+def test_max_file_bytes_and_max_nodes_reach_the_loader(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, OK_CASE)
+    size = len(OK_CASE.encode("utf-8"))
+    for argv in (["validate", str(path)], run_argv(path, tmp_path / "reports")):
+        lines = refused(capsys, *argv, "--max-file-bytes", str(size - 1))
+        assert lines == [f"{path}:1:1: file is {size} bytes, over the limit of {size - 1}"]
+    assert main(["validate", str(path), "--max-file-bytes", str(size)]) == 0
+    capsys.readouterr()
+    (line,) = refused(capsys, "validate", str(path), "--max-nodes", "10")
+    assert line.startswith(f"{path}:") and line.endswith(": document has more than 10 nodes (alias bomb or huge file?)")
+
+
+def test_case_provided_text_is_escaped_in_every_report_end_to_end(tmp_path: Path) -> None:
+    """A case id written to attack the reports: markup, Markdown table and link syntax, a backquote."""
+    case_id = "<script>alert(1)</script>|`x`*[a](javascript:alert(2))"
+    hostile = OK_CASE.replace("  - id: ok", f"  - id: {json.dumps(case_id)}")
+    hostile = hostile.replace(
+        "    InputWindowStrides", "    expected: {OutputTensor: [[9, 9], [9, 9]]}\n    InputWindowStrides"
+    )
+    path = write(tmp_path, hostile)
+    reports = tmp_path / "reports"
+    assert main(run_argv(path, reports)) == 1  # an ERROR (the expected values are wrong): listed in every report
+    html = (reports / "report.html").read_text(encoding="utf-8")
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    markdown = (reports / "summary.md").read_text(encoding="utf-8")
+    assert r"\<script\>alert(1)\</script\>\|\`x\`\*\[a\](javascript:alert(2))" in markdown
+    assert "<script>" not in markdown
+    junit = ElementTree.parse(reports / "junit.xml").getroot()  # well-formed, the id a plain attribute value
+    assert any(case_id in (element.get("name") or "") for element in junit.iter("testcase"))
