@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import find
+from hypothesis import find, settings
 
 from conformance import fuzz as fuzz_module
 from conformance import fuzz_strategies
@@ -84,6 +84,10 @@ def test_a_drawn_nan_has_the_bits_its_written_file_loads_as(tmp_path: Path) -> N
     path = tmp_path / "nan.yaml"
     path.write_text("operator: TOP_K1\ncases: [{id: a, Data: [.nan]}]\n", encoding="utf-8")
     loaded = load_document(str(path)).data["cases"][0]["Data"][0]
-    case = find(fuzz_strategies.top_k1(True), lambda c: any(math.isnan(v) for v in c["InputTensor"]["Data"]))
+    # Derandomized: a random search found no NaN in 2,000 draws now and then, and CI must not depend on luck.
+    fixed = settings(max_examples=2000, derandomize=True, database=None)
+    case = find(
+        fuzz_strategies.top_k1(True), lambda c: any(math.isnan(v) for v in c["InputTensor"]["Data"]), settings=fixed
+    )
     nans = {struct.pack("<d", v) for v in case["InputTensor"]["Data"] if math.isnan(v)}
     assert nans == {struct.pack("<d", loaded)}
