@@ -28,6 +28,7 @@ from typing import Protocol
 
 from conformance.eps import DML, EpSpec
 from conformance.execute import open_session, run_session
+from conformance.faults import device_lost
 from conformance.model import Status
 from conformance.pack import Unattributed, named_cases, opset_of, pack, packable, signature, unpack
 from conformance.parse import Entry
@@ -42,11 +43,15 @@ log = logging.getLogger(__name__)
 class Watch(Protocol):
     """Told what a batch works on, so that a supervisor knows which cases a crash or a hang belongs to (worker.py):
     ``begin`` before a case is prepared and before each session runs (the entries' places; several for a pack),
-    ``finished`` as each result becomes final."""
+    ``finished`` as each result becomes final, ``device_lost`` when a packed session says the device is gone. A
+    worker exits there: its device context is dead, and each case of the pack must run alone on a fresh one to find
+    the case that lost it. In this process (-j 0), the batch goes on with each case of the pack alone."""
 
     def begin(self, places: Sequence[int], executing: bool) -> None: ...
 
     def finished(self, place: int, result: Result) -> None: ...
+
+    def device_lost(self, places: Sequence[int], message: str) -> None: ...
 
 
 class Unwatched:
@@ -54,6 +59,9 @@ class Unwatched:
         pass
 
     def finished(self, place: int, result: Result) -> None:
+        pass
+
+    def device_lost(self, places: Sequence[int], message: str) -> None:
         pass
 
 
@@ -66,6 +74,7 @@ class Split:
     tried: Mapping[int, Result] = field(default_factory=dict)  # the packed results of the cases that run again
     alone: frozenset[int] = frozenset()
     apart: frozenset[int] = frozenset()
+    lost: str = ""  # the packed session's error, where it says the device was lost
 
 
 def _blamed(group: Sequence[Prepared], named: set[int]) -> frozenset[int]:
@@ -89,6 +98,8 @@ def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions
         return Split(apart=error.suspects) if 0 < len(error.suspects) < len(group) else half
     except Exception as error:  # any failure of the pack: the cases it names run alone, or the halves again
         log.debug("a pack of %d failed: %s", len(group), error)
+        if device_lost(str(error)):  # halves on a dead context would blame the cases that run first
+            return Split(alone=frozenset(range(len(group))), lost=str(error))
         named = named_cases(str(error), len(group))
         return Split(alone=_blamed(group, named)) if named else half
     share = (time.perf_counter() - start) / len(group)
@@ -124,6 +135,8 @@ def _run_group(
         return [result]
     watch.begin(places, executing=True)
     outcome = _packed(group, ep, options, sessions)
+    if outcome.lost:
+        watch.device_lost(places, outcome.lost)
     results = dict(outcome.kept)
     for place, result in outcome.kept.items():
         watch.finished(places[place], result)

@@ -242,3 +242,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CaseFileError as error:  # a waiver file's problems, one line each
         print("\n".join(str(p) for p in error.problems), file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # before a run had anything to write (a run's own interruption is handled in it)
+        print("dmlconf: interrupted", file=sys.stderr)
+        return EXIT_FAILED

@@ -76,6 +76,12 @@ def fault_result(base: Result, status: Status, what: str, stderr: str, seconds: 
     return replace(base, status=status, failure_kind=kind, message="\n".join([what, *tail]), seconds=round(seconds, 6))
 
 
+def provoke_at_start() -> None:
+    """Tests only: ``DMLCONF_TEST_FAULT=start:`` makes every worker die by SIGSEGV before it says it is ready."""
+    if (os.environ.get(TEST_FAULT) or "").partition(":")[0] == "start":
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
 def provoke(case_ids: Sequence[str], spec: str | None = None) -> None:
     """Tests only (``DMLCONF_TEST_FAULT``, read by a worker before it runs a session): make this worker die by a
     signal (``segv``, ``abort``), hang (``hang``) or report a lost device and die (``device_lost``) when a case id

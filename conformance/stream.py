@@ -1,10 +1,10 @@
 """results.jsonl: every result appended as it finishes, so that a run killed midway (kill -9, a power cut) keeps
 what it finished, and ``dmlconf run --resume`` runs only the rest.
 
-The first line says which run it is: a hash of the (case id, EP) pairs in order, of the case files' bytes and of the
-options that decide verdicts; ``--resume`` refuses a file of another run. Each further line is one result with its
-pair's index in the run. A line cut short by the kill (no newline, or not JSON) is dropped, and the file cut back
-to the last whole line before anything is appended.
+The first line says which run it is: a hash of the (case id, EP) pairs in order and of the case files' bytes, the
+options that decide verdicts, and the onnxruntime and NumPy packages' versions; ``--resume`` refuses a file of
+another run. Each further line is one result with its pair's index in the run. A line cut short by the kill (no
+newline, or not JSON) is dropped, and the file cut back to the last whole line before anything is appended.
 
 Each line is written with one ``write`` and flushed to the operating system at once: a killed process loses
 nothing it had finished. ``fsync`` (the disk itself) runs at most once a second and at the end: a power cut
@@ -20,7 +20,9 @@ import time
 from collections.abc import Sequence
 from typing import IO, Any
 
+from conformance.dml import package_version
 from conformance.eps import EpSpec
+from conformance.identity import PACKAGES
 from conformance.parse import Entry
 from conformance.results import SCHEMA_VERSION, Result, result_from_json
 from conformance.runner import RunOptions, ep_text
@@ -34,7 +36,8 @@ class StreamError(Exception):
 
 
 def run_identity(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOptions) -> dict[str, Any]:
-    """What makes two runs the same run: their pairs in order, the case files' contents, the verdicts' options."""
+    """What makes two runs the same run: their pairs in order, the case files' contents, the verdicts' options, and
+    the onnxruntime and NumPy packages installed."""
     pairs = hashlib.sha256()
     for entry in entries:
         for ep in eps:
@@ -49,7 +52,10 @@ def run_identity(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOp
         "pairs_sha256": pairs.hexdigest(),
         "case_files_sha256": files.hexdigest(),
         "feature_level": str(options.feature_level) if options.feature_level else None,
+        "directml_level": str(options.directml_level) if options.directml_level else None,
         "max_elements": options.max_elements,
+        # What else decides verdicts: an upgrade between the kill and the resume would mix two builds' results.
+        "software": {p: package_version(p) for p in (*PACKAGES, "numpy")},
     }
 
 

@@ -39,8 +39,14 @@ from conformance.worker import DEVICE_LOST_EXIT, worker_main
 
 log = logging.getLogger(__name__)
 
+
+class WorkerStartError(RuntimeError):
+    """Worker processes keep failing to start: the run cannot go on (one line)."""
+
+
 START_LIMIT = 120.0  # seconds a worker may take to start (import NumPy, onnx, onnxruntime) before it is replaced
 STDERR_TAIL_BYTES = 64 * 1024
+KILL_WAIT = 10.0  # seconds to wait for a killed worker to be gone; one stuck in a driver call is left behind
 
 
 @dataclass
@@ -65,7 +71,9 @@ class _Worker:
     in_flight: list[int] = field(default_factory=list)  # places in the task
     finished: set[int] = field(default_factory=set)
     heard: float = field(default_factory=time.monotonic)
-    since: float = field(default_factory=time.monotonic)  # when the task began
+    began: float = field(default_factory=time.monotonic)  # when the case (or pack) in flight began
+    closed: bool = False  # its end of the pipe is closed: it is exiting, and only its sentinel is waited on
+    reported_lost: bool = False  # it sent a DEVICE_LOST result, after which it exits on purpose (worker.py)
 
 
 def _ignore(pair: int, result: Result) -> None:
@@ -116,8 +124,12 @@ class Supervisor:
         self.tasks_sent += 1
         worker.task, worker.task_id = task, self.tasks_sent
         worker.in_flight, worker.finished = [], set()
-        worker.heard = worker.since = time.monotonic()
-        worker.conn.send(("task", worker.task_id, task.entries, task.ep, replace(self.options, pack=task.pack)))
+        worker.heard = worker.began = time.monotonic()
+        try:
+            worker.conn.send(("task", worker.task_id, task.entries, task.ep, replace(self.options, pack=task.pack)))
+        except OSError:  # it died since it was last checked: the task waits for another, _check settles this one
+            worker.task, worker.closed = None, True
+            self.pending.appendleft(task)
 
     # -- messages -------------------------------------------------------------------------------------------
     def _receive(self, worker: _Worker) -> None:
@@ -128,6 +140,7 @@ class Supervisor:
                     return
                 message = worker.conn.recv()
             except (EOFError, OSError):
+                worker.closed = True
                 return
             worker.heard = time.monotonic()
             kind = message[0]
@@ -138,9 +151,11 @@ class Supervisor:
                 continue
             elif kind == "begin":
                 worker.in_flight = list(message[2])
+                worker.began = worker.heard
             elif kind == "done":
                 place, result = message[2], message[3]
                 worker.finished.add(place)
+                worker.reported_lost |= result.status is Status.DEVICE_LOST
                 self.on_result(worker.task.pairs[place], result)
             elif kind == "task_done":
                 worker.task = None
@@ -158,6 +173,8 @@ class Supervisor:
             return
         left = [place for place in range(len(task.entries)) if place not in worker.finished]
         flying = [place for place in worker.in_flight if place in left]
+        if worker.finished:  # progress: the deaths counted are those in a row without a case finished
+            task.attempts = 0
         if not flying and left and not meant:  # it died between cases, or before its first: retry, not forever
             task.attempts += 1
             flying = left[:1] if task.attempts >= 2 else []
@@ -165,7 +182,7 @@ class Supervisor:
             place = flying[0]
             entry = task.entries[place]
             base = base_result(entry, task.ep, self.options)
-            seconds = time.monotonic() - worker.since
+            seconds = time.monotonic() - worker.began
             self.on_result(task.pairs[place], fault_result(base, status, what, self._stderr(worker), seconds))
         elif flying:  # a pack: each case again alone, to find the one at fault
             self.pending.appendleft(self._part(task, flying, pack=1))
@@ -184,19 +201,15 @@ class Supervisor:
             worker.process.join()
             self._receive(worker)
             ended = how_it_ended(worker.process.exitcode)
-            self._lost(
-                worker,
-                Status.CRASH,
-                f"the worker process running it {ended}",
-                worker.process.exitcode == DEVICE_LOST_EXIT,
-            )
+            meant = worker.reported_lost and worker.process.exitcode == DEVICE_LOST_EXIT
+            self._lost(worker, Status.CRASH, f"the worker process running it {ended}", meant)
             return
         now = time.monotonic()
         if not worker.ready and now - worker.heard > START_LIMIT:
             worker.process.kill()
         elif worker.task is not None and self.timeout and now - worker.heard > self.timeout:
             worker.process.kill()
-            worker.process.join()
+            worker.process.join(KILL_WAIT)
             self._receive(worker)
             if worker.task is not None:
                 self._lost(worker, Status.TIMEOUT, f"no progress for {self.timeout:g} s: the worker was killed")
@@ -209,12 +222,11 @@ class Supervisor:
         self.pending.extend(tasks)
         try:
             while self.pending or self._busy():
-                if self.failed_starts >= 3:
-                    raise RuntimeError("3 worker processes in a row failed to start; see the log with -v")
+                self._starts_failed()
                 while len(self.workers) < self.jobs:
                     self._spawn()
                 for worker in self.workers:
-                    if worker.ready and worker.task is None and self.pending:
+                    if worker.ready and not worker.closed and worker.task is None and self.pending:
                         self._assign(worker, self.pending.popleft())
                 self._wait()
                 for worker in list(self.workers):
@@ -231,16 +243,22 @@ class Supervisor:
             for worker in list(self.workers):
                 self._receive(worker)
                 self._check(worker)
-            if self.failed_starts >= 3:
-                raise RuntimeError("3 worker processes in a row failed to start; see the log with -v")
+            self._starts_failed()
             while len(self.workers) < self.jobs:
                 self._spawn()
+
+    def _starts_failed(self) -> None:
+        if self.failed_starts >= 3:
+            raise WorkerStartError(
+                f"{self.failed_starts} worker processes in a row died, or hung for {START_LIMIT:g} s, before they "
+                "were ready: nothing more can run (try -j 0 to run in this process)"
+            )
 
     def _busy(self) -> int:
         return sum(w.task is not None for w in self.workers)
 
     def _wait(self) -> None:
-        handles: list[Any] = [w.conn for w in self.workers] + [w.process.sentinel for w in self.workers]
+        handles: list[Any] = [w.conn for w in self.workers if not w.closed] + [w.process.sentinel for w in self.workers]
         wait(handles, timeout=min(1.0, self.timeout or 1.0))
 
     def close(self) -> None:
@@ -252,7 +270,7 @@ class Supervisor:
             worker.process.join(max(0.0, deadline - time.monotonic()))
             if worker.process.is_alive():
                 worker.process.kill()
-                worker.process.join()
+                worker.process.join(KILL_WAIT)
             worker.conn.close()
         self.workers.clear()
         self.folder.cleanup()

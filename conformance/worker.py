@@ -13,16 +13,18 @@ after sending it: its device context is gone, and a fresh worker takes over the 
 from __future__ import annotations
 
 import faulthandler
+import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from conformance.batch import run_batch
 from conformance.eps import EpSpec
-from conformance.faults import provoke
+from conformance.faults import provoke, provoke_at_start
 from conformance.model import Status
 from conformance.parse import Entry
 from conformance.results import Result
@@ -30,6 +32,7 @@ from conformance.runner import RunOptions
 from conformance.sessions import Sessions
 
 DEVICE_LOST_EXIT = 3  # the status a worker exits with after reporting a lost device
+SUPERVISOR_GONE_EXIT = 4
 
 
 class _Reporter:
@@ -46,8 +49,13 @@ class _Reporter:
     def finished(self, place: int, result: Result) -> None:
         self.conn.send(("done", self.task, place, result))
         if result.status is Status.DEVICE_LOST:
-            self.conn.close()
             os._exit(DEVICE_LOST_EXIT)  # no cleanup: the device context may hang in it
+
+    def device_lost(self, places: Sequence[int], message: str) -> None:
+        """A pack lost the device: exit with the pack in flight, which the supervisor runs again one case per fresh
+        worker; the message goes to stderr, where the supervisor reads it should no case alone lose it again."""
+        os.write(2, f"a packed session lost the device: {message}\n".encode("utf-8", "replace"))
+        os._exit(DEVICE_LOST_EXIT)
 
 
 def _stderr_to(path: str) -> None:
@@ -65,12 +73,29 @@ def _run_task(conn: Connection, task: int, entries: Sequence[Entry], ep: EpSpec,
     conn.send(("task_done", task))
 
 
+def _exit_with_the_supervisor() -> None:
+    """When the supervisor is gone without stopping this worker (a kill -9 of its pid alone, SIGTERM from a CI job's
+    timeout, the OOM killer), exit too, even while a case hangs in a driver call: an orphan would hold the device
+    for good. A daemon thread waits on the supervisor's sentinel, which multiprocessing gives a spawned child."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def wait_then_exit() -> None:
+        wait([parent.sentinel])
+        os._exit(SUPERVISOR_GONE_EXIT)
+
+    threading.Thread(target=wait_then_exit, name="supervisor-watch", daemon=True).start()
+
+
 def worker_main(conn: Connection, stderr_path: str) -> None:
     """A worker's life: ready, then tasks until told to stop or the supervisor is gone."""
+    _exit_with_the_supervisor()
     # Ctrl-C at a terminal reaches the whole process group: the supervisor handles it (it stops the workers and
     # writes what finished), so that a worker's KeyboardInterrupt is not mistaken for a crash of its case.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _stderr_to(stderr_path)
+    provoke_at_start()
     conn.send(("ready",))
     while True:
         try:

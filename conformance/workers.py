@@ -13,6 +13,7 @@ NumPy, onnx and onnxruntime: about 0.6 s) overlaps the reading instead of follow
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import replace
@@ -23,7 +24,9 @@ from conformance.parse import Entry
 from conformance.results import Result
 from conformance.runner import RunOptions
 from conformance.sessions import Sessions
-from conformance.supervisor import Supervisor, Task
+from conformance.supervisor import Supervisor, Task, WorkerStartError
+
+log = logging.getLogger(__name__)
 
 CHUNK = 8  # cases per window without packing: enough to hide a worker's round trip, small enough to balance
 Record = Callable[[int, Result], None]  # (the pair's index in the run, its result)
@@ -65,6 +68,9 @@ class _InProcess:
 
     def finished(self, place: int, result: Result) -> None:
         self.record(self.pairs[place], result)
+
+    def device_lost(self, places: Sequence[int], message: str) -> None:
+        pass  # no fresh process to move to: the pack's cases run alone here, on what is left of the device
 
 
 def _prefix(done: Mapping[int, Result], planned: int) -> list[Result]:
@@ -115,4 +121,6 @@ def run_pairs(
                 own.run(tasks, options, arrived)
     except KeyboardInterrupt:
         pass  # the caller sees fewer results than pairs and says the run was interrupted
+    except WorkerStartError as error:  # as interrupted: what finished is written, and the run fails
+        log.error("%s", error)
     return _prefix(finished, len(entries) * len(eps))

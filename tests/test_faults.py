@@ -215,3 +215,54 @@ def test_the_lines_kept_of_a_fatal_signal_are_the_driver_s_and_the_top_of_the_st
     ]
     assert kept[6:] == [f'  File "f{i}.py", line {i}' for i in range(6)]
     assert telling_lines("a\n\nb\nc", count=2) == ["b", "c"]
+
+
+def test_workers_that_cannot_start_end_the_run_with_one_line(tmp_path: Path) -> None:
+    done = _dmlconf([EXAMPLES], tmp_path, "start:")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "3 worker processes in a row died, or hung for 120 s, before they were ready" in done.stderr
+    assert json.loads((tmp_path / "results.json").read_text())["environment"]["interrupted"] is True
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def _gone(pid: int) -> bool:
+    try:  # a zombie (state Z) is gone too: in a container nothing may reap an orphan
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_worker_exits_when_its_supervisor_is_killed_alone(tmp_path: Path) -> None:
+    # kill -9 of the CLI's pid alone (not its group: SIGTERM from a CI timeout, the OOM killer) while a worker
+    # hangs in a case: the worker must not live on, holding the device.
+    victim = collect([str(REPO / SWEEP)]).entries[-1].id.replace(str(REPO) + "/", "")
+    env = {**os.environ, TEST_FAULT: f"hang:{victim}"}
+    command = [sys.executable, "-m", "conformance", "run", SWEEP, "--ep", "cpu", "-j", "2", "--pack", "1"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    run = subprocess.Popen([*command, "--timeout", "0", "--report-dir", str(tmp_path)], cwd=REPO, env=env, **quiet)
+    others = len(collect([str(REPO / SWEEP)]).entries) - 1
+    deadline = time.monotonic() + 120
+    while _lines(tmp_path / "results.jsonl") < 1 + others and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # until every case but the hanging one is done: the hang is certainly under way
+    workers = _children(run.pid)
+    assert _lines(tmp_path / "results.jsonl") == 1 + others
+    assert run.poll() is None and workers
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 30
+    while not all(_gone(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in workers if not _gone(pid)] == []

@@ -266,3 +266,35 @@ def test_pack_must_be_positive(capsys: pytest.CaptureFixture[str], tmp_path: Pat
         main(["run", str(REPO / "cases/top_k1/spec_examples.yaml"), "--pack", "0", "--report-dir", str(tmp_path)]) == 2
     )
     assert capsys.readouterr().err.strip() == "dmlconf: --pack: must be at least 1, got 0"
+
+
+class LostDevicePacks(Sessions):
+    """A packed session whose run says the device was lost, as CUDA's illegal address does: on a real device every
+    later session of the process fails too, so splitting the pack in halves there would blame the cases run first."""
+
+    def open(self, lowering: Lowering, ep: EpSpec, create: Callable[[Lowering, EpSpec], Opened]) -> Opened:
+        opened = super().open(lowering, ep, create)
+        return replace(opened, session=LostDevice()) if len(lowering.nodes) > 1 else opened
+
+
+class LostDevice:
+    def run(self, names: list[str], feeds: dict[str, Any]) -> list[Any]:
+        raise RuntimeError("CUDA failure 700: an illegal memory access was encountered")
+
+
+class LostWatch(Unwatched):
+    def __init__(self) -> None:
+        self.lost: list[tuple[list[int], str]] = []
+
+    def device_lost(self, places: Any, message: str) -> None:
+        self.lost.append((list(places), message))
+
+
+def test_a_pack_that_loses_the_device_is_reported_whole_and_its_cases_run_alone(entries: list[Entry]) -> None:
+    group = _prepared(entries[:3])
+    watch = LostWatch()
+    results = _run_group(group, [10, 11, 12], CPU, RunOptions(), LostDevicePacks(), watch)
+    [(places, message)] = watch.lost  # a worker exits here; the supervisor runs each case alone in a fresh one
+    assert places == [10, 11, 12] and "illegal memory access" in message
+    # In this process (-j 0) each case then runs alone, not the pack in halves: three sessions of one node.
+    assert [r.status for r in results] == [Status.PASS] * 3

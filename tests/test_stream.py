@@ -105,3 +105,15 @@ def test_the_identity_changes_with_the_case_files_bytes(tmp_path: Path) -> None:
     after = run_identity(collect([str(copy)]).entries, [parse_ep("cpu")], RunOptions())
     assert before["pairs_sha256"] == after["pairs_sha256"]
     assert before["case_files_sha256"] != after["case_files_sha256"]
+
+
+def test_a_stream_written_with_another_onnxruntime_is_refused(tmp_path: Path, identity: dict[str, object]) -> None:
+    path = tmp_path / "results.jsonl"
+    _written(path, identity, [_result("a", Status.PASS)])
+    header, rest = path.read_bytes().split(b"\n", 1)
+    upgraded = json.loads(header)
+    assert upgraded["run"]["software"]["onnxruntime"]  # this environment's version, recorded
+    upgraded["run"]["software"]["onnxruntime"] = "0.0.1"  # as if the package changed between the kill and the resume
+    path.write_bytes(json.dumps(upgraded).encode() + b"\n" + rest)
+    with pytest.raises(StreamError, match="from another run"):
+        read_stream(str(path), identity)

@@ -93,3 +93,28 @@ def test_a_dead_worker_s_stderr_that_says_the_device_was_lost(supervisor: Any) -
     [(pair, result)] = supervisor.results
     assert (pair, result.status, result.failure_kind) == (12, Status.DEVICE_LOST, "device_lost")
     assert result.message.splitlines()[-1] == "  DXGI_ERROR_DEVICE_HUNG"
+
+
+class _Exited:
+    pid = 12345
+    exitcode = 3
+
+    def is_alive(self) -> bool:
+        return False
+
+    def join(self, timeout: float | None = None) -> None:
+        pass
+
+
+@pytest.mark.parametrize("reported", [True, False])
+def test_exit_status_3_is_the_lost_device_exit_only_after_a_device_lost_result(supervisor: Any, reported: bool) -> None:
+    # On Windows abort() exits with 3 too: without a DEVICE_LOST result sent first, it is a death like any other.
+    task = _task()
+    task.attempts = 1
+    worker = _worker(supervisor, task, {0, 1}, [1])
+    worker.process, worker.reported_lost = _Exited(), reported
+    supervisor._check(worker)
+    [rest] = supervisor.pending
+    assert rest.pairs == [12, 13]
+    assert rest.attempts == (0 if reported else 1)  # progress was made: the count starts again either way
+    assert supervisor.results == []
