@@ -21,6 +21,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import shutil
 import tempfile
 import time
 from collections import deque
@@ -46,6 +47,7 @@ class WorkerStartError(RuntimeError):
 
 START_LIMIT = 120.0  # seconds a worker may take to start (import NumPy, onnx, onnxruntime) before it is replaced
 STDERR_TAIL_BYTES = 64 * 1024
+FOLDER_PREFIX = "dmlconf-workers-"  # then the supervisor's pid: a killed one's folder is removed by the next
 KILL_WAIT = 10.0  # seconds to wait for a killed worker to be gone; one stuck in a driver call is left behind
 
 
@@ -76,6 +78,29 @@ class _Worker:
     reported_lost: bool = False  # it sent a DEVICE_LOST result, after which it exits on purpose (worker.py)
 
 
+def _remove_stale_folders() -> None:
+    """The stderr folders of supervisors that were killed (kill -9 leaves them): those whose process is gone. POSIX
+    only: on Windows ``os.kill(pid, 0)`` would terminate the process it asks about."""
+    if os.name != "posix":
+        return
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        pid = name[len(FOLDER_PREFIX) :].partition("-")[0]
+        if not name.startswith(FOLDER_PREFIX) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, and is another user's
+        return True
+    return True
+
+
 def _ignore(pair: int, result: Result) -> None:
     pass
 
@@ -89,7 +114,8 @@ class Supervisor:
         self.options = RunOptions()
         self.on_result: Callable[[int, Result], None] = _ignore
         self.context = multiprocessing.get_context("spawn")
-        self.folder = tempfile.TemporaryDirectory(prefix="dmlconf-workers-")
+        _remove_stale_folders()
+        self.folder = tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
         self.workers: list[_Worker] = []
         self.pending: deque[Task] = deque()
         self.started = self.tasks_sent = self.failed_starts = 0

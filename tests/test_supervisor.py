@@ -6,6 +6,10 @@ flight is set as its messages would have set it."""
 from __future__ import annotations
 
 import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +122,20 @@ def test_exit_status_3_is_the_lost_device_exit_only_after_a_device_lost_result(s
     assert rest.pairs == [12, 13]
     assert rest.attempts == (0 if reported else 1)  # progress was made: the count starts again either way
     assert supervisor.results == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="stale folders are found by pid on POSIX only")
+def test_a_killed_supervisor_s_folder_is_removed_by_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead, alive = int(ended.stdout), os.getpid()
+    for pid in (dead, alive):
+        (tmp_path / f"dmlconf-workers-{pid}-abc").mkdir()
+        (tmp_path / f"dmlconf-workers-{pid}-abc" / "worker-1.stderr").write_text("left by a kill -9")
+    (tmp_path / "dmlconf-workers-notapid").mkdir()
+    with Supervisor(0, None) as supervisor:
+        mine = Path(supervisor.folder.name).name
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            [f"dmlconf-workers-{alive}-abc", "dmlconf-workers-notapid", mine]
+        )
+    assert mine.startswith(f"dmlconf-workers-{alive}-")
