@@ -20,6 +20,7 @@ from conformance.results import Result, read_results, write_results, write_text_
 from conformance.runner import RunOptions
 from conformance.suite import parse_shard
 from conformance.summary import Summary, summarize
+from conformance.supervisor import DEFAULT_TIMEOUT
 from conformance.waivers import Gate, Waiver, apply_waivers, load_waivers, overall_failed, waived_keys
 
 FORMATS = {"html": "report.html", "md": "summary.md", "junit": "junit.xml"}
@@ -45,9 +46,6 @@ def add_report_commands(commands: Any) -> None:
     merge.add_argument("results", nargs="+", metavar="RESULTS.json")
     merge.add_argument("--report-dir", required=True, metavar="DIR", help="where the merged results and reports go")
     add_waiver_option(merge)
-
-
-DEFAULT_TIMEOUT = 300.0  # seconds without progress: above the largest library case (about 10 s) by far
 
 
 def add_run_options(run: argparse.ArgumentParser) -> None:

@@ -1,8 +1,10 @@
 """pytest plugin: ``pytest cases/ --ep cpu`` collects every case as a test with the harness's own id.
 
 A collector (CaseFile), an item (CaseItem) and a custom failure report, as in pytest's "YAML tests" example.
-Verdicts are the CLI's: FAIL/ERROR fail, NOT_SUPPORTED/NOT_EXPRESSIBLE skip (except an EP that could not start,
-which fails), QUALITY_WARNING warns. ``-n N`` (pytest-xdist) gives the same items and outcomes: plugin_xdist.py.
+Verdicts are the CLI's: FAIL/ERROR/CRASH/TIMEOUT/DEVICE_LOST fail, NOT_SUPPORTED/NOT_EXPRESSIBLE skip (except an
+EP that could not start, which fails), QUALITY_WARNING warns. ``-n N`` (pytest-xdist) gives the same items and
+outcomes: plugin_xdist.py. As in the CLI, each case runs in a worker process (supervisor.py), so that a driver that
+crashes or hangs fails that case and not the session; ``--in-process`` runs them in pytest's own (a debugger's).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from conformance.plugin_xdist import CaseFileCollectionStop, worker_threads
 from conformance.results import FAILING, Result
 from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
 from conformance.suite import read_file
+from conformance.supervisor import DEFAULT_TIMEOUT, Supervisor, Task, WorkerStartError
 from conformance.validate import DEFAULT_MAX_ELEMENTS
 
 
@@ -56,6 +59,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="refuse case tensors over N elements",
     )
+    group.addoption(
+        "--case-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"a case's worker silent this long is killed, the case a TIMEOUT (default {DEFAULT_TIMEOUT:g}; 0: none)",
+    )
+    group.addoption(
+        "--in-process",
+        action="store_true",
+        help="run the cases in pytest's own process, not a worker (for a debugger: a crash ends the session)",
+    )
 
 
 @dataclass(frozen=True)
@@ -65,6 +80,7 @@ class _Settings:
 
 
 _SETTINGS = pytest.StashKey[_Settings]()
+_SUPERVISOR = pytest.StashKey[Supervisor]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -81,6 +97,8 @@ def pytest_configure(config: pytest.Config) -> None:
     max_elements = config.getoption("max_elements")
     if max_elements < 1:
         raise pytest.UsageError(f"--max-elements: must be at least 1, got {max_elements}")
+    if config.getoption("case_timeout") < 0:
+        raise pytest.UsageError(f"--case-timeout: must be at least 0, got {config.getoption('case_timeout'):g}")
     directml = directml_for(eps)
     options = RunOptions(
         level, max_elements, directml.feature_level if directml else None, threads=worker_threads(config)
@@ -88,6 +106,31 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SETTINGS] = _Settings(tuple(distinct_eps(eps)), options)
     if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (plugin_xdist.py)
         config.pluginmanager.register(CaseFileCollectionStop(config, _is_case_file), "dml_conformance_xdist")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    supervisor = config.stash.get(_SUPERVISOR, None)
+    if supervisor is not None:
+        supervisor.close()
+
+
+def _supervisor(config: pytest.Config) -> Supervisor | None:
+    """The session's worker process, started with its first case (a collection alone starts none); None with
+    --in-process."""
+    if config.getoption("in_process"):
+        return None
+    if _SUPERVISOR not in config.stash:
+        config.stash[_SUPERVISOR] = Supervisor(1, config.getoption("case_timeout") or None)
+    return config.stash[_SUPERVISOR]
+
+
+def _run_isolated(supervisor: Supervisor, entry: Entry, ep: EpSpec, options: RunOptions) -> Result:
+    got: list[Result] = []
+    try:
+        supervisor.run([Task([entry], [0], ep, pack=1)], options, lambda pair, result: got.append(result))
+    except WorkerStartError as error:  # nothing more can run: the session ends, with the reason
+        pytest.exit(f"dml-conformance: {error}", returncode=pytest.ExitCode.INTERNAL_ERROR)
+    return got[0]
 
 
 def _settings(config: pytest.Config) -> _Settings:
@@ -150,7 +193,11 @@ class CaseItem(pytest.Item):
         self.options = options
 
     def runtest(self) -> None:
-        result = run_entry(self.entry, self.ep, self.options)
+        supervisor = _supervisor(self.config)
+        if supervisor is None:
+            result = run_entry(self.entry, self.ep, self.options)
+        else:
+            result = _run_isolated(supervisor, self.entry, self.ep, self.options)
         self.user_properties.append(("status", result.status.value))
         if result.status in FAILING or result.failure_kind == "ep_not_started":
             raise CaseFailure(result)  # an EP that cannot start must not turn a gate green by skipping

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conformance.cli import main
+from conformance.faults import TEST_FAULT
 
 pytest_plugins = ["pytester"]
 
@@ -233,3 +235,31 @@ cases:
     assert report.skipped and isinstance(report.longrepr, tuple)
     assert report.longrepr[2] == "Skipped: NOT_SUPPORTED: needs feature level 3_1; the target is 2_1"
     pytester.inline_run(*FAST, "--ep", "cpu", "--feature-level", "3_1").assertoutcome(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("fault", "options", "headline"),
+    [
+        ("segv", (), "CRASH (worker_died) on cpu, lowering -"),
+        ("hang", ("--case-timeout", "1"), "TIMEOUT (timeout) on cpu, lowering -"),
+    ],
+)
+def test_a_case_that_crashes_or_hangs_its_worker_fails_alone(
+    pytester: pytest.Pytester, examples: Path, monkeypatch: pytest.MonkeyPatch, fault: str, options: Any, headline: str
+) -> None:
+    # The worker process (started with the first case) inherits the variable; the session goes on in a fresh one.
+    monkeypatch.setenv(TEST_FAULT, f"{fault}:spec_examples.yaml::example-3")
+    result = pytester.runpytest(*FAST, "--ep", "cpu", *options)
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*_ spec_examples.yaml::example-3-tied-values [[]cpu[]] _*", headline])
+
+
+def test_workers_that_cannot_start_end_the_session_and_in_process_needs_none(
+    pytester: pytest.Pytester, examples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TEST_FAULT, "start:")  # every worker process dies before it is ready
+    result = pytester.runpytest(*FAST, "--ep", "cpu")
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    result.stdout.fnmatch_lines(["*dml-conformance: 3 worker processes in a row died*"])
+    assert "Traceback" not in result.stdout.str()
+    pytester.runpytest(*FAST, "--ep", "cpu", "--in-process").assert_outcomes(passed=4)
