@@ -32,7 +32,7 @@ from conformance.runner import RunOptions
 from conformance.sessions import Sessions
 
 DEVICE_LOST_EXIT = 3  # the status a worker exits with after reporting a lost device
-SUPERVISOR_GONE_EXIT = 4
+SUPERVISOR_GONE_EXIT = 4  # the status of a worker that outlived its supervisor (nobody reads it)
 
 
 class _Reporter:
@@ -53,7 +53,7 @@ class _Reporter:
 
     def device_lost(self, places: Sequence[int], message: str) -> None:
         """A pack lost the device: exit with the pack in flight, which the supervisor runs again one case per fresh
-        worker; the message goes to stderr, where the supervisor reads it should no case alone lose it again."""
+        worker, so that the case that loses it is found (the message is left in this worker's stderr)."""
         os.write(2, f"a packed session lost the device: {message}\n".encode("utf-8", "replace"))
         os._exit(DEVICE_LOST_EXIT)
 
