@@ -154,7 +154,12 @@ def _run_suite(
     _within_limit(args, suite, eps)
     directml = directml_for(eps)
     options = RunOptions(
-        level, args.max_elements, directml.feature_level if directml else None, args.artifacts, args.pack
+        level,
+        args.max_elements,
+        directml.feature_level if directml else None,
+        args.artifacts,
+        args.pack,
+        file_limits=file_limits(args),
     )
     _folders(args)
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on

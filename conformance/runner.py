@@ -18,6 +18,7 @@ from conformance.execute import Execution, execute
 from conformance.faults import device_lost
 from conformance.fingerprint import input_hashes
 from conformance.generate import case_inputs
+from conformance.load import DEFAULT_LIMITS, FileLimits
 from conformance.lower import Lowering, NotExpressible, lower, same_for_every_ep
 from conformance.model import Case, FeatureLevel, Status
 from conformance.oracle import expected_outputs, golden_differences
@@ -40,6 +41,7 @@ class RunOptions:
     artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
     pack: int = 64  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
     threads: int | None = None  # intra-op threads of a larger case's session; None: onnxruntime's (pytest -n)
+    file_limits: FileLimits = DEFAULT_LIMITS  # what the case files were read under (for repro commands)
 
     def session_threads(self, small: bool) -> int | None:
         """A session's intra-op threads: one for small cases (pack.packable, alone or packed), which a thread pool
@@ -79,6 +81,10 @@ def repro_command(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -
         words += ["--feature-level", str(options.feature_level)]
     if options is not None and options.max_elements != DEFAULT_MAX_ELEMENTS:
         words += ["--max-elements", str(options.max_elements)]
+    if options is not None and options.file_limits.max_file_bytes != DEFAULT_LIMITS.max_file_bytes:
+        words += ["--max-file-bytes", str(options.file_limits.max_file_bytes)]
+    if options is not None and options.file_limits.max_nodes != DEFAULT_LIMITS.max_nodes:
+        words += ["--max-nodes", str(options.file_limits.max_nodes)]
     return shlex.join(words)
 
 

@@ -219,3 +219,15 @@ def test_case_provided_text_is_escaped_in_every_report_end_to_end(tmp_path: Path
     assert "<script>" not in markdown
     junit = ElementTree.parse(reports / "junit.xml").getroot()  # well-formed, the id a plain attribute value
     assert any(case_id in (element.get("name") or "") for element in junit.iter("testcase"))
+
+
+def test_a_repro_command_keeps_the_file_limits_it_was_read_under(tmp_path: Path) -> None:
+    wrong = OK_CASE.replace(
+        "    InputWindowStrides", "    expected: {OutputTensor: [[9, 9], [9, 9]]}\n    InputWindowStrides"
+    )
+    path = write(tmp_path, wrong)
+    reports = tmp_path / "reports"
+    limits = ["--max-file-bytes", "2000000", "--max-nodes", "60000"]
+    assert main(run_argv(path, reports, *limits)) == 1  # an ERROR: its repro line must read the file the same way
+    [result] = json.loads((reports / "results.json").read_text(encoding="utf-8"))["results"]
+    assert result["repro"] == f"dmlconf run {path} -k {path}::ok --ep cpu --max-file-bytes 2000000 --max-nodes 60000"
