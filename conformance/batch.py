@@ -42,12 +42,13 @@ log = logging.getLogger(__name__)
 
 class Watch(Protocol):
     """Told what a batch works on, so that a supervisor knows which cases a crash or a hang belongs to (worker.py):
-    ``begin`` before a case is prepared and before each session runs (the entries' places; several for a pack),
+    ``begin`` before a case is prepared and before each session runs (the entries' places, several for a pack, and
+    before a session the hashes of their inputs, which a CRASH or TIMEOUT result then records),
     ``finished`` as each result becomes final, ``device_lost`` when a packed session says the device is gone. A
     worker exits there: its device context is dead, and each case of the pack must run alone on a fresh one to find
     the case that lost it. In this process (-j 0), the batch goes on with each case of the pack alone."""
 
-    def begin(self, places: Sequence[int], executing: bool) -> None: ...
+    def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None: ...
 
     def finished(self, place: int, result: Result) -> None: ...
 
@@ -55,7 +56,7 @@ class Watch(Protocol):
 
 
 class Unwatched:
-    def begin(self, places: Sequence[int], executing: bool) -> None:
+    def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
         pass
 
     def finished(self, place: int, result: Result) -> None:
@@ -120,7 +121,7 @@ def _noted(alone: Result, packed: Result | None, others: int) -> Result:
 
 
 def _alone(prepared: Prepared, place: int, ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch) -> Result:
-    watch.begin([place], executing=True)
+    watch.begin([place], True, [prepared.base.inputs_sha256])
     return execute_prepared(prepared, ep, options, sessions)
 
 
@@ -133,7 +134,7 @@ def _run_group(
         result = _alone(group[0], places[0], ep, options, sessions, watch)
         watch.finished(places[0], result)
         return [result]
-    watch.begin(places, executing=True)
+    watch.begin(places, True, [p.base.inputs_sha256 for p in group])
     outcome = _packed(group, ep, options, sessions)
     if outcome.lost:
         watch.device_lost(places, outcome.lost)

@@ -72,6 +72,7 @@ class _Worker:
     task: Task | None = None
     task_id: int = -1
     in_flight: list[int] = field(default_factory=list)  # places in the task
+    inputs: dict[int, dict[str, str]] = field(default_factory=dict)  # their inputs' hashes, once generated
     finished: set[int] = field(default_factory=set)
     heard: float = field(default_factory=time.monotonic)
     began: float = field(default_factory=time.monotonic)  # when the case (or pack) in flight began
@@ -178,6 +179,7 @@ class Supervisor:
                 continue
             elif kind == "begin":
                 worker.in_flight = list(message[2])
+                worker.inputs = dict(zip(message[2], message[4], strict=False))
                 worker.began = worker.heard
             elif kind == "done":
                 place, result = message[2], message[3]
@@ -208,7 +210,7 @@ class Supervisor:
         if len(flying) == 1:
             place = flying[0]
             entry = task.entries[place]
-            base = base_result(entry, task.ep, self.options)
+            base = replace(base_result(entry, task.ep, self.options), inputs_sha256=worker.inputs.get(place, {}))
             seconds = time.monotonic() - worker.began
             self.on_result(task.pairs[place], fault_result(base, status, what, self._stderr(worker), seconds))
         elif flying:  # a pack: each case again alone, to find the one at fault

@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -41,8 +41,8 @@ class _Reporter:
     def __init__(self, conn: Connection, task: int, ids: Sequence[str]) -> None:
         self.conn, self.task, self.ids = conn, task, ids
 
-    def begin(self, places: Sequence[int], executing: bool) -> None:
-        self.conn.send(("begin", self.task, list(places), executing))
+    def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
+        self.conn.send(("begin", self.task, list(places), executing, [dict(hashes) for hashes in inputs]))
         if executing:
             provoke([self.ids[place] for place in places])
 

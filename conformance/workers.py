@@ -63,7 +63,7 @@ class _InProcess:
     def __init__(self, pairs: Sequence[int], record: Record) -> None:
         self.pairs, self.record = pairs, record
 
-    def begin(self, places: Sequence[int], executing: bool) -> None:
+    def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
         pass
 
     def finished(self, place: int, result: Result) -> None:

@@ -67,6 +67,9 @@ def _check_only_the_victim(
     faulted = [r for r in results if r["status"] != "PASS"]
     assert [r["case"] for r in faulted] == [victim]
     assert faulted[0]["status"] == status.value
+    # The bytes it faulted on: the same inputs as the clean run's (sent with the case's start, before the fault).
+    [unfaulted] = [r for r in clean if r["case"] == victim]
+    assert faulted[0]["inputs_sha256"] == unfaulted["inputs_sha256"] and unfaulted["inputs_sha256"]
     others = [r for r in _untimed(results) if r["case"] != victim]
     assert others == [r for r in clean if r["case"] != victim]
     return faulted[0]
