@@ -167,8 +167,25 @@ def _skip(reason: str) -> NoReturn:
     raise error
 
 
+def _outside_the_arguments(config: pytest.Config, path: Path) -> str | None:
+    """Where ``path`` really is, if that lies outside every folder pytest was pointed at (a symbolic link out of the
+    cases folder, followed by pytest's collection): the CLI's rule (suite.py). A file named as an argument is the
+    user's choice."""
+    real = path.resolve()
+    for argument in config.args or ["."]:
+        named = config.invocation_params.dir / argument.split("::")[0]
+        if named == path or (named.is_dir() and real.is_relative_to(named.resolve())):
+            return None
+    return str(real)
+
+
 class CaseFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
+        outside = _outside_the_arguments(self.config, self.path)
+        if outside is not None:
+            raise CaseFileProblems(
+                f"{self.path}:1:1: a symbolic link to outside the folders collected ({outside}): refused"
+            )
         settings = _settings(self.config)
         entries, problems = read_file(str(self.path), settings.options.max_elements)
         if problems:

@@ -263,3 +263,16 @@ def test_workers_that_cannot_start_end_the_session_and_in_process_needs_none(
     result.stdout.fnmatch_lines(["*dml-conformance: 3 worker processes in a row died*"])
     assert "Traceback" not in result.stdout.str()
     pytester.runpytest(*FAST, "--ep", "cpu", "--in-process").assert_outcomes(passed=4)
+
+
+def test_a_symbolic_link_out_of_the_collected_folder_is_refused(pytester: pytest.Pytester, examples: Path) -> None:
+    outside = pytester.path.parent / f"{pytester.path.name}-outside"
+    outside.mkdir()
+    shutil.copy(TOPK_EXAMPLES, outside / "elsewhere.yaml")
+    (pytester.path / "link.yaml").symlink_to(outside / "elsewhere.yaml")
+    result = pytester.runpytest(*FAST, "--ep", "cpu")
+    result.assert_outcomes(errors=1)  # refused with one line; as for any refused case file, no case runs
+    real = (outside / "elsewhere.yaml").resolve()
+    result.stdout.fnmatch_lines([f"*link.yaml:1:1: a symbolic link to outside the folders collected ({real}): refused"])
+    # Named on the command line, it is the user's choice.
+    pytester.runpytest(*FAST, "--ep", "cpu", "link.yaml").assert_outcomes(passed=4)
