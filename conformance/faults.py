@@ -76,18 +76,23 @@ def fault_result(base: Result, status: Status, what: str, stderr: str, seconds: 
     return replace(base, status=status, failure_kind=kind, message="\n".join([what, *tail]), seconds=round(seconds, 6))
 
 
+def _test_fault() -> tuple[str, str]:
+    """``DMLCONF_TEST_FAULT``'s KIND and TEXT; empty where it is not set."""
+    kind, _, text = (os.environ.get(TEST_FAULT) or "").partition(":")
+    return kind, text
+
+
 def provoke_at_start() -> None:
     """Tests only: ``DMLCONF_TEST_FAULT=start:`` makes every worker die by SIGSEGV before it says it is ready."""
-    if (os.environ.get(TEST_FAULT) or "").partition(":")[0] == "start":
+    if _test_fault()[0] == "start":
         os.kill(os.getpid(), signal.SIGSEGV)
 
 
-def provoke(case_ids: Sequence[str], spec: str | None = None) -> None:
+def provoke(case_ids: Sequence[str]) -> None:
     """Tests only (``DMLCONF_TEST_FAULT``, read by a worker before it runs a session): make this worker die by a
     signal (``segv``, ``abort``), hang (``hang``) or report a lost device and die (``device_lost``) when a case id
     contains the text after the colon. Everything after it is the production path."""
-    spec = os.environ.get(TEST_FAULT) if spec is None else spec
-    kind, _, text = (spec or "").partition(":")
+    kind, text = _test_fault()
     if not kind or not any(text in case_id for case_id in case_ids):
         return
     if kind == "hang":

@@ -118,6 +118,11 @@ class TopK1Desc:
     k: int
     axis_direction: AxisDirection
 
+    @property
+    def output_sizes(self) -> tuple[int, ...]:
+        """OutputValueTensor's and OutputIndexTensor's Sizes: the input's, with K along Axis."""
+        return tuple(self.k if i == self.axis else size for i, size in enumerate(self.input.sizes))
+
 
 @dataclass(frozen=True)
 class Activation:

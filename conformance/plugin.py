@@ -9,6 +9,7 @@ crashes or hangs fails that case and not the session; ``--in-process`` runs them
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from conformance.parse import Entry, Rejected
 from conformance.plugin_xdist import CaseFileCollectionStop, worker_threads
 from conformance.results import FAILING, Result
 from conformance.runner import RunOptions, distinct_eps, ep_text, run_entry
-from conformance.suite import read_file
+from conformance.suite import outside, read_file
 from conformance.supervisor import DEFAULT_TIMEOUT, Supervisor, Task, WorkerStartError
 from conformance.validate import DEFAULT_MAX_ELEMENTS
 
@@ -171,12 +172,11 @@ def _outside_the_arguments(config: pytest.Config, path: Path) -> str | None:
     """Where ``path`` really is, if that lies outside every folder pytest was pointed at (a symbolic link out of the
     cases folder, followed by pytest's collection): the CLI's rule (suite.py). A file named as an argument is the
     user's choice."""
-    real = path.resolve()
     for argument in config.args or ["."]:
         named = config.invocation_params.dir / argument.split("::")[0]
-        if named == path or (named.is_dir() and real.is_relative_to(named.resolve())):
+        if named == path or (named.is_dir() and outside(os.path.realpath(named), str(path)) is None):
             return None
-    return str(real)
+    return os.path.realpath(path)
 
 
 class CaseFile(pytest.File):

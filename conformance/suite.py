@@ -51,8 +51,8 @@ class Suite:
     invalid_files: tuple[str, ...] = ()
 
 
-def _outside(real_root: str, path: str) -> str | None:
-    """The real path of the symbolic link ``path`` where it leads out of ``real_root``; None where it stays in."""
+def outside(real_root: str, path: str) -> str | None:
+    """The real path of ``path`` (a symbolic link) where it leads out of ``real_root``; None where it stays in."""
     target = os.path.realpath(path)
     try:
         inside = os.path.commonpath([real_root, target]) == real_root
@@ -73,7 +73,7 @@ def _walk(root: str) -> list[CaseFile]:
         linked_dirs = [name for name in dirs if os.path.islink(os.path.join(folder, name))]
         for name in [*linked_dirs, *(n for n in names if n.endswith(CASE_FILE_SUFFIXES))]:
             path = os.path.join(folder, name)
-            target = _outside(real_root, path) if os.path.islink(path) else None
+            target = outside(real_root, path) if os.path.islink(path) else None
             if target is not None:
                 message = f"a symbolic link to outside {root} ({target}): refused"
                 found.append(CaseFile(path, Problem(SourcePos(path, 1, 1), "", message)))
@@ -152,8 +152,7 @@ def case_elements(entry: Entry) -> int:
         return 0
     d = entry.descriptor
     if isinstance(d, TopK1Desc):
-        out = tuple(d.k if axis == d.axis else size for axis, size in enumerate(d.input.sizes))
-        shapes = [d.input.sizes, out, out]  # OutputValueTensor and OutputIndexTensor
+        shapes = [d.input.sizes, d.output_sizes, d.output_sizes]  # OutputValueTensor and OutputIndexTensor
     elif isinstance(d, Mvn1Desc):
         shapes = [t.sizes for t in (d.input, d.scale, d.bias) if t is not None] + [d.input.sizes]
     else:

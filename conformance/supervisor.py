@@ -251,37 +251,32 @@ class Supervisor:
         self.pending.extend(tasks)
         try:
             while self.pending or self._busy():
-                self._starts_failed()
-                while len(self.workers) < self.jobs:
-                    self._spawn()
-                for worker in self.workers:
-                    if worker.ready and not worker.closed and worker.task is None and self.pending:
-                        self._assign(worker, self.pending.popleft())
-                self._wait()
-                for worker in list(self.workers):
-                    self._receive(worker)
-                    self._check(worker)
+                self._turn()
         except BaseException:
             self.close()
             raise
 
     def wait_ready(self) -> None:
         """Until every worker has started (a benchmark's timing starts after)."""
-        while not all(worker.ready for worker in self.workers):
-            self._wait()
-            for worker in list(self.workers):
-                self._receive(worker)
-                self._check(worker)
-            self._starts_failed()
-            while len(self.workers) < self.jobs:
-                self._spawn()
+        while len(self.workers) < self.jobs or not all(worker.ready for worker in self.workers):
+            self._turn()
 
-    def _starts_failed(self) -> None:
+    def _turn(self) -> None:
+        """Workers to ``jobs`` again, idle ones given pending tasks, then what any of them says or does settled."""
         if self.failed_starts >= 3:
             raise WorkerStartError(
                 f"{self.failed_starts} worker processes in a row died, or hung for {START_LIMIT:g} s, before they "
                 "were ready: nothing more can run (try -j 0 to run in this process)"
             )
+        while len(self.workers) < self.jobs:
+            self._spawn()
+        for worker in self.workers:
+            if worker.ready and not worker.closed and worker.task is None and self.pending:
+                self._assign(worker, self.pending.popleft())
+        self._wait()
+        for worker in list(self.workers):
+            self._receive(worker)
+            self._check(worker)
 
     def _busy(self) -> int:
         return sum(w.task is not None for w in self.workers)

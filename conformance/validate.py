@@ -61,7 +61,7 @@ def _topk(c: Checker, d: TopK1Desc) -> None:
         message = f"must be greater than 0 but less than the axis size {axis_size} (the spec's words), got {d.k}"
         c.fail("K", message, f"{T}k-range")
         return
-    out = tuple(d.k if i == d.axis else s for i, s in enumerate(d.input.sizes))
+    out = d.output_sizes
     _topk_outputs(c, d, out)
     if usable:
         # "InputTensor and OutputValueTensor must have the same DataType"; OutputIndexTensor is UINT32.

@@ -1,7 +1,8 @@
 """The worker process: runs the tasks a supervisor (supervisor.py) sends it, telling it as it goes what it works on.
 
 Messages to the supervisor, over one pipe: ``("ready",)`` once imported; per task, ``("begin", task, places,
-executing)`` before each case is prepared and before each session runs (several places for a pack), ``("done",
+executing, inputs)`` before each case is prepared and before each session runs (several places for a pack; before a
+session, the hashes of their inputs), ``("done",
 task, place, result)`` as each result is final, and ``("task_done", task)``. The supervisor thus knows, when the
 worker dies or hangs, which cases were in flight and which results are already safe.
 

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import replace
 
-from conformance.batch import run_batch
+from conformance.batch import Unwatched, run_batch
 from conformance.eps import EpSpec
 from conformance.parse import Entry
 from conformance.results import Result
@@ -57,20 +57,15 @@ def tasks_for(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOptio
     return tasks
 
 
-class _InProcess:
-    """The batch's Watch for -j 0: results recorded as they become final."""
+class _InProcess(Unwatched):
+    """The batch's Watch for -j 0: results recorded as they become final. A lost device is not acted on: there is no
+    fresh process to move to, and the pack's cases run alone here, on what is left of the device."""
 
     def __init__(self, pairs: Sequence[int], record: Record) -> None:
         self.pairs, self.record = pairs, record
 
-    def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
-        pass
-
     def finished(self, place: int, result: Result) -> None:
         self.record(self.pairs[place], result)
-
-    def device_lost(self, places: Sequence[int], message: str) -> None:
-        pass  # no fresh process to move to: the pack's cases run alone here, on what is left of the device
 
 
 def _prefix(done: Mapping[int, Result], planned: int) -> list[Result]:
