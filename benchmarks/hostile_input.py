@@ -33,7 +33,7 @@ cases:
 # The process's own peak resident set (Linux: KiB) after dmlconf validate returns.
 PROBE = (
     "import resource, sys\n"
-    "from conformance.cli import main\n"
+    "from conformance.cli.main import main\n"
     "code = main(['validate', sys.argv[1]])\n"
     "sys.stderr.write(f'\\nmaxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n"
     "sys.exit(code)\n"

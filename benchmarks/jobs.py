@@ -26,13 +26,13 @@ from dataclasses import replace
 
 from tabulate import tabulate
 
-from conformance.eps import EpSpec, parse_ep
-from conformance.parse import Entry
+from conformance.cases.parse import Entry
+from conformance.cases.suite import collect
+from conformance.ep.providers import EpSpec, parse_ep
 from conformance.results import Result
-from conformance.runner import RunOptions
-from conformance.suite import collect
-from conformance.supervisor import Supervisor, Task
-from conformance.workers import run_pairs
+from conformance.run.runner import RunOptions
+from conformance.survive.pool import run_pairs
+from conformance.survive.supervisor import Supervisor, Task
 
 
 def _warm(supervisor: Supervisor, entries: Sequence[Entry], ep: EpSpec) -> None:

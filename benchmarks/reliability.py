@@ -30,7 +30,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from conformance.faults import TEST_FAULT
+from conformance.survive.faults import TEST_FAULT
 
 Results = list[dict[str, Any]]
 

@@ -32,12 +32,12 @@ from onnx import TensorProto, helper
 from oracle import race, seconds, session  # benchmarks/oracle.py: this script's folder is on sys.path
 from tabulate import tabulate
 
-from conformance.eps import EpSpec, parse_ep
-from conformance.generate import case_inputs
+from conformance.cases.generate import case_inputs
+from conformance.cases.suite import collect
+from conformance.ep.providers import EpSpec, parse_ep
 from conformance.model import INPUT_TENSOR, Case, Status
 from conformance.results import Result
-from conformance.runner import RunOptions, execute_prepared, prepare
-from conformance.suite import collect
+from conformance.run.runner import RunOptions, execute_prepared, prepare
 from reference.mean_variance_normalization1 import mean_variance_normalization1
 from reference.slice1 import slice1
 from reference.top_k1 import top_k1

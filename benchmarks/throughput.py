@@ -11,7 +11,7 @@ With ``--jobs N`` both pipelines run in N spawned workers, in windows of ``--pac
 worker imports everything and makes a first session on the EP (a device context) before the timing, as the
 single-process runs make theirs before it.
 
-"Small" is what packing takes (conformance/pack.py: PACK_MAX_ELEMENTS). The pipeline's time covers loading the
+"Small" is what packing takes (conformance/ep/pack.py: PACK_MAX_ELEMENTS). The pipeline's time covers loading the
 case files (pro rata), generating, the oracle, lowering, the session, the run, comparing and recording a result.
 Targets (issue 6): the pipeline, one session per case, within 2x of onnxruntime's session plus run on the CPU EP;
 packed at least 10x the cases per second of one session per case on the CUDA EP, with identical verdicts.
@@ -32,17 +32,17 @@ from typing import Any
 import onnxruntime as ort  # type: ignore[import-untyped]
 from tabulate import tabulate
 
-from conformance.batch import run_batch
-from conformance.eps import EpSpec, is_plugin, parse_ep
-from conformance.execute import _providers
+from conformance.cases.parse import Entry
+from conformance.cases.suite import collect
+from conformance.ep.execute import _providers
+from conformance.ep.pack import packable
+from conformance.ep.providers import EpSpec, is_plugin, parse_ep
+from conformance.ep.sessions import Sessions
 from conformance.model import Status
-from conformance.pack import packable
-from conformance.parse import Entry
 from conformance.results import Result
-from conformance.runner import Prepared, RunOptions, prepare
-from conformance.sessions import Sessions
-from conformance.suite import collect
-from conformance.workers import window_size
+from conformance.run.batch import run_batch
+from conformance.run.runner import Prepared, RunOptions, prepare
+from conformance.survive.pool import window_size
 
 
 def small_cases(paths: Sequence[str], ep: EpSpec, limit: int | None) -> tuple[list[Entry], list[Prepared], float]:

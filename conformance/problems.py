@@ -20,7 +20,7 @@ def one_line(text: str) -> str:
 
 @dataclass(frozen=True)
 class Problem:
-    """``clauses``: the ids of the spec clauses (conformance/clauses.py) the problem breaks, if any."""
+    """``clauses``: the ids of the spec clauses (conformance/coverage/clauses.py) the problem breaks, if any."""
 
     pos: SourcePos
     field: str

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
+from conformance.cli.main import main
 
 LINE = re.compile(r"^[^\n]+:\d+:\d+: [^\n]+$")
 SUMMARY = re.compile(r"^\d+ problem\(s\) in \d+ file\(s\)$")

@@ -8,11 +8,11 @@ import numpy as np
 import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
-import conformance.runner as runner
-from conformance.artifacts import folder_name
-from conformance.cli import main
-from conformance.compare_common import Verdict
+import conformance.run.runner as runner
+from conformance.cli.main import main
+from conformance.compare.common import Verdict
 from conformance.model import Status
+from conformance.run.artifacts import folder_name
 
 EXAMPLE = "cases/top_k1/spec_examples.yaml"
 REPO = Path(__file__).resolve().parent.parent

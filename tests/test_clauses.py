@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.clauses import KINDS, all_clauses, collapse_whitespace, load_catalogue, page_text
+from conformance.coverage.clauses import KINDS, all_clauses, collapse_whitespace, load_catalogue, page_text
 from conformance.model import Operator
 
 SHARED_SPEC = Path(__file__).resolve().parents[1].parent / "shared" / "spec"

@@ -1,4 +1,4 @@
-"""dmlconf, run in-process through ``conformance.cli.main`` (plus one subprocess per entry point)."""
+"""dmlconf, run in-process through ``conformance.cli.main.main`` (plus one subprocess per entry point)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from typing import Any
 import onnxruntime  # type: ignore[import-untyped]
 import pytest
 
-import conformance.workers as workers
-from conformance.cli import main
+import conformance.survive.pool as workers
+from conformance.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 TOPK_EXAMPLES = "cases/top_k1/spec_examples.yaml"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from conformance.gate.summary import placement_proof
 from conformance.model import Status
 from conformance.results import read_results
-from conformance.summary import placement_proof
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 RUNS = sorted(path.parent for path in REPORTS.glob("*/results.json"))

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from conformance.compare import Verdict, compare, default_tolerance
-from conformance.compare_common import format_value, ulp_distance
+from conformance.compare.common import format_value, ulp_distance
+from conformance.compare.outputs import Verdict, compare, default_tolerance
 from conformance.model import (
     AxisDirection,
     Case,

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.clauses import all_clauses
-from conformance.cli import main
-from conformance.coverage import build_map, case_coverage, quick_selection, required_facets
-from conformance.parse import Entry
-from conformance.suite import collect, quick
+from conformance.cases.parse import Entry
+from conformance.cases.suite import collect, quick
+from conformance.cli.main import main
+from conformance.coverage.clauses import all_clauses
+from conformance.coverage.mapping import build_map, case_coverage, quick_selection, required_facets
 
 ROOT = Path(__file__).resolve().parents[1]
 

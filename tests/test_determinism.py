@@ -15,15 +15,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.cli import main
-from conformance.diff import diff_runs
-from conformance.eps import parse_ep
-from conformance.fingerprint import input_hashes, tensor_sha256
+from conformance.cases.fingerprint import input_hashes, tensor_sha256
+from conformance.cases.suite import read_file
+from conformance.cli.main import main
+from conformance.ep.providers import parse_ep
+from conformance.gate.diff import diff_runs
 from conformance.model import FeatureLevel, Status
-from conformance.report_diff import render_diff_console, render_diff_markdown
+from conformance.report.diff import render_diff_console, render_diff_markdown
 from conformance.results import Result, read_results, result_from_json, write_results
-from conformance.runner import RunOptions, run_entry
-from conformance.suite import read_file
+from conformance.run.runner import RunOptions, run_entry
 
 REPO = Path(__file__).resolve().parent.parent
 CPU = parse_ep("cpu")

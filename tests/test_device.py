@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from conformance import device
-from conformance.device import parse_nvidia_smi, parse_video_controllers
+from conformance.ep import device
+from conformance.ep.device import parse_nvidia_smi, parse_video_controllers
 
 # nvidia-smi --query-gpu=index,name,driver_version,memory.total,pci.bus_id,uuid,compute_cap
 # --format=csv,noheader,nounits, as printed on the H100 machine (2026-11-22).

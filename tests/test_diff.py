@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from conformance.diff import EnvChange, RunDiff, diff_runs, environment_changes
+from conformance.gate.diff import EnvChange, RunDiff, diff_runs, environment_changes
 from conformance.model import Status
-from conformance.report_diff import render_diff_console, render_diff_markdown
+from conformance.report.diff import render_diff_console, render_diff_markdown
 from conformance.results import Result, read_results
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,9 +7,9 @@ import struct
 
 import pytest
 
-from conformance import dml
-from conformance.dml import DirectML, check_options, detect, feature_level_for, fixed_file_version
-from conformance.eps import parse_ep
+from conformance.ep import directml as dml
+from conformance.ep.directml import DirectML, check_options, detect, feature_level_for, fixed_file_version
+from conformance.ep.providers import parse_ep
 from conformance.model import FeatureLevel
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from test_lower import DML, NUMPY, case_of, lowered, mvn, mvn_inputs, spec
 
-from conformance.dml_operators import (
+from conformance.ep.dml_operators import (
     MVN1,
     SLICE1,
     SPLIT,
@@ -16,9 +16,9 @@ from conformance.dml_operators import (
     expected_dml_operators,
     slice_becomes_split,
 )
-from conformance.eps import EpSpec
+from conformance.ep.providers import EpSpec
 from conformance.model import Activation, AxisDirection, DataType, Slice1Desc, TensorSpec, TopK1Desc
-from conformance.runner import RunOptions, run_entry
+from conformance.run.runner import RunOptions, run_entry
 
 
 def _slice(sizes: tuple[int, ...], offsets: tuple[int, ...], window: tuple[int, ...], strides: tuple[int, ...]) -> str:

@@ -1,12 +1,12 @@
-"""conformance.eps: --ep text, the default EP, plugin registration."""
+"""conformance.ep.providers: --ep text, the default EP, plugin registration."""
 
 from __future__ import annotations
 
 import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
-from conformance import eps
-from conformance.eps import CPU, CUDA, DML, WEBGPU, EpSpec, best_available_ep, parse_ep
+from conformance.ep import providers as eps
+from conformance.ep.providers import CPU, CUDA, DML, WEBGPU, EpSpec, best_available_ep, parse_ep
 
 
 @pytest.mark.parametrize(

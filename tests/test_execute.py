@@ -1,4 +1,4 @@
-"""conformance.execute: outputs by DML name, placement from onnxruntime's record, and no silent CPU runs."""
+"""conformance.ep.execute: outputs by DML name, placement from onnxruntime's record, and no silent CPU runs."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import numpy as np
 import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
-from conformance import execute as execute_module
-from conformance.eps import CPU, CUDA, DML, EpSpec, parse_ep
-from conformance.execute import DISABLE_CPU_FALLBACK, RECORD_ASSIGNMENT, execute, missing_kernel
-from conformance.lower import Lowering, lower
+from conformance.ep import execute as execute_module
+from conformance.ep.execute import DISABLE_CPU_FALLBACK, RECORD_ASSIGNMENT, execute, missing_kernel
+from conformance.ep.lower import Lowering, lower
+from conformance.ep.placement import ExecutionError, NotSupported, PlacedNode, check_placement, lowering_op_types
+from conformance.ep.providers import CPU, CUDA, DML, EpSpec, parse_ep
 from conformance.model import (
     Activation,
     AxisDirection,
@@ -25,7 +26,6 @@ from conformance.model import (
     TensorSpec,
     TopK1Desc,
 )
-from conformance.placement import ExecutionError, NotSupported, PlacedNode, check_placement, lowering_op_types
 
 SPEC_3X4 = np.array([[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]], np.float32)  # TOP_K1 example 1
 AVAILABLE = set(ort.get_available_providers())

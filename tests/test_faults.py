@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from conformance.cli import main
-from conformance.eps import parse_ep
-from conformance.faults import TEST_FAULT, device_lost, telling_lines
+from conformance.cases.suite import collect
+from conformance.cli.main import main
+from conformance.ep.placement import ExecutionError
+from conformance.ep.providers import parse_ep
 from conformance.model import Status
-from conformance.placement import ExecutionError
-from conformance.runner import RunOptions, run_entry
-from conformance.suite import collect
+from conformance.run.runner import RunOptions, run_entry
+from conformance.survive.faults import TEST_FAULT, device_lost, telling_lines
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = "cases/top_k1/spec_examples.yaml"
@@ -184,7 +184,7 @@ def test_other_errors_are_not_a_lost_device(text: str) -> None:
 
 
 def test_an_execution_error_that_says_the_device_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
-    import conformance.runner as runner
+    import conformance.run.runner as runner
 
     def lost(*args: object) -> None:
         raise ExecutionError("CUDA failure 700: an illegal memory access was encountered")

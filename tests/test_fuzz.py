@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from hypothesis import find, settings
 
-from conformance import fuzz as fuzz_module
-from conformance import fuzz_strategies
-from conformance.eps import parse_ep
-from conformance.fuzz import fuzz, read_case
-from conformance.load import load_document
+from conformance.cases.load import load_document
+from conformance.cases.parse import Entry
+from conformance.cases.validate import validate
+from conformance.ep.providers import parse_ep
+from conformance.fuzz import search as fuzz_module
+from conformance.fuzz.search import fuzz, read_case
+from conformance.fuzz import strategies as fuzz_strategies
 from conformance.model import Case, Operator, Status, TopK1Desc
-from conformance.parse import Entry
 from conformance.results import Result
-from conformance.runner import RunOptions, run_entry
-from conformance.validate import validate
+from conformance.run.runner import RunOptions, run_entry
 
 
 def _k_over_one_fails(entry: Entry, ep: object, options: RunOptions) -> Result:

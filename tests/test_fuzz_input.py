@@ -16,12 +16,12 @@ from hostile import LINE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.load import load_document
+from conformance.cases.load import load_document
+from conformance.cases.parse import Rejected, parse_document
+from conformance.cases.suite import read_file
+from conformance.cases.validate import validate
 from conformance.model import Case
-from conformance.parse import Rejected, parse_document
 from conformance.problems import CaseFileError, Problem
-from conformance.suite import read_file
-from conformance.validate import validate
 
 FUZZ = settings(
     max_examples=100,

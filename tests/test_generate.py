@@ -9,8 +9,8 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 
+from conformance.cases.generate import GENERATOR_KINDS, case_inputs, materialize
 from conformance.dtypes import numpy_dtype
-from conformance.generate import GENERATOR_KINDS, case_inputs, materialize
 from conformance.model import (
     AxisDirection,
     Case,

@@ -1,4 +1,4 @@
-"""Hostile case files, each class named in the issue sent once through ``conformance.cli.main``: one-line
+"""Hostile case files, each class named in the issue sent once through ``conformance.cli.main.main``: one-line
 ``path:line:col: ...`` problems, exit code 2, no traceback, nothing run (the fuzzing is in test_fuzz_input.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import yaml
 from hostile import OK_CASE, accepted, billion_laughs, refused, write
 
-from conformance.load import load_document
+from conformance.cases.load import load_document
 from conformance.problems import CaseFileError
 
 

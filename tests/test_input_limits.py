@@ -12,8 +12,8 @@ from xml.etree import ElementTree
 import pytest
 from hostile import OK_CASE, TWO_CASES, accepted, refused, run_argv, write
 
-from conformance.cli import main
-from conformance.suite import case_elements, collect, run_elements
+from conformance.cases.suite import case_elements, collect, run_elements
+from conformance.cli.main import main
 
 
 def test_keep_going_runs_the_valid_files_and_records_the_problems(

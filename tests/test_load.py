@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import load
-from conformance.load import load_document
-from conformance.parse import Rejected
+from conformance.cases import load
+from conformance.cases.load import load_document
+from conformance.cases.parse import Rejected
+from conformance.cases.suite import collect, find_case_files, read_file
+from conformance.cases.validate import validate
 from conformance.problems import CaseFileError
-from conformance.suite import collect, find_case_files, read_file
-from conformance.validate import validate
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 

@@ -1,4 +1,4 @@
-"""conformance.lower: the ONNX models it builds are well formed, and onnx.reference / onnxruntime's CPU EP running
+"""conformance.ep.lower: the ONNX models it builds are well formed, and onnx.reference / onnxruntime's CPU EP running
 them give what the spec pages (or a hand NumPy formula of the descriptor) say."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from conformance.lower import INT64_MIN, Lowering, NotExpressible, lower, same_for_every_ep, slice_bounds
-from conformance.lower_mvn import DECOMPOSED, DML_FUSED_ACTIVATIONS, INSTANCE_NORM, MVN_13, mvn_candidate
+from conformance.ep.lower import INT64_MIN, Lowering, NotExpressible, lower, same_for_every_ep, slice_bounds
+from conformance.ep.lower_mvn1 import DECOMPOSED, DML_FUSED_ACTIVATIONS, INSTANCE_NORM, MVN_13, mvn_candidate
 from conformance.model import (
     ACTIVATION_PARAMS,
     Activation,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from conformance.cases.oracle import expected_outputs, golden_mismatches, golden_report
 from conformance.model import (
     INPUT_TENSOR,
     OUTPUT_INDEX_TENSOR,
@@ -23,7 +24,6 @@ from conformance.model import (
     TensorSpec,
     TopK1Desc,
 )
-from conformance.oracle import expected_outputs, golden_mismatches, golden_report
 
 Nested = Sequence[object]
 

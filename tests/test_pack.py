@@ -15,23 +15,23 @@ import numpy as np
 import onnx
 import pytest
 
-from conformance.batch import Unwatched, _run_group, run_batch
-from conformance.cli import main
-from conformance.eps import EpSpec, parse_ep
-from conformance.execute import Execution, Opened, execute, open_session, run_session
-from conformance.lower import Lowering
+from conformance.cases.parse import Entry
+from conformance.cases.suite import read_file
+from conformance.cli.main import main
+from conformance.ep.execute import Execution, Opened, execute, open_session, run_session
+from conformance.ep.lower import Lowering
+from conformance.ep.pack import Unattributed, pack, prefix, unpack
+from conformance.ep.placement import NotSupported, PlacedNode
+from conformance.ep.providers import EpSpec, parse_ep
+from conformance.ep.sessions import Sessions
+from conformance.gate.summary import summarize
 from conformance.model import Status
-from conformance.pack import Unattributed, pack, prefix, unpack
-from conformance.parse import Entry
-from conformance.placement import NotSupported, PlacedNode
-from conformance.report_console import render_console
-from conformance.report_html import render_html
-from conformance.report_markdown import render_markdown
+from conformance.report.console import render_console
+from conformance.report.html import render_html
+from conformance.report.markdown import render_markdown
 from conformance.results import Result
-from conformance.runner import Prepared, RunOptions, prepare, run_entry
-from conformance.sessions import Sessions
-from conformance.suite import read_file
-from conformance.summary import summarize
+from conformance.run.batch import Unwatched, _run_group, run_batch
+from conformance.run.runner import Prepared, RunOptions, prepare, run_entry
 
 CPU = parse_ep("cpu")
 REPO = Path(__file__).resolve().parent.parent

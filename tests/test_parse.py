@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.fields import as_number
-from conformance.load import load_document
+from conformance.cases.fields import as_number
+from conformance.cases.load import load_document
+from conformance.cases.parse import Entry, Rejected, parse_document
 from conformance.model import AxisDirection, Case, DataType, FeatureLevel, Mvn1Desc, TopK1Desc
-from conformance.parse import Entry, Rejected, parse_document
 
 TOPK_HEADER = "operator: TOP_K1\nfeature_level: '3_1'\ncases:\n"
 MVN_HEADER = "operator: MEAN_VARIANCE_NORMALIZATION1\nfeature_level: '3_1'\ncases:\n"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from conformance.cli import main
-from conformance.faults import TEST_FAULT
+from conformance.cli.main import main
+from conformance.survive.faults import TEST_FAULT
 
 pytest_plugins = ["pytester"]
 
@@ -90,12 +90,12 @@ def test_collects_the_spec_examples_with_the_harness_ids(pytester: pytest.Pytest
 
 def test_the_plugin_is_registered_once(pytester: pytest.Pytester, examples: Path) -> None:
     pytester.makeconftest("""
-        import conformance.plugin
+        import conformance.pytest_plugin.plugin
 
         def pytest_report_header(config):
             plugins = config.pluginmanager.get_plugins()
-            count = sum(1 for plugin in plugins if plugin is conformance.plugin)
-            names = sorted(config.pluginmanager.get_name(p) for p in plugins if p is conformance.plugin)
+            count = sum(1 for plugin in plugins if plugin is conformance.pytest_plugin.plugin)
+            names = sorted(config.pluginmanager.get_name(p) for p in plugins if p is conformance.pytest_plugin.plugin)
             return f"conformance plugin registered {count} time(s) as {names}"
     """)
     result = pytester.runpytest_subprocess("--ep", "cpu", "-v")

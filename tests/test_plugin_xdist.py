@@ -11,9 +11,9 @@ from typing import Any, cast
 import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
-from conformance import execute as execute_module
-from conformance.eps import parse_ep
-from conformance.plugin_xdist import worker_threads
+from conformance.ep import execute as execute_module
+from conformance.ep.providers import parse_ep
+from conformance.pytest_plugin.xdist import worker_threads
 
 pytest.importorskip("xdist")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from conformance.progress import Progress
+from conformance.cli.progress import Progress
 
 
 class _Terminal(io.StringIO):

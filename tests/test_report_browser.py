@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.compare_common import mismatch_details, ulp_histogram
+from conformance.compare.common import mismatch_details, ulp_histogram
+from conformance.gate.summary import summarize
 from conformance.model import Status
-from conformance.report_html import render_html
+from conformance.report.html import render_html
 from conformance.results import Result
-from conformance.summary import summarize
 
 CHROMIUM = next((path for name in ("chromium", "chromium-browser") if (path := shutil.which(name))), None)
 

@@ -6,13 +6,13 @@ import re
 
 import numpy as np
 
-from conformance.compare_common import mismatch_details
-from conformance.compare_common import ulp_histogram as ulp_histogram_data
+from conformance.compare.common import mismatch_details
+from conformance.compare.common import ulp_histogram as ulp_histogram_data
+from conformance.gate.summary import summarize
 from conformance.model import Status
-from conformance.report_html import render_html
-from conformance.report_svg import mismatch_map, ulp_histogram
+from conformance.report.html import render_html
+from conformance.report.svg import mismatch_map, ulp_histogram
 from conformance.results import Result
-from conformance.summary import summarize
 
 HOSTILE = '<script>alert("x")</script>&'
 ENV = {

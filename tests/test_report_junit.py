@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from conformance.model import Status
-from conformance.report_junit import render_junit
+from conformance.report.junit import render_junit
 from conformance.results import Result, read_results
 
 ENV = {

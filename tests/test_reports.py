@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from conformance.gate.summary import summarize
 from conformance.model import Status
-from conformance.report_console import render_console
-from conformance.report_markdown import render_markdown
+from conformance.report.console import render_console
+from conformance.report.markdown import render_markdown
 from conformance.results import SCHEMA_VERSION, Result, read_results, write_results
-from conformance.summary import summarize
 
 GPU = {
     "index": "0",

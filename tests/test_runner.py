@@ -9,14 +9,14 @@ from typing import Any, NoReturn
 
 import pytest
 
-import conformance.runner as runner
-from conformance.eps import EpSpec, parse_ep
-from conformance.lower import NotExpressible
+import conformance.run.runner as runner
+from conformance.cases.parse import Entry
+from conformance.cases.suite import read_file
+from conformance.ep.lower import NotExpressible
+from conformance.ep.placement import ExecutionError
+from conformance.ep.providers import EpSpec, parse_ep
 from conformance.model import FeatureLevel, Status
-from conformance.parse import Entry
-from conformance.placement import ExecutionError
-from conformance.runner import RunOptions, ep_text, repro_command, run_entry
-from conformance.suite import read_file
+from conformance.run.runner import RunOptions, ep_text, repro_command, run_entry
 
 CPU = parse_ep("cpu")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.suite import collect, parse_shard, shard
+from conformance.cases.suite import collect, parse_shard, shard
+from conformance.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = ["cases/top_k1/spec_examples.yaml", "cases/slice1/spec_examples.yaml", "cases/found/slice1.yaml"]

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.eps import parse_ep
+from conformance.cases.suite import collect
+from conformance.ep.providers import parse_ep
 from conformance.model import Status
 from conformance.results import Result
-from conformance.runner import RunOptions
-from conformance.stream import Stream, StreamError, read_stream, run_identity
-from conformance.suite import collect
+from conformance.run.runner import RunOptions
+from conformance.survive.stream import Stream, StreamError, read_stream, run_identity
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "cases/top_k1/spec_examples.yaml"

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from conformance.eps import parse_ep
+from conformance.cases.suite import collect
+from conformance.ep.providers import parse_ep
 from conformance.model import Status
 from conformance.results import Result
-from conformance.suite import collect
-from conformance.supervisor import Supervisor, Task, _Worker
+from conformance.survive.supervisor import Supervisor, Task, _Worker
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "cases/top_k1/spec_examples.yaml"
 CPU = parse_ep("cpu")

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from conformance.load import load_document
+from conformance.cases.load import load_document
+from conformance.cases.parse import Entry, Rejected, parse_document
+from conformance.cases.sweep import expand
 from conformance.model import Case, DataType, Mvn1Desc, SourcePos, TopK1Desc
-from conformance.parse import Entry, Rejected, parse_document
-from conformance.sweep import expand
 
 TOPK = """operator: TOP_K1
 feature_level: '3_1'

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.load import load_document
+from conformance.cases.load import load_document
+from conformance.cases.parse import parse_document
+from conformance.cases.validate import DEFAULT_MAX_ELEMENTS, validate
 from conformance.model import (
     AxisDirection,
     Case,
@@ -26,8 +28,6 @@ from conformance.model import (
     TensorSpec,
     TopK1Desc,
 )
-from conformance.parse import parse_document
-from conformance.validate import DEFAULT_MAX_ELEMENTS, validate
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 INTEGER_TYPES = [t for t in DataType if not t.is_float]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.load import load_document
+from conformance.cases.load import load_document
+from conformance.cases.parse import parse_document
+from conformance.cases.validate import validate
 from conformance.model import Case
-from conformance.parse import parse_document
-from conformance.validate import validate
 
 HEAD = """
 operator: {op}

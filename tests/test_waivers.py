@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers, waived_keys
 from conformance.model import SourcePos, Status
 from conformance.problems import CaseFileError
 from conformance.results import Result
-from conformance.waivers import Gate, Waiver, apply_waivers, load_waivers, waived_keys
 
 TRACKER = "https://github.com/microsoft/onnxruntime/issues/12345"
 H100 = {"name": "NVIDIA H100 80GB HBM3", "driver_version": "580.159.04"}
@@ -179,10 +179,10 @@ def test_hostile_yaml_is_refused_and_never_constructed(tmp_path: Path) -> None:
         f"{path}:2:5: known_failures.0: unsupported YAML tag 'tag:yaml.org,2002:python/object/apply:os.system'"
     ]
     assert not marker.exists()
-    path = write(tmp_path, "known_failures:\n  - !!python/object:conformance.waivers.Waiver {case: a}\n")
+    path = write(tmp_path, "known_failures:\n  - !!python/object:conformance.gate.waivers.Waiver {case: a}\n")
     assert refusal(path) == [
         f"{path}:2:5: known_failures.0: unsupported YAML tag "
-        "'tag:yaml.org,2002:python/object:conformance.waivers.Waiver'"
+        "'tag:yaml.org,2002:python/object:conformance.gate.waivers.Waiver'"
     ]
 
 

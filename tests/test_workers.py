@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
+from conformance.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = ["cases/top_k1/spec_examples.yaml", "cases/found/top_k1.yaml", "cases/found/mean_variance_normalization1.yaml"]

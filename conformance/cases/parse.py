@@ -1,0 +1,218 @@
+"""Case files -> Case objects: field names are the spec's own, so a case reads like the descriptor.
+
+Each entry of ``cases:`` becomes one Case per sweep variant, or a Rejected entry carrying the one-line
+problems that kept it from being read. The spec's constraints are checked later, in ``validate``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.cases.fields import Fields
+from conformance.cases.load import Document
+from conformance.cases.parse_descriptor import read_descriptor
+from conformance.cases.parse_tensor import read_outputs, read_values
+from conformance.cases.sweep import Budget, expand
+from conformance.model import (
+    OUTPUT_NAMES,
+    Case,
+    FeatureLevel,
+    Operator,
+    SourcePos,
+    Tolerance,
+)
+from conformance.problems import Problem
+
+# Every operator was introduced at DML_FEATURE_LEVEL_2_1 (each page's "Availability").
+INTRODUCED = FeatureLevel(2, 1)
+FILE_FIELDS = ("operator", "feature_level", "description", "cases")
+CASE_FIELDS = ("id", "description", "feature_level", "expected", "tolerance", "expect", "reason")
+OPERATOR_FIELDS: Mapping[Operator, tuple[str, ...]] = {
+    Operator.TOP_K1: ("InputTensor", "Axis", "K", "AxisDirection", "OutputValueTensor", "OutputIndexTensor"),
+    Operator.MEAN_VARIANCE_NORMALIZATION1: (
+        "InputTensor",
+        "ScaleTensor",
+        "BiasTensor",
+        "Axes",
+        "NormalizeVariance",
+        "Epsilon",
+        "FusedActivation",
+        "OutputTensor",
+    ),
+    Operator.SLICE1: (
+        "InputTensor",
+        "InputWindowOffsets",
+        "InputWindowSizes",
+        "InputWindowStrides",
+        "OutputSizes",
+        "OutputTensor",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A case entry that could not be read; for ``expect: invalid`` entries that is the expected outcome."""
+
+    id: str
+    path: str
+    operator: str
+    pos: SourcePos
+    expect_invalid: str | None
+    problems: tuple[Problem, ...]
+
+
+Entry = Case | Rejected
+
+
+def display_path(path: str) -> str:
+    """The path as ids show it: relative to the working directory when inside it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative.replace(os.sep, "/")
+
+
+def _feature_level(f: Fields, default: FeatureLevel) -> FeatureLevel:
+    if not f.has("feature_level"):
+        return default
+    try:
+        return FeatureLevel.parse(str(f.raw["feature_level"]))
+    except ValueError as error:
+        f.problem("feature_level", str(error))
+        return default
+
+
+def _tolerance(f: Fields | None) -> Tolerance | None:
+    if f is None:
+        return None
+    f.check_known(("max_ulp", "atol"))
+    max_ulp = f.integer("max_ulp", 0, 2**31, required=False)
+    atol = f.number("atol")
+    if atol is not None and atol < 0:
+        f.problem("atol", "must be >= 0")
+    return Tolerance(max_ulp=max_ulp, atol=atol)
+
+
+def _expected(f: Fields | None, operator: Operator) -> tuple[dict[str, tuple[float, ...]], dict[str, tuple[int, ...]]]:
+    values: dict[str, tuple[float, ...]] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    if f is None:
+        return values, shapes
+    f.check_known(OUTPUT_NAMES[operator])
+    for name in OUTPUT_NAMES[operator]:
+        if f.has(name):
+            read = read_values(f, name)
+            if read is not None:
+                values[name], shapes[name] = read
+    return values, shapes
+
+
+def _case(
+    raw: dict[str, Any],
+    positions: dict[str, SourcePos],
+    case_id: str,
+    path: str,
+    operator: Operator,
+    file_level: FeatureLevel,
+) -> Entry:
+    problems: list[Problem] = []
+    f = Fields(raw, "", positions, problems)
+    f.check_known((*CASE_FIELDS, *OPERATOR_FIELDS[operator]))
+    expect = f.text("expect", default="valid").lower()
+    if expect not in ("valid", "invalid"):
+        f.problem("expect", f"must be 'valid' or 'invalid', got {expect!r}")
+    reason = f.text("reason", default="(no reason given)") if expect == "invalid" else None
+    level = _feature_level(f, file_level)
+    outputs = read_outputs(f, OUTPUT_NAMES[operator])
+    descriptor = read_descriptor(operator, f, outputs)
+    expected, shapes = _expected(f.sub("expected", required=False), operator)
+    tolerance = _tolerance(f.sub("tolerance", required=False))
+    if descriptor is None and not problems:  # every reader records why it gave up; this is a safety net
+        f.problem("", "the descriptor could not be read")
+    if problems or descriptor is None:
+        return Rejected(case_id, path, operator.value, f.pos(), reason, tuple(problems))
+    return Case(
+        id=case_id,
+        path=path,
+        operator=operator,
+        feature_level=level,
+        descriptor=descriptor,
+        description=f.text("description"),
+        expected=expected,
+        expected_shapes=shapes,
+        tolerance=tolerance,
+        expect_invalid=reason,
+        positions=positions,
+        outputs=outputs,
+    )
+
+
+def _case_positions(doc: Document) -> dict[int, dict[str, SourcePos]]:
+    grouped: dict[int, dict[str, SourcePos]] = defaultdict(dict)
+    for key, pos in doc.positions.items():
+        if len(key) >= 2 and key[0] == "cases" and isinstance(key[1], int):
+            grouped[key[1]][".".join(str(k) for k in key[2:])] = pos
+    return grouped
+
+
+def parse_document(doc: Document) -> tuple[list[Entry], list[Problem]]:
+    """The entries of one case file, and the file-level problems that stop it from being read at all."""
+    path = display_path(doc.path)
+    problems: list[Problem] = []
+    top = Fields(doc.data, "", {".".join(map(str, k)): v for k, v in doc.positions.items() if len(k) <= 1}, problems)
+    if not isinstance(doc.data, dict):
+        return [], [Problem(doc.pos(()), "", "a case file is a mapping with 'operator:' and 'cases:'")]
+    top.check_known(FILE_FIELDS)
+    operator = top.choice("operator", Operator, strip="DML_")
+    level = _feature_level(top, INTRODUCED)
+    cases = top.get("cases", True)
+    if top.has("cases") and not isinstance(cases, list):
+        top.problem("cases", f"must be a list of cases, got {_kind(cases)}")
+    if problems or operator is None or not isinstance(cases, list):
+        return [], problems
+    entries: list[Entry] = []
+    seen: dict[str, SourcePos] = {}
+    ids: set[str] = set()
+    budget = Budget()
+    for index, (raw, positions) in enumerate(zip(cases, _by_index(_case_positions(doc), len(cases)), strict=True)):
+        positions[""] = doc.pos(("cases", index))
+        case_fields = Fields(raw, "", positions, problems)
+        if not isinstance(raw, dict):
+            case_fields.problem("", "each case is a mapping")
+            continue
+        case_id = case_fields.text("id", required=True)
+        if case_fields.has("id") and not case_id.strip():
+            case_fields.problem("id", "must not be empty")
+        if not case_id.strip():
+            continue
+        if case_id in seen:
+            case_fields.problem("id", f"duplicate id {case_id!r} (first at line {seen[case_id].line})")
+            continue
+        seen[case_id] = case_fields.pos("id")
+        variants, sweep_problems = expand(raw, positions, budget)
+        problems.extend(sweep_problems)
+        for variant in variants:
+            full_id = f"{path}::{case_id}{variant.suffix}"
+            if full_id in ids:
+                where = variant.positions.get("matrix", case_fields.pos("id"))
+                problems.append(Problem(where, "matrix", f"gives the id {full_id!r} twice (repeated values?)"))
+                break
+            ids.add(full_id)
+            entries.append(_case(variant.raw, variant.positions, full_id, path, operator, level))
+    return entries, problems
+
+
+def _kind(value: Any) -> str:
+    """What a YAML value is, for messages: 'a mapping', 'a list', 'an empty value', or its repr."""
+    if value is None:
+        return "an empty value"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "a list" if isinstance(value, list) else repr(value)
+
+
+def _by_index(grouped: dict[int, dict[str, SourcePos]], count: int) -> list[dict[str, SourcePos]]:
+    return [grouped.get(i, {}) for i in range(count)]

@@ -1,0 +1,196 @@
+"""Collect a suite: case files under the given paths, read, validated, filtered by -k, --quick and --shard; and
+what the selection holds (--max-run-elements)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
+
+from conformance.cases.load import DEFAULT_LIMITS, FileLimits, load_document
+from conformance.cases.parse import Entry, Rejected, display_path, parse_document
+from conformance.cases.validate import DEFAULT_MAX_ELEMENTS, validate
+from conformance.coverage.mapping import case_coverage, quick_selection
+from conformance.ep.lower import slice_output_sizes
+from conformance.model import Case, Mvn1Desc, SourcePos, TopK1Desc
+from conformance.problems import CaseFileError, Problem, one_line
+
+CASE_FILE_SUFFIXES = (".yaml", ".yml")
+# --max-run-elements: the case library holds 7.1 M elements on one EP, so this is some 600 times that, and room for
+# four cases at --max-elements' largest tensors (up to four tensors of 2^28 in an MVN1 case). Every element is made,
+# computed in float64 by the oracle and run, so a run past it (20,000 sweep variants of large tensors are easily
+# written) would take hours or days: it is refused before anything runs.
+DEFAULT_MAX_RUN_ELEMENTS = 1 << 32
+
+
+class NoCaseFiles(ValueError):
+    """A directory named on the command line that holds no case file: one line, a usage error."""
+
+
+@dataclass(frozen=True)
+class CaseFile:
+    """A case file found under the paths given; ``refused``: why it is not read (a symbolic link out of the
+    directory walked)."""
+
+    path: str
+    refused: Problem | None = None
+
+
+@dataclass(frozen=True)
+class Suite:
+    """The cases to run and the problems that make the input unusable (a run refuses to start on any, unless
+    --keep-going). ``invalid_files``: the files with a problem, each time one is read, as entries name their file
+    (``display_path``)."""
+
+    entries: tuple[Entry, ...]
+    problems: tuple[Problem, ...]
+    files: int
+    invalid_files: tuple[str, ...] = ()
+
+
+def outside(real_root: str, path: str) -> str | None:
+    """The real path of ``path`` (a symbolic link) where it leads out of ``real_root``; None where it stays in."""
+    target = os.path.realpath(path)
+    try:
+        inside = os.path.commonpath([real_root, target]) == real_root
+    except ValueError:  # Windows: another drive
+        inside = False
+    return None if inside else target
+
+
+def _walk(root: str) -> list[CaseFile]:
+    """*.yaml and *.yml under ``root``, sorted. A symbolic link to a directory is never followed (os.walk's
+    default): one that stays inside ``root`` leads to files the walk reaches anyway, and no loop can be entered. A
+    symbolic link, to a file or a directory, whose real path lies outside ``root`` is refused, not read: a case
+    folder from elsewhere (a pull request, an archive) must not make the harness read the rest of the machine."""
+    real_root = os.path.realpath(root)
+    found: list[CaseFile] = []
+    for folder, dirs, names in os.walk(root):
+        dirs.sort()
+        linked_dirs = [name for name in dirs if os.path.islink(os.path.join(folder, name))]
+        for name in [*linked_dirs, *(n for n in names if n.endswith(CASE_FILE_SUFFIXES))]:
+            path = os.path.join(folder, name)
+            target = outside(real_root, path) if os.path.islink(path) else None
+            if target is not None:
+                message = f"a symbolic link to outside {root} ({target}): refused"
+                found.append(CaseFile(path, Problem(SourcePos(path, 1, 1), "", message)))
+            elif name in names:
+                found.append(CaseFile(path))
+    return sorted(found, key=lambda f: f.path)
+
+
+def find_case_files(paths: Sequence[str]) -> list[CaseFile]:
+    """Case files named by ``paths``: a file as given (the user's choice, read even through a link), a directory
+    walked (``_walk``). NoCaseFiles for a directory that holds none."""
+    found: list[CaseFile] = []
+    for path in paths:
+        if not os.path.isdir(path):
+            found.append(CaseFile(path))
+            continue
+        walked = _walk(path)
+        if not walked:
+            raise NoCaseFiles(f"{one_line(path)}: no case files (*.yaml, *.yml) found")
+        found.extend(walked)
+    return found
+
+
+def read_file(
+    path: str, max_elements: int = DEFAULT_MAX_ELEMENTS, limits: FileLimits = DEFAULT_LIMITS
+) -> tuple[list[Entry], list[Problem]]:
+    """One case file's entries and its problems, deduplicated (a sweep repeats its base case's problems)."""
+    try:
+        document = load_document(path, max_file_bytes=limits.max_file_bytes, max_nodes=limits.max_nodes)
+        entries, problems = parse_document(document)
+    except CaseFileError as error:
+        return [], list(error.problems)
+    for entry in entries:
+        if isinstance(entry, Rejected) and entry.expect_invalid is None:
+            problems.extend(entry.problems)
+        elif isinstance(entry, Case) and entry.expect_invalid is None:
+            problems.extend(validate(entry, max_elements))
+    return entries, list(dict.fromkeys(problems))
+
+
+def collect(
+    paths: Sequence[str],
+    max_elements: int = DEFAULT_MAX_ELEMENTS,
+    keyword: str | None = None,
+    limits: FileLimits = DEFAULT_LIMITS,
+) -> Suite:
+    files = find_case_files(paths)
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    invalid: list[str] = []
+    for file in files:
+        file_entries, file_problems = (
+            read_file(file.path, max_elements, limits) if file.refused is None else ([], [file.refused])
+        )
+        entries.extend(e for e in file_entries if keyword is None or keyword in e.id)
+        problems.extend(file_problems)
+        if file_problems:
+            invalid.append(display_path(file.path))  # as parse_document names the file's entries
+    exact = tuple(e for e in entries if e.id == keyword)
+    # A full id (what a reproduction command gives) selects that case alone, not every id it is a prefix of.
+    return Suite(exact or tuple(entries), tuple(problems), len(files), tuple(invalid))
+
+
+def valid_files_only(suite: Suite) -> Suite:
+    """--keep-going: the entries of the files without a problem; a file with any problem contributes none (its
+    problems stay, for the report)."""
+    invalid = set(suite.invalid_files)
+    entries = tuple(e for e in suite.entries if e.path not in invalid)
+    return replace(suite, entries=entries, files=suite.files - len(suite.invalid_files))
+
+
+def case_elements(entry: Entry) -> int:
+    """Elements of a case's tensors, inputs and outputs, from its descriptor's sizes (nothing is allocated); 0 for
+    an ``expect: invalid`` case, which the validator refuses before any tensor is made. For a case that validates."""
+    if isinstance(entry, Rejected) or entry.expect_invalid is not None:
+        return 0
+    d = entry.descriptor
+    if isinstance(d, TopK1Desc):
+        shapes = [d.input.sizes, d.output_sizes, d.output_sizes]  # OutputValueTensor and OutputIndexTensor
+    elif isinstance(d, Mvn1Desc):
+        shapes = [t.sizes for t in (d.input, d.scale, d.bias) if t is not None] + [d.input.sizes]
+    else:
+        shapes = [d.input.sizes, slice_output_sizes(d)]
+    return sum(math.prod(shape) for shape in shapes)
+
+
+def run_elements(entries: Sequence[Entry], eps: int) -> int:
+    """Elements the (case, EP) pairs of a run hold: each case's on each of ``eps`` execution providers."""
+    return eps * sum(case_elements(entry) for entry in entries)
+
+
+def is_found(entry: Entry) -> bool:
+    """A case under a ``found/`` folder: the smallest form of something a GPU run found (a regression test)."""
+    return "found" in PurePosixPath(entry.path).parent.parts
+
+
+def quick(suite: Suite, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Suite:
+    """The quick selection: few cases covering every clause and facet the suite covers, plus the found ones."""
+    coverages = [case_coverage(entry, max_elements) for entry in suite.entries]
+    chosen = set(quick_selection(coverages, [e.id for e in suite.entries if is_found(e)]))
+    return replace(suite, entries=tuple(e for e in suite.entries if e.id in chosen))
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """ "I/N" (1 <= I <= N) -> (I, N); ValueError with a one-line reason otherwise."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()) or not 1 <= int(index) <= int(count):
+        raise ValueError(f"expected I/N with 1 <= I <= N, got {text!r}")
+    return int(index), int(count)
+
+
+def in_shard(case_id: str, index: int, count: int) -> bool:
+    """Whether a case belongs to shard ``index`` of ``count``: by a hash of its full id, so a case stays in its shard
+    when others are added or removed, and every machine computes the same split."""
+    return int(hashlib.sha1(case_id.encode("utf-8")).hexdigest(), 16) % count == index - 1
+
+
+def shard(suite: Suite, index: int, count: int) -> Suite:
+    """Shard ``index`` of ``count``: the shards of one suite are disjoint and together hold every case."""
+    return replace(suite, entries=tuple(e for e in suite.entries if in_shard(e.id, index, count)))

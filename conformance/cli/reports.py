@@ -1,0 +1,222 @@
+"""The report side of the CLI: writing every format from results (``dmlconf run`` and ``dmlconf report``), the
+known-failure gate, and ``dmlconf diff``. Rendering lives in the report_* modules; this module picks files and
+exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from conformance.cases.suite import parse_shard
+from conformance.gate.diff import diff_runs
+from conformance.gate.merge import MergeError, merge_runs
+from conformance.gate.summary import Summary, summarize
+from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers, overall_failed, waived_keys
+from conformance.report.diff import render_diff_console, render_diff_markdown
+from conformance.report.html import render_html
+from conformance.report.junit import render_junit
+from conformance.report.markdown import render_markdown
+from conformance.results import Result, read_results, write_results, write_text_atomic
+from conformance.run.runner import RunOptions
+from conformance.survive.supervisor import DEFAULT_TIMEOUT
+
+FORMATS = {"html": "report.html", "md": "summary.md", "junit": "junit.xml"}
+
+
+class UsageError(Exception):
+    """Bad command-line input: one line, exit code 2 (the CLI prints it)."""
+
+
+def add_report_commands(commands: Any) -> None:
+    report = commands.add_parser("report", help="render reports from a results.json without running anything")
+    report.add_argument("results", metavar="RESULTS.json")
+    report.add_argument(
+        "--format", action="append", choices=sorted(FORMATS), help="repeatable (default: html, md and junit)"
+    )
+    report.add_argument("--out-dir", metavar="DIR", help="where reports go (default: beside RESULTS.json)")
+    add_waiver_option(report)
+    diff = commands.add_parser("diff", help="compare two runs: regressions, fixes, new and removed cases, drift")
+    diff.add_argument("old", metavar="OLD.json")
+    diff.add_argument("new", metavar="NEW.json")
+    diff.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
+    merge = commands.add_parser("merge", help="combine results.json files of shards or machines into one run")
+    merge.add_argument("results", nargs="+", metavar="RESULTS.json")
+    merge.add_argument("--report-dir", required=True, metavar="DIR", help="where the merged results and reports go")
+    add_waiver_option(merge)
+
+
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    """run's options for gates, artifacts and sharding (kept here so that cli.py stays about running)."""
+    add_waiver_option(run)
+    run.add_argument(
+        "--artifacts",
+        metavar="DIR",
+        help="for each FAIL, save the ONNX model, inputs, expected and actual outputs (.onnx, .npy) under DIR",
+    )
+    run.add_argument("--shard", metavar="I/N", help="only shard I of N (by a hash of each case id; merge them after)")
+    run.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run in N worker processes; a worker that crashes or hangs costs only its case (default 1; "
+        "0: in this process, unprotected)",
+    )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"a worker silent this long on a case is killed, the case a TIMEOUT (default {DEFAULT_TIMEOUT:g}; "
+        "0: none)",
+    )
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish a run that was killed: keep the results in --report-dir's results.jsonl, run the rest",
+    )
+    run.add_argument(
+        "--pack",
+        type=int,
+        default=RunOptions.pack,
+        metavar="N",
+        help=f"run small cases up to N to a session; any non-PASS is run again alone (default {RunOptions.pack}; "
+        "1: one case per session)",
+    )
+
+
+def shard_of(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        return parse_shard(text)
+    except ValueError as error:
+        raise UsageError(f"--shard: {error}") from None
+
+
+def add_waiver_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--waivers",
+        metavar="FILE",
+        help="known failures (YAML): matched failures count as expected, the exit code gates on the rest",
+    )
+
+
+def read_waivers(path: str | None) -> list[Waiver] | None:
+    """The waiver file's entries, or None without one; its problems are CaseFileError lines."""
+    if path is None:
+        return None
+    if not os.path.isfile(path):
+        raise UsageError(f"--waivers: {path}: no such file")
+    return load_waivers(path)
+
+
+def _read(path: str) -> tuple[dict[str, Any], list[Result]]:
+    """A results.json, or a one-line usage error naming the file."""
+    try:
+        return read_results(path)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"{path}: not a readable results.json: {error}") from None
+
+
+def write_reports(
+    out_dir: str, summary: Summary, results: Sequence[Result], gate: Gate | None, formats: Sequence[str]
+) -> list[str]:
+    """Write each format of ``summary`` (of ``results``) into ``out_dir`` (atomically, file by file); the paths
+    written."""
+    env = summary.environment
+    waived = waived_keys(gate) if gate is not None else None
+    renderers = {
+        "html": lambda: render_html(summary, results, gate),
+        "md": lambda: render_markdown(summary),
+        "junit": lambda: render_junit(env, results, waived),
+    }
+    try:  # every format rendered before any is written: a renderer that fails leaves the folder as it was
+        texts = {name: renderers[name]() for name in formats}
+    except Exception as error:  # a results.json this version cannot render: one line, not a traceback
+        raise UsageError(f"cannot render the reports: {type(error).__name__}: {error}") from None
+    written = []
+    for name, text in texts.items():
+        path = os.path.join(out_dir, FORMATS[name])
+        write_text_atomic(path, text)
+        written.append(path)
+    return written
+
+
+def gate_lines(gate: Gate) -> list[str]:
+    """The gate's verdict for a console: what was expected, and what was not."""
+    lines = [
+        f"known failures: {len(gate.expected_failures)} expected, {len(gate.unexpected_failures)} unexpected "
+        f"failure(s), {len(gate.unexpected_passes)} unexpected pass(es), {len(gate.stale)} stale waiver(s)"
+    ]
+    lines += [f"UNEXPECTED FAIL {r.case} [{r.ep}]" for r in gate.unexpected_failures]
+    lines += [f"UNEXPECTED PASS {r.case} [{r.ep}]: {w.tracking} can be closed" for r, w in gate.unexpected_passes]
+    lines += [f"warning: stale waiver {w.case} [{w.ep}] at {w.pos}: matches no result" for w in gate.stale]
+    return lines
+
+
+def _publish(
+    out_dir: str, env: Mapping[str, Any], results: Sequence[Result], waiver_file: str | None, formats: Sequence[str]
+) -> tuple[list[str], list[str], int]:
+    """``report`` and ``merge``'s common end: the gate and every format written; the paths written, the gate's
+    lines and the exit code. (A waiver file's problems are CaseFileError lines, which main prints.)"""
+    waivers = read_waivers(waiver_file)
+    gate = apply_waivers(env, results, waivers) if waivers is not None else None
+    summary = summarize(env, results)
+    os.makedirs(out_dir, exist_ok=True)
+    written = write_reports(out_dir, summary, results, gate, formats)
+    return written, gate_lines(gate) if gate is not None else [], 1 if overall_failed(summary, gate) else 0
+
+
+def _skipped_input(env: Mapping[str, Any], code: int) -> int:
+    """A run made with --keep-going over invalid case files exits 2 whatever its verdicts; so does every report of
+    its results.json, so that a gate reading it later cannot pass on cases that were never run."""
+    problems = env.get("problems") or []
+    if not problems:
+        return code
+    print(f"the run skipped case files for {len(problems)} problem(s) (--keep-going): exit code 2", file=sys.stderr)
+    return 2
+
+
+def report_command(args: argparse.Namespace) -> int:
+    env, results = _read(args.results)
+    out_dir = args.out_dir or os.path.dirname(args.results) or "."
+    written, gate, code = _publish(out_dir, env, results, args.waivers, args.format or list(FORMATS))
+    print("\n".join([*written, *gate]))
+    return _skipped_input(env, code)
+
+
+def merge_command(args: argparse.Namespace) -> int:
+    runs = [(path, *_read(path)) for path in args.results]
+    try:
+        env, results = merge_runs(runs)
+    except MergeError as error:
+        raise UsageError(str(error)) from None
+    # Every file's case-file problems, not only the first file's (whose environment is the merged one's base).
+    problems = list(dict.fromkeys(str(p) for _, run_env, _ in runs for p in run_env.get("problems") or []))
+    env = {k: v for k, v in env.items() if k != "problems"} | ({"problems": problems} if problems else {})
+    results_path = os.path.join(args.report_dir, "results.json")
+    os.makedirs(args.report_dir, exist_ok=True)
+    write_results(results_path, env, results)
+    written, gate, code = _publish(args.report_dir, env, results, args.waivers, list(FORMATS))
+    print(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
+    if gate:
+        print("\n".join(gate))
+    return _skipped_input(env, code)
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    (old_env, old), (new_env, new) = _read(args.old), _read(args.new)
+    try:
+        comparison = diff_runs(old, new, old_env, new_env)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    print(render_diff_console(comparison))
+    if args.markdown:
+        write_text_atomic(args.markdown, render_diff_markdown(comparison))
+        print(f"markdown: {args.markdown}")
+    return 1 if comparison.regressed else 0

@@ -1,0 +1,208 @@
+"""``dmlconf run``: collect the cases, run them in worker processes, stream each result to results.jsonl, write
+results.json and the reports. ``--resume`` finishes a run that was killed (stream.py)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from conformance.cases.load import DEFAULT_LIMITS, FileLimits
+from conformance.cases.suite import NoCaseFiles, Suite, collect, quick, run_elements, shard, valid_files_only
+from conformance.cli.progress import Progress
+from conformance.cli.reports import FORMATS, UsageError, gate_lines, read_waivers, shard_of, write_reports
+from conformance.ep.providers import EpSpec, best_available_ep, directml_for, parse_ep
+from conformance.gate.summary import summarize
+from conformance.gate.waivers import Waiver, apply_waivers, overall_failed
+from conformance.model import FeatureLevel
+from conformance.problems import Problem
+from conformance.report.console import render_console
+from conformance.results import Result, write_results
+from conformance.run.identity import environment
+from conformance.run.runner import RunOptions, distinct_eps, ep_text
+from conformance.survive.pool import run_pairs
+from conformance.survive.stream import STREAM_NAME, Stream, StreamError, read_stream, run_identity
+from conformance.survive.supervisor import Supervisor
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def existing(paths: Sequence[str]) -> Sequence[str]:
+    for path in paths:
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file or directory")
+    return paths
+
+
+def file_limits(args: argparse.Namespace) -> FileLimits:
+    return FileLimits(args.max_file_bytes, args.max_nodes)
+
+
+def collect_paths(
+    paths: Sequence[str], max_elements: int, keyword: str | None = None, limits: FileLimits = DEFAULT_LIMITS
+) -> Suite:
+    try:
+        return collect(existing(paths), max_elements, keyword, limits)
+    except NoCaseFiles as error:
+        raise UsageError(str(error)) from None
+
+
+def print_problems(problems: Sequence[Problem], files: int) -> None:
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    print(f"{len(problems)} problem(s) in {files} file(s)", file=sys.stderr)
+
+
+def chosen_eps(texts: Sequence[str]) -> list[EpSpec]:
+    """The EPs to run on, each once (``distinct_eps``); the best available when none is named."""
+    try:
+        return distinct_eps([parse_ep(text) for text in texts] or [best_available_ep()])
+    except ValueError as error:
+        raise UsageError(f"--ep: {error}") from None
+
+
+def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    eps = chosen_eps(args.ep)
+    try:
+        level = FeatureLevel.parse(args.feature_level) if args.feature_level else None
+    except ValueError as error:
+        raise UsageError(f"--feature-level: {error}") from None
+    for option, value, least in (("--pack", args.pack, 1), ("--jobs", args.jobs, 0), ("--timeout", args.timeout, 0)):
+        if value < least:
+            raise UsageError(f"{option}: must be at least {least}, got {value:g}")
+    existing(args.paths or ["cases"])  # before the workers start: a wrong path costs nothing
+    if args.jobs < 1:
+        return _run_suite(args, argv, eps, level, None)
+    # Started before the case files are read, so that the workers' imports overlap the reading.
+    with Supervisor(args.jobs, args.timeout or None) as supervisor:
+        return _run_suite(args, argv, eps, level, supervisor)
+
+
+def _selected(args: argparse.Namespace) -> Suite | None:
+    """The cases to run; None (after printing the problems) where a case file has problems, unless --keep-going
+    runs the cases of the other files."""
+    suite = collect_paths(args.paths or ["cases"], args.max_elements, args.keyword, file_limits(args))
+    if suite.problems:
+        print_problems(suite.problems, suite.files)
+        if not args.keep_going:
+            print("nothing was run: fix the problems above", file=sys.stderr)
+            return None
+        skipped = len(suite.invalid_files)
+        print(f"--keep-going: skipping the {skipped} file(s) with problems, running the others", file=sys.stderr)
+        suite = valid_files_only(suite)
+    if args.quick:
+        suite = quick(suite, args.max_elements)
+    if (part := shard_of(args.shard)) is not None:
+        suite = shard(suite, *part)
+    return suite
+
+
+def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> None:
+    """--max-run-elements, from the descriptors' sizes: checked before anything is generated or run."""
+    elements = run_elements(suite.entries, len(eps))
+    if elements > args.max_run_elements:
+        raise UsageError(
+            f"the selected cases hold {elements} elements, over --max-run-elements {args.max_run_elements} "
+            "(select fewer with -k, --shard or --quick, or raise the limit)"
+        )
+
+
+def _folders(args: argparse.Namespace) -> None:
+    """--report-dir and --artifacts made before the run, so that an unusable one costs nothing."""
+    for option, folder in (("--report-dir", args.report_dir), ("--artifacts", args.artifacts)):
+        try:
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+        except OSError as error:
+            raise UsageError(f"{option}: cannot create {folder}: {error.strerror or error}") from None
+
+
+def _stream(
+    args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec], options: RunOptions
+) -> tuple[Stream, dict[int, Result]]:
+    """results.jsonl opened for appending; with --resume, the results it already holds."""
+    path = os.path.join(args.report_dir, STREAM_NAME)
+    identity = run_identity(suite.entries, eps, options)
+    try:
+        if args.resume and os.path.exists(path):
+            done, keep = read_stream(path, identity)
+            print(f"resuming: {len(done)} result(s) kept from {path}")
+            return Stream(path, identity, keep), done
+        if args.resume:
+            print(f"nothing to resume in {path}: running every case", file=sys.stderr)
+        return Stream(path, identity), {}
+    except StreamError as error:
+        raise UsageError(f"--resume: {error}; run without --resume to start again") from None
+    except OSError as error:
+        raise UsageError(f"--report-dir: cannot write {path}: {error.strerror or error}") from None
+
+
+def _run_suite(
+    args: argparse.Namespace,
+    argv: Sequence[str],
+    eps: list[EpSpec],
+    level: FeatureLevel | None,
+    supervisor: Supervisor | None,
+) -> int:
+    suite = _selected(args)
+    if suite is None:
+        return EXIT_USAGE
+    if not suite.entries:
+        raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
+    _within_limit(args, suite, eps)
+    directml = directml_for(eps)
+    options = RunOptions(
+        level,
+        args.max_elements,
+        directml.feature_level if directml else None,
+        args.artifacts,
+        args.pack,
+        file_limits=file_limits(args),
+    )
+    _folders(args)
+    waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
+    stream, done = _stream(args, suite, eps, options)
+    print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(map(ep_text, eps))}")
+    if directml is not None:
+        print(f"DirectML {directml.version or '?'} ({directml.source}): feature level {directml.feature_level or '?'}")
+    planned = len(suite.entries) * len(eps)
+    progress = Progress(planned - len(done))
+    try:
+        results = run_pairs(
+            suite.entries, eps, options, args.jobs, progress.advance, supervisor, done=done, record=stream.add
+        )
+    finally:
+        stream.close()
+        progress.close()
+    env = environment(eps, options, argv, directml, suite.problems)
+    code = _report(args, env, results, planned, waivers)
+    if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
+        why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
+        print(f"{why} (listed above and in results.json): exit code 2", file=sys.stderr)
+        return EXIT_USAGE
+    return code
+
+
+def _report(
+    args: argparse.Namespace, env: dict[str, Any], results: list[Result], planned: int, waivers: list[Waiver] | None
+) -> int:
+    if len(results) < planned:  # recorded, so that every report of this results.json says the run failed
+        print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
+        print(f"every finished result is in {os.path.join(args.report_dir, STREAM_NAME)}: add --resume to finish")
+        env |= {"interrupted": True, "planned_results": planned}
+    summary = summarize(env, results)
+    print(render_console(summary))
+    gate = apply_waivers(env, results, waivers) if waivers is not None else None
+    results_path = os.path.join(args.report_dir, "results.json")
+    try:
+        write_results(results_path, env, results)
+        written = write_reports(args.report_dir, summary, results, gate, list(FORMATS))
+    except OSError as error:
+        print(f"dmlconf: cannot write reports to {args.report_dir}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"reports: {', '.join([results_path, *written])}")
+    if gate is not None:
+        print("\n".join(gate_lines(gate)))
+    return EXIT_FAILED if overall_failed(summary, gate) else EXIT_OK

@@ -1,0 +1,168 @@
+"""MEAN_VARIANCE_NORMALIZATION1: the only compared output that is computed, so the only one with a tolerance.
+
+An element passes when ``|actual - expected| <= atol`` or ``ulp_distance(actual, expected) <= max_ulp``, the ULP
+distance counted in the output's own type (float16 or float32) by the ordered-integer trick (+0 and -0 are the
+same point; the smallest positive and negative denormals are 2 ULP apart). NaN must meet NaN and an infinity
+must equal exactly (an infinity is never "close"). The oracle's value is exact (float64, rounded once).
+
+Defaults (``default_tolerance``; ``scale = max(1, max |ScaleTensor|)``, N = elements per mean/variance, i.e. the
+product of the input's sizes over Axes); a case's ``Tolerance`` replaces either field:
+
+* FLOAT16: ``max_ulp = 2``, ``atol = 2**-10 * scale``. A float16 result is dominated by its final rounding: an
+  implementation that accumulates and normalizes in float32 (as GPU kernels do) carries relative error around
+  sqrt(N) * 2**-24, far below float16's 2**-11, so its result is within 0.5 ULP of the exact value and at most
+  1 ULP from the oracle's correctly rounded one; one more ULP allows a float16 intermediate (e.g. x - mean
+  rounded to float16) or an approximate rsqrt. Near zero the ULP shrinks while the error does not: the error
+  of the normalized value is absolute (error of the mean over the standard deviation, times Scale), so the
+  absolute floor is one float16 ULP at 1.0 (2**-10), times the Scale that multiplies it.
+* FLOAT32: ``max_ulp = 16``, ``atol = 2**-20 * sqrt(N) * scale``. Float32 results are dominated by the
+  accumulation of the mean and the variance: each of N additions rounds with relative error 2**-24, and a
+  sequential or tree sum of random-signed rounding errors grows like sqrt(N) (worst case N or log2 N); the
+  normalized output (x - mean) / sqrt(var + eps) inherits that as an absolute error of about
+  sqrt(N) * 2**-24 per unit of Scale. The absolute term gives a 16x margin over that estimate
+  (2**-20 = 16 * 2**-24) and matters near zero; 16 ULP covers O(1) outputs of small reductions plus a fused
+  activation's approximate transcendental (sigmoid, tanh, exp: a few ULP in common GPU math libraries).
+
+Conditioning: x - mean cancels when |x| is large against the standard deviation, and an implementation that
+computes in float32 (exactly, from float32 or float16 inputs) then makes an error of about
+2**-24 * (|x| + |mean|) before dividing by sqrt(var + eps). So the absolute term is widened by the input's
+condition number ``cond = max over reduction groups of (max |x| + |mean|) / sqrt(var + Epsilon)`` (without
+the square root when NormalizeVariance is false): FLOAT32 ``atol = 2**-20 * max(sqrt(N), cond) * scale``, FLOAT16
+``atol = max(2**-10, 2**-20 * cond) * scale``. That keeps the bound honest for float32 arithmetic while a float16
+intermediate on a large offset (the cancellation the float16 cases provoke) still fails.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from conformance.compare.common import (
+    Metrics,
+    Verdict,
+    abs_error,
+    count_line,
+    elementwise_rows,
+    format_value,
+    header_lines,
+    indent_table,
+    json_float,
+    mismatch_details,
+    passed,
+    structure_problem,
+    ulp_distance,
+)
+from conformance.model import INPUT_TENSOR, OUTPUT_TENSOR, SCALE_TENSOR, Case, DataType, Mvn1Desc, Status, Tolerance
+
+
+def default_tolerance(
+    data_type: DataType, reduction_size: int, scale_magnitude: float, condition: float = 1.0
+) -> Tolerance:
+    """The documented default tolerance (module docstring); integer types compare exactly."""
+    scale = max(1.0, abs(scale_magnitude)) if math.isfinite(scale_magnitude) else 1.0
+    cond = condition if math.isfinite(condition) else 1.0
+    if data_type == DataType.FLOAT16:
+        return Tolerance(max_ulp=2, atol=max(2.0**-10, 2.0**-20 * cond) * scale)
+    if data_type == DataType.FLOAT32:
+        return Tolerance(max_ulp=16, atol=2.0**-20 * max(math.sqrt(max(1, reduction_size)), cond) * scale)
+    return Tolerance(max_ulp=0, atol=0.0)
+
+
+def condition_number(desc: Mvn1Desc, x: np.ndarray) -> float:
+    """max over reduction groups of (max |x| + |mean|) / sqrt(var + Epsilon): how much x - mean cancels."""
+    values = x.astype(np.float64)
+    finite = np.isfinite(values)
+    if not finite.all():
+        values = np.where(finite, values, 0.0)
+    axes = tuple(desc.axes)
+    mean = values.mean(axis=axes, keepdims=True)
+    magnitude = np.abs(values).max(axis=axes, keepdims=True) + np.abs(mean)
+    if desc.normalize_variance:
+        variance = np.square(values - mean).mean(axis=axes, keepdims=True)
+        magnitude = magnitude / np.sqrt(variance + max(desc.epsilon, 0.0) + np.finfo(np.float64).tiny)
+    return float(magnitude.max()) if magnitude.size else 1.0
+
+
+def case_tolerance(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[int, float, int]:
+    """(max_ulp, atol, reduction size) for an MVN case: the defaults, overridden field by field by case.tolerance."""
+    desc = case.descriptor
+    if not isinstance(desc, Mvn1Desc):
+        raise TypeError(f"not an MVN case: {case.id}")
+    reduction = math.prod(desc.input.sizes[axis] for axis in desc.axes)
+    scale = inputs.get(SCALE_TENSOR)
+    magnitude = 1.0
+    if scale is not None:
+        finite = np.abs(scale[np.isfinite(scale)].astype(np.float64))
+        magnitude = float(finite.max()) if finite.size else 1.0
+    condition = condition_number(desc, inputs[INPUT_TENSOR]) if INPUT_TENSOR in inputs else 1.0
+    default = default_tolerance(desc.input.data_type, reduction, magnitude, condition)
+    override = case.tolerance or Tolerance()
+    max_ulp = override.max_ulp if override.max_ulp is not None else default.max_ulp
+    atol = override.atol if override.atol is not None else default.atol
+    return int(max_ulp or 0), float(atol or 0.0), reduction
+
+
+def compare_mvn(
+    case: Case, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray]
+) -> Verdict:
+    want = expected[OUTPUT_TENSOR]
+    problem = structure_problem(OUTPUT_TENSOR, want, actual, index=False)
+    if problem is not None:
+        return problem
+    got = actual[OUTPUT_TENSOR]
+    max_ulp, atol, reduction = case_tolerance(case, inputs)
+    e_nan, a_nan = np.isnan(want), np.isnan(got)
+    e_inf, a_inf = np.isinf(want), np.isinf(got)
+    finite = ~(e_nan | a_nan | e_inf | a_inf)
+    errors, ulps = abs_error(got, want), ulp_distance(got, want)
+    close = finite & ((errors <= atol) | (ulps <= max_ulp))
+    exact_special = (e_nan & a_nan) | ((e_inf | a_inf) & (got == want))
+    mismatched = ~(close | exact_special)
+    metrics: Metrics = {
+        "elements": int(want.size),
+        "mismatches": int(np.count_nonzero(mismatched)),
+        "non_finite_mismatches": int(np.count_nonzero(mismatched & ~finite)),
+        "atol": atol,
+        "max_ulp": max_ulp,
+        "reduction_size": reduction,
+    }
+    if finite.any():
+        metrics["max_abs_error"] = json_float(float(errors[finite].max()))
+        metrics["max_ulp_error"] = int(ulps[finite].max())
+    if not metrics["mismatches"]:
+        return passed(metrics)
+    kind = "tolerance" if (mismatched & finite).any() else "non_finite"
+    headers, rows = elementwise_rows(want, got, mismatched, with_ulp=True)
+    # The histogram covers every finite element, not only the mismatches: it shows how far the bulk is from the
+    # tolerance as well as the outliers.
+    details = mismatch_details(OUTPUT_TENSOR, mismatched, headers, rows, ulps[finite])
+    details["max_ulp"], details["atol"] = max_ulp, atol
+    message = _message(want, got, mismatched, metrics, headers, rows)
+    return Verdict(Status.FAIL, kind, message, metrics, details)
+
+
+def _message(
+    want: np.ndarray,
+    got: np.ndarray,
+    mismatched: np.ndarray,
+    metrics: Metrics,
+    headers: list[str],
+    rows: list[list[str]],
+) -> str:
+    lines = [
+        f"{OUTPUT_TENSOR}: values differ beyond the tolerance "
+        f"(|actual - expected| <= {format_value(metrics['atol'])} or <= {metrics['max_ulp']} ULP; "
+        "NaN must meet NaN, Inf must be exact)",
+        *header_lines(want, got),
+        count_line("mismatched elements", int(metrics["mismatches"]), int(metrics["elements"])),
+    ]
+    if metrics["non_finite_mismatches"]:
+        lines.append(f"  NaN/Inf mismatches: {metrics['non_finite_mismatches']}")
+    if "max_abs_error" in metrics:
+        lines.append(f"  max abs error: {format_value(metrics['max_abs_error'])} (finite elements)")
+        lines.append(f"  max ULP error: {metrics['max_ulp_error']} (reduction size {metrics['reduction_size']})")
+    lines.append(f"  first {len(rows)} mismatches:")
+    lines.extend(indent_table(headers, rows))
+    return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""Spec coverage: which clauses each case exercises, the map of every clause's cases, and the quick selection.
+
+A valid case exercises the clauses (and facets) its operator's rules read off its descriptor and real inputs
+(coverage_top_k1/_mvn1/_slice1); a negative case covers the clauses the validator cites when it rejects it.
+Nothing is taken from a case's id or description, so a case cannot claim coverage it does not provide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+
+from conformance.cases.generate import case_inputs
+from conformance.cases.parse import Entry
+from conformance.cases.validate import DEFAULT_MAX_ELEMENTS, validate
+from conformance.coverage import mvn1 as coverage_mvn1
+from conformance.coverage import slice1 as coverage_slice1
+from conformance.coverage import top_k1 as coverage_top_k1
+from conformance.coverage.clauses import Clause, all_clauses
+from conformance.coverage.facts import ANY
+from conformance.model import Case, Operator
+
+RULES: Mapping[Operator, ModuleType] = {
+    Operator.TOP_K1: coverage_top_k1,
+    Operator.MEAN_VARIANCE_NORMALIZATION1: coverage_mvn1,
+    Operator.SLICE1: coverage_slice1,
+}
+NEGATIVE = "rejected"  # the item a negative case gives its clauses in the quick selection's cover
+
+
+@dataclass(frozen=True)
+class CaseCoverage:
+    """What one case covers: clause id -> facets it shows (valid case), or the clauses it breaks (negative)."""
+
+    case_id: str
+    positive: Mapping[str, frozenset[str]]
+    negative: frozenset[str]
+
+    def items(self) -> set[tuple[str, str]]:
+        """(clause id, facet) pairs, with (clause id, NEGATIVE) for each clause it is a negative case of."""
+        return {(c, f) for c, facets in self.positive.items() for f in facets} | {(c, NEGATIVE) for c in self.negative}
+
+
+@dataclass(frozen=True)
+class ClauseCoverage:
+    clause: Clause
+    positive: tuple[str, ...]
+    negative: tuple[str, ...]
+    missing: tuple[str, ...]  # required facets no case shows
+
+    @property
+    def covered(self) -> bool:
+        return bool(self.positive) and not self.missing and (bool(self.negative) or not self.clause.needs_negative)
+
+
+@dataclass(frozen=True)
+class CoverageMap:
+    clauses: tuple[ClauseCoverage, ...]
+    cases: int
+    unknown: tuple[str, ...]  # clause ids cited by a rule or the validator that no catalogue has (a bug)
+
+    @property
+    def uncovered(self) -> tuple[ClauseCoverage, ...]:
+        return tuple(c for c in self.clauses if not c.covered)
+
+
+def case_coverage(entry: Entry, max_elements: int = DEFAULT_MAX_ELEMENTS) -> CaseCoverage:
+    """The clauses ``entry`` exercises; a case that cannot be read or run covers nothing."""
+    if not isinstance(entry, Case):
+        return CaseCoverage(entry.id, {}, frozenset())
+    problems = validate(entry, max_elements)
+    if entry.expect_invalid is not None or problems:
+        cited = {c for p in problems for c in p.clauses} if entry.expect_invalid is not None else set()
+        return CaseCoverage(entry.id, {}, frozenset(cited))
+    prefix = f"{entry.operator.value}."
+    facets = RULES[entry.operator].exercised(entry, case_inputs(entry))
+    return CaseCoverage(entry.id, {prefix + name: frozenset(seen) for name, seen in facets.items()}, frozenset())
+
+
+def required_facets() -> dict[str, frozenset[str]]:
+    """Clause id -> the facets that must all be seen before the clause counts as covered."""
+    return {f"{op.value}.{name}": facets for op, rules in RULES.items() for name, facets in rules.REQUIRED.items()}
+
+
+def build_map(coverages: Sequence[CaseCoverage], operators: Iterable[Operator] = tuple(Operator)) -> CoverageMap:
+    clauses = {cid: c for cid, c in all_clauses().items() if c.operator in set(operators)}
+    required = required_facets()
+    positive: dict[str, list[str]] = {cid: [] for cid in clauses}
+    negative: dict[str, list[str]] = {cid: [] for cid in clauses}
+    seen: dict[str, set[str]] = {cid: set() for cid in clauses}
+    unknown: set[str] = set()
+    for coverage in coverages:
+        for cid, facets in coverage.positive.items():
+            if cid not in clauses:
+                unknown.add(cid)
+                continue
+            positive[cid].append(coverage.case_id)
+            seen[cid] |= facets
+        for cid in coverage.negative:
+            if cid in clauses:
+                negative[cid].append(coverage.case_id)
+            else:
+                unknown.add(cid)
+    unknown |= set(required) - set(all_clauses())
+    rows = tuple(
+        ClauseCoverage(
+            clause,
+            tuple(positive[cid]),
+            tuple(negative[cid]),
+            tuple(sorted(required.get(cid, frozenset()) - seen[cid])),
+        )
+        for cid, clause in clauses.items()
+    )
+    return CoverageMap(rows, len(coverages), tuple(sorted(unknown)))
+
+
+def quick_selection(coverages: Sequence[CaseCoverage], always: Iterable[str] = ()) -> list[str]:
+    """A small set of cases that covers every (clause, facet) the given cases cover, in their order.
+
+    Greedy set cover (deterministic: ties go to the earlier case), plus every negative case (they only
+    validate, so they cost nothing) and the ids in ``always`` (e.g. the regressions in cases/found/)."""
+    required = required_facets()
+
+    def useful(coverage: CaseCoverage) -> set[tuple[str, str]]:
+        # A clause without required facets needs one case, whatever facet it shows.
+        return {(c, f if c in required or f == NEGATIVE else ANY) for c, f in coverage.items()}
+
+    items = {c.case_id: useful(c) for c in coverages}
+    chosen = {c.case_id for c in coverages if c.negative} | set(always)
+    remaining = set().union(*items.values()) - set().union(*(items[i] for i in chosen if i in items))
+    candidates = {i: found & remaining for i, found in items.items() if i not in chosen}
+    while remaining:
+        best = max(candidates, key=lambda cid: len(candidates[cid] & remaining))
+        gained = candidates.pop(best) & remaining
+        if not gained:
+            break
+        chosen.add(best)
+        remaining -= gained
+    return [c.case_id for c in coverages if c.case_id in chosen]

@@ -1,0 +1,275 @@
+"""Run a Lowering on one execution provider and prove, from onnxruntime's own record, where every node ran.
+
+Nothing may silently run on the CPU instead:
+
+- ``session.record_ep_graph_assignment_info=1``: ``get_provider_graph_assignment_info()`` lists each node's EP
+  (recorded when the graph is partitioned; ``get_providers()`` proves nothing). Any node on another EP than the
+  requested one is NotSupported.
+- For a non-CPU EP, ``session.disable_cpu_ep_fallback=1`` makes session creation fail instead of handing nodes to
+  the CPU (a second session, never run, then names them); the Python wrapper's "Falling back to CPU and retrying"
+  (onnxruntime_inference_collection.py) is switched off with ``enable_fallback=0`` and ``disable_fallback()``. The
+  CPU EP itself refuses ``disable_cpu_ep_fallback``, so CPU runs only record.
+- Graph optimizations are off (we test kernels, not rewrites), except on DirectML: level 2 lets its EP fuse the
+  activation into MVN1 (DmlExecutionProvider/src/GraphTransformer.cpp). Level-1 rules that delete nodes are disabled
+  there; a node still deleted before partitioning is absent from the record and ran nowhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort  # type: ignore[import-untyped]
+from onnx import TensorProto, helper
+
+from conformance.ep.lower import Lowering
+from conformance.ep.lower_mvn1 import IR_VERSION, Array
+from conformance.ep.placement import (
+    ExecutionError,
+    NotSupported,
+    PlacedNode,
+    check_placement,
+    lowering_op_types,
+    recorded_placement,
+)
+from conformance.ep.providers import CPU, CUDA, DML, EpSpec, is_plugin, plugin_devices
+
+if TYPE_CHECKING:
+    from conformance.ep.sessions import Sessions
+
+log = logging.getLogger(__name__)
+
+RECORD_ASSIGNMENT = "session.record_ep_graph_assignment_info"
+DISABLE_CPU_FALLBACK = "session.disable_cpu_ep_fallback"
+_FALLBACK_REFUSED = "fallback to CPU EP has been explicitly disabled"
+_NO_KERNEL = re.compile(r"Could not find an implementation for (\S+?) node")
+# With CPU fallback disabled, a node that no allowed EP can take is left unassigned and the session fails here.
+_UNASSIGNED = re.compile(r"Provider type for (\S+) node with name '([^']*)' is not set")
+# Level-1 rules that would delete our nodes before they are placed (DirectML runs at level 2).
+_KEEP_NODES = (
+    "EliminateIdentity",
+    "EliminateSlice",
+    "NoopElimination",
+    "ConstantFolding",
+    "EliminateDropout",
+    "LayerNormFusion",  # would turn the MVN decomposition into LayerNormalization (DirectML's MVN2) at level 2
+    "SimplifiedLayerNormFusion",
+)
+
+
+@dataclass(frozen=True)
+class Execution:
+    outputs: Mapping[str, Array]  # keyed by DML output name
+    placement: Mapping[str, str]  # node name -> EP name that ran it, from onnxruntime's record
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def _session_options(ep: EpSpec, devices: Sequence[Any], strict: bool, threads: int | None = None) -> Any:
+    options = ort.SessionOptions()
+    if threads is not None:  # else onnxruntime's default: one intra-op thread per physical core
+        options.intra_op_num_threads = threads
+    options.log_severity_level = 4  # failures come back as exceptions; ORT's own log would only repeat them
+    options.add_session_config_entry(RECORD_ASSIGNMENT, "1")
+    if ep.name != CPU and strict:
+        options.add_session_config_entry(DISABLE_CPU_FALLBACK, "1")
+    level = ort.GraphOptimizationLevel
+    options.graph_optimization_level = level.ORT_ENABLE_EXTENDED if ep.name == DML else level.ORT_DISABLE_ALL
+    if ep.name == DML:  # required by the DirectML EP
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.enable_mem_pattern = False
+    if devices:
+        options.add_provider_for_devices(list(devices), dict(ep.options))
+    return options
+
+
+def _providers(ep: EpSpec) -> list[tuple[str, dict[str, str]]] | None:
+    if is_plugin(ep):
+        return None  # given by add_provider_for_devices
+    options = dict(ep.options)
+    if ep.name == CUDA:
+        options.setdefault("device_id", "0")
+    return [(ep.name, options)]
+
+
+def _session(lowering: Lowering, ep: EpSpec, devices: Sequence[Any], strict: bool, threads: int | None) -> Any:
+    session = ort.InferenceSession(
+        lowering.model,
+        _session_options(ep, devices, strict, threads),
+        providers=_providers(ep),
+        enable_fallback=0,
+        disabled_optimizers=list(_KEEP_NODES),
+    )
+    session.disable_fallback()
+    return session
+
+
+def _input_types(lowering: Lowering) -> str:
+    graph = onnx.load_from_string(lowering.model).graph
+    return ", ".join(
+        f"{onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)} {i.name}" for i in graph.input
+    )
+
+
+def _diagnose(
+    lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception, threads: int | None
+) -> Exception:
+    """Why a fallback-free session was refused: which nodes the EP left to the CPU, or that it did not start."""
+    try:
+        session = _session(lowering, ep, devices, strict=False, threads=threads)
+    except Exception as second:  # onnxruntime's own exception types
+        missing = missing_kernel(_one_line(second), lowering, ep_name)
+        if missing is not None:
+            return missing
+        return ExecutionError(f"{ep_name} refused {lowering.name}: {_one_line(error)} ({_one_line(second)})")
+    if not is_plugin(ep) and ep_name not in session.get_providers():
+        return wrapper_fallback(lowering, ep_name, _one_line(error))
+    try:
+        check_placement(recorded_placement(session), lowering.nodes, ep_name)
+    except (NotSupported, ExecutionError) as found:
+        return found
+    return ExecutionError(f"{ep_name} refused {lowering.name}: {_one_line(error)}")
+
+
+def wrapper_fallback(lowering: Lowering, ep_name: str, text: str) -> NotSupported:
+    """The EP could not create the session: onnxruntime's Python wrapper would print "Falling back to
+    ['CPUExecutionProvider'] and retrying" and run every node on the CPU; here that is NOT_SUPPORTED, saying so."""
+    return NotSupported(
+        f"{ep_name} could not create a session for {lowering.name} ({text}); onnxruntime's Python wrapper would fall "
+        f"back to {CPU} and retry (switched off here): {', '.join(lowering.nodes)} would have run on {CPU}",
+        "ep_not_started",
+    )
+
+
+def missing_kernel(text: str, lowering: Lowering, ep_name: str) -> NotSupported | None:
+    """NotSupported when onnxruntime's message says no kernel took a node (on the EP, or on any EP allowed)."""
+    missing = _NO_KERNEL.search(text)
+    if missing:
+        return NotSupported(f"no {missing.group(1)} kernel for {_input_types(lowering)} on {ep_name}: {text}")
+    unassigned = _UNASSIGNED.search(text)
+    if unassigned:
+        return NotSupported(
+            f"{ep_name} took no {unassigned.group(1)} node '{unassigned.group(2)}' for "
+            f"{_input_types(lowering)} (no kernel; CPU fallback is disabled): {text}"
+        )
+    return None
+
+
+def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], threads: int | None) -> Any:
+    try:
+        return _session(lowering, ep, devices, strict=True, threads=threads)
+    except Exception as error:  # onnxruntime's own exception types
+        refusal = _refusal(lowering, ep, ep_name, devices, error, threads)
+    # Raised outside the except block, so that onnxruntime's exception (whose traceback holds the half-created
+    # session and its thread pool) is not kept as the context; and not kept in this frame, which would put the
+    # refusal in a cycle with its own traceback. Either would keep them until a garbage collection.
+    try:
+        raise refusal
+    finally:
+        del refusal
+
+
+def _refusal(
+    lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception, threads: int | None
+) -> Exception:
+    """What a refused session means: a missing kernel, nodes the EP left to the CPU, an EP that did not start, or
+    an ERROR of this case."""
+    text = _one_line(error)
+    missing = missing_kernel(text, lowering, ep_name)
+    if missing is not None:
+        return missing
+    if _FALLBACK_REFUSED in text:
+        return _diagnose(lowering, ep, ep_name, devices, error, threads)
+    if ep_name != CPU and not _starts(ep, devices):
+        return wrapper_fallback(lowering, ep_name, text)
+    return ExecutionError(f"onnxruntime could not create a {ep_name} session for {lowering.name}: {text}")
+
+
+def _probe_model() -> bytes:
+    """One float32 Identity: a session any working EP can create."""
+    tensor = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"], name="probe")],
+        "probe",
+        [tensor],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = IR_VERSION
+    return bytes(model.SerializeToString())
+
+
+def _starts(ep: EpSpec, devices: Sequence[Any]) -> bool:
+    """Whether the EP can create a session at all (with CPU fallback allowed: only its start is in question). A
+    case whose session fails on an EP that starts is an ERROR of that case, not an EP that never started."""
+    try:
+        ort.InferenceSession(_probe_model(), _session_options(ep, devices, strict=False), providers=_providers(ep))
+    except Exception as error:  # onnxruntime's own exception types
+        log.debug("%s does not start: %s", ep.name, error)
+        return False
+    return True
+
+
+def _target(ep: EpSpec) -> tuple[str, list[Any]]:
+    """The EP name to expect in the record, and the plugin devices (empty for a built-in EP)."""
+    if not is_plugin(ep):
+        available = ort.get_available_providers()
+        if ep.name not in available:
+            raise ExecutionError(
+                f"{ep.name} is not available in this onnxruntime build (available: {', '.join(available)})"
+            )
+        return ep.name, []
+    try:
+        name, devices = plugin_devices(ep)
+    except Exception as error:  # ImportError or onnxruntime's registration error
+        raise ExecutionError(f"the {ep.alias} plugin EP could not be loaded: {_one_line(error)}") from error
+    if not devices:
+        raise ExecutionError(f"the {ep.alias} plugin EP ({name}) found no device on this machine")
+    return name, devices[:1]
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A session created for one model on one EP, with onnxruntime's record of where its nodes were placed."""
+
+    session: Any
+    ep_name: str  # the EP name the record must show
+    records: tuple[PlacedNode, ...]
+
+
+def open_session(lowering: Lowering, ep: EpSpec, threads: int | None = None) -> Opened:
+    """A fallback-free session for ``lowering`` on ``ep``; NotSupported or ExecutionError saying why there is none.
+
+    ``threads``: the session's intra-op threads (None: onnxruntime's default)."""
+    ep_name, devices = _target(ep)
+    session = _create(lowering, ep, ep_name, devices, threads)
+    return Opened(session, ep_name, tuple(recorded_placement(session)))
+
+
+def run_session(opened: Opened, lowering: Lowering) -> dict[str, Array]:
+    """``lowering``'s feeds through an open session of its model; outputs keyed by DML output name."""
+    names = list(lowering.outputs)
+    try:
+        values = opened.session.run(names, dict(lowering.feeds))
+    except Exception as error:  # onnxruntime's own exception types
+        raise ExecutionError(f"{lowering.name} failed on {opened.ep_name}: {_one_line(error)}") from error
+    return {lowering.outputs[name]: np.asarray(value) for name, value in zip(names, values, strict=True)}
+
+
+def execute(lowering: Lowering, ep: EpSpec, sessions: Sessions | None = None, threads: int | None = None) -> Execution:
+    """Run ``lowering`` on ``ep`` alone; outputs keyed by DML output names, with each node's recorded EP.
+
+    ``sessions`` keeps sessions for reuse: a case whose model is one already opened on ``ep`` runs in that session.
+    ``threads``: a new session's intra-op threads (None: onnxruntime's default)."""
+    create = partial(open_session, threads=threads)
+    opened = sessions.open(lowering, ep, create) if sessions is not None else create(lowering, ep)
+    placement = check_placement(opened.records, lowering.nodes, opened.ep_name, lowering_op_types(lowering))
+    return Execution(outputs=run_session(opened, lowering), placement=placement)

@@ -1,0 +1,172 @@
+"""Which onnxruntime execution provider a run targets: ``--ep`` text, defaults, plugin EP libraries.
+
+``--ep`` text is ``NAME[:key=value,key=value...]`` where NAME is an alias (cpu, cuda, dml, webgpu), a full
+onnxruntime EP name (CUDAExecutionProvider) or the path of a plugin EP library (its EP name is learnt when the
+library is registered). The options are the EP's provider options, passed through as strings.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePath, PurePosixPath, PureWindowsPath
+from typing import Any
+
+import onnxruntime as ort  # type: ignore[import-untyped]
+
+from conformance.ep import directml as dml
+
+log = logging.getLogger(__name__)
+
+CPU = "CPUExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+DML = "DmlExecutionProvider"
+WEBGPU = "WebGpuExecutionProvider"
+ALIASES: Mapping[str, str] = {"cpu": CPU, "cuda": CUDA, "dml": DML, "webgpu": WEBGPU}
+WEBGPU_PACKAGE = "onnxruntime_ep_webgpu"
+_LIBRARY_SUFFIXES = (".so", ".dll", ".dylib")
+_OPTION_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+
+
+@dataclass(frozen=True)
+class EpSpec:
+    alias: str  # "cpu" | "cuda" | "dml" | "webgpu" | the full name | the library path
+    name: str  # full onnxruntime EP name; for a library path, a name derived from the file until it is registered
+    options: Mapping[str, str] = field(default_factory=dict)
+    library: str | None = None  # a plugin EP library path, when given by path
+
+
+def _is_path(text: str) -> bool:
+    return "/" in text or "\\" in text or text.lower().endswith(_LIBRARY_SUFFIXES)
+
+
+def _split(text: str) -> tuple[str, str | None]:
+    """(head, options text or None). A name ends at its first colon; a path at its last colon followed by
+    key=value text without path separators, so that its own colons (C:\\...) stay in the head."""
+    named = re.fullmatch(r"([A-Za-z][A-Za-z0-9_]*)(?::(.*))?", text, re.DOTALL)
+    if named and not (len(named.group(1)) == 1 and _is_path(text)):  # not a drive letter
+        return named.group(1), named.group(2)
+    cut = text.rfind(":")
+    tail = text[cut + 1 :]
+    if cut < 0 or "/" in tail or "\\" in tail or ("=" not in tail and tail.strip()):
+        return text, None
+    return text[:cut], tail
+
+
+def _options(text: str | None, whole: str) -> dict[str, str]:
+    options: dict[str, str] = {}
+    if text is None or not text.strip():
+        return options
+    for item in text.split(","):
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not _OPTION_KEY.fullmatch(key) or not value:
+            raise ValueError(f"bad EP option {item.strip()!r} in {whole!r}: expected key=value[,key=value...]")
+        if key in options:
+            raise ValueError(f"EP option {key!r} given twice in {whole!r}")
+        options[key] = value
+    return options
+
+
+def _library_name(path: str) -> str:
+    pure: PurePath = PureWindowsPath(path) if "\\" in path else PurePosixPath(path)
+    stem = pure.name
+    for suffix in _LIBRARY_SUFFIXES:
+        stem = stem.removesuffix(suffix)
+    return stem.removeprefix("lib") or stem
+
+
+def parse_ep(text: str) -> EpSpec:
+    """``cpu``, ``cuda:device_id=1``, ``dml:device_id=1,disable_metacommands=true``, ``CUDAExecutionProvider``,
+    ``/path/libfoo.so[:key=value]``; ValueError (one line) for anything else."""
+    whole = text.strip()
+    head, option_text = _split(whole)
+    head = head.strip()
+    options = _options(option_text, whole)
+    if not head:
+        raise ValueError(f"no execution provider named in {text!r}")
+    if _is_path(head):
+        return EpSpec(alias=head, name=_library_name(head), options=options, library=head)
+    for alias, name in ALIASES.items():
+        if head.lower() in (alias, name.lower()):
+            check_options(name, options)
+            return EpSpec(alias=alias, name=name, options=options)
+    if re.fullmatch(r"[A-Za-z][A-Za-z0-9]*ExecutionProvider", head):
+        return EpSpec(alias=head, name=head, options=options)
+    raise ValueError(
+        f"unknown execution provider {head!r}: expected cpu, cuda, dml, webgpu, a full onnxruntime name "
+        "such as CUDAExecutionProvider, or the path of a plugin EP library"
+    )
+
+
+def check_options(name: str, options: Mapping[str, str]) -> None:
+    """ValueError for provider options the EP would reject or silently ignore, where the harness knows them:
+    DirectML's (``dml.check_options``) and CUDA's device_id; other options pass through to onnxruntime."""
+    if name == DML:
+        dml.check_options(options)
+    if name == CUDA and not re.fullmatch(r"[0-9]+", options.get("device_id", "0")):
+        raise ValueError(f"CUDA option device_id={options['device_id']!r}: expected a non-negative whole number")
+
+
+def directml_for(eps: list[EpSpec]) -> dml.DirectML | None:
+    """The installed DirectML (version, feature level) when one of ``eps`` is DirectML; else None."""
+    return dml.detect() if any(ep.name == DML for ep in eps) else None
+
+
+@functools.cache
+def register_library(registration_name: str, path: str) -> tuple[str, ...]:
+    """Register a plugin EP library once per process; the EP names whose devices it brought."""
+    before = {device.ep_name for device in ort.get_ep_devices()}
+    try:
+        ort.register_execution_provider_library(registration_name, path)
+    except Exception as error:  # onnxruntime's own exception types
+        if "already registered" not in str(error):
+            raise
+    return tuple(sorted({str(device.ep_name) for device in ort.get_ep_devices()} - before))
+
+
+def webgpu_library() -> str:
+    """The WebGPU plugin library's path; ImportError when its package is not installed."""
+    module = importlib.import_module(WEBGPU_PACKAGE)
+    return str(module.get_library_path())
+
+
+def plugin_devices(spec: EpSpec) -> tuple[str, list[Any]]:
+    """(EP name, its OrtEpDevices) for a plugin EP (webgpu or a library path), registering its library first.
+
+    Raises ImportError (package missing) or onnxruntime's error (registration failed); the list may be empty.
+    """
+    if spec.library is None:
+        register_library("webgpu", webgpu_library())
+        name = WEBGPU
+    else:
+        brought = register_library(spec.name, spec.library)
+        name = spec.name if spec.name in brought or len(brought) != 1 else brought[0]
+    return name, [device for device in ort.get_ep_devices() if device.ep_name == name]
+
+
+def is_plugin(spec: EpSpec) -> bool:
+    return spec.library is not None or spec.name == WEBGPU
+
+
+def _webgpu_usable() -> bool:
+    try:
+        return bool(plugin_devices(EpSpec("webgpu", WEBGPU))[1])
+    except Exception as error:  # missing package, incompatible onnxruntime, no adapter: not usable
+        log.debug("WebGPU EP not usable: %s", error)
+        return False
+
+
+def best_available_ep() -> EpSpec:
+    """The first of dml, cuda (from onnxruntime's available providers) and webgpu (its package imports and has a
+    device) that this machine has; else cpu."""
+    available = set(ort.get_available_providers())
+    for alias in ("dml", "cuda"):
+        if ALIASES[alias] in available:
+            return EpSpec(alias, ALIASES[alias])
+    if _webgpu_usable():
+        return EpSpec("webgpu", WEBGPU)
+    return EpSpec("cpu", CPU)

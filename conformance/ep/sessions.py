@@ -1,0 +1,50 @@
+"""Sessions kept for reuse within a run: cases whose lowering is the same model (the same structure: operator,
+attributes, shapes and data types; only the data differs, since data are graph inputs) run in one session.
+
+At most one session is open at a time, and it is closed before a session for another model is created, so that no
+case runs beside another case's session. An EP may keep state for as long as any of its sessions lives: the WebGPU
+EP's program cache belongs to its device context, and it keys InstanceNormalization's shader by shape while the
+shader has epsilon written into it, so a second session with another epsilon computed with the first one's (found
+on the H100; reports/README.md). A verdict must not depend on which cases ran before it.
+
+A cache belongs to one run, or to one worker's share of it; nothing is kept between runs. Only sessions that were
+created are kept: a model that failed to open is tried again (and diagnosed again) for each case, as alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable
+
+from conformance.ep.execute import Opened
+from conformance.ep.lower import Lowering
+from conformance.ep.providers import EpSpec
+
+CAPACITY = 1  # open sessions held at once: one, so that no case runs beside another case's session
+
+
+class Sessions:
+    """At most ``capacity`` open sessions (0: none kept), the least recently used closed before another is created;
+    counts what it saved."""
+
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self._open: OrderedDict[tuple[str, str, bytes], Opened] = OrderedDict()
+        self._capacity = capacity
+        self.created = 0
+        self.reused = 0
+
+    def open(self, lowering: Lowering, ep: EpSpec, create: Callable[[Lowering, EpSpec], Opened]) -> Opened:
+        """The open session for ``lowering``'s model on ``ep``, created by ``create`` the first time."""
+        key = (ep.alias, repr(sorted(ep.options.items())), hashlib.sha256(lowering.model).digest())
+        if key in self._open:
+            self._open.move_to_end(key)
+            self.reused += 1
+            return self._open[key]
+        while self._open and len(self._open) >= self._capacity:
+            self._open.popitem(last=False)  # closed before the next one is created
+        opened = create(lowering, ep)
+        self.created += 1
+        if self._capacity > 0:
+            self._open[key] = opened
+        return opened

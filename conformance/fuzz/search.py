@@ -1,0 +1,208 @@
+"""dmlconf fuzz: random valid descriptors and data run on an EP against the oracle; a mismatch is shrunk by
+Hypothesis to a minimal case and written as a case file that ``dmlconf run`` reproduces.
+
+The run is a sequence of batches of examples, batch i seeded from (seed, i), until the time is spent: the same
+seed draws the same examples in the same order on every machine, and a longer --time only draws more of them.
+The first FAIL or ERROR fixes the failure's signature (status and failure kind); shrinking keeps to that signature
+and runs at most ``shrink_examples`` candidates, a count rather than a time, so that the same seed on the same EP
+shrinks to the same case however fast the machine is (Hypothesis itself also stops shrinking after 5 minutes,
+which only candidates slower than 0.75 s each, at the default budget, can reach).
+
+Candidates are parsed from the same document the case file is written from (no YAML round trip per draw); the
+written file is then read back and run again, and the outcome says whether it reproduces.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+
+from conformance.cases.load import Document, load_document
+from conformance.cases.parse import Entry, parse_document
+from conformance.cases.validate import validate
+from conformance.ep.providers import EpSpec
+from conformance.fuzz import strategies as fuzz_strategies
+from conformance.model import Case, Operator, Status
+from conformance.results import Result, write_text_atomic
+from conformance.run.runner import RunOptions, run_entry
+
+log = logging.getLogger(__name__)
+STRATEGIES: dict[Operator, Callable[[bool], st.SearchStrategy[dict[str, Any]]]] = {
+    Operator.TOP_K1: fuzz_strategies.top_k1,
+    Operator.MEAN_VARIANCE_NORMALIZATION1: fuzz_strategies.mean_variance_normalization1,
+    Operator.SLICE1: fuzz_strategies.slice1,
+}
+BATCH = 25  # examples per seeded batch: short enough that --time is kept to within a few seconds
+SHRINK_EXAMPLES = 400  # candidates run while shrinking: enough for the strategies' shapes to reach their minimum
+FAILING = (Status.FAIL, Status.ERROR)  # a fault (CRASH, ...) cannot happen: fuzz runs in this process
+
+
+class _Mismatch(Exception):
+    """Raised inside the property so that Hypothesis shrinks the example."""
+
+
+@dataclass(frozen=True)
+class FuzzOutcome:
+    examples: int  # candidates run, shrinking's included
+    seconds: float
+    shrunk: int = 0  # of which while shrinking
+    result: Result | None = None  # the minimal failing example's verdict, as the search saw it
+    case_file: str | None = None
+    reproduced: bool = False  # the written file, run again, gives the same status and failure kind
+    rerun: Result | None = None  # the written file's verdict when run again
+    reproduce: str = ""  # the command that runs the written file
+
+
+def case_document(operator: Operator, case: dict[str, Any], case_id: str, description: str) -> dict[str, Any]:
+    return {
+        "operator": operator.value,
+        "feature_level": fuzz_strategies.FEATURE_LEVEL,
+        "cases": [{"id": case_id, "description": description, **case}],
+    }
+
+
+def case_text(operator: Operator, case: dict[str, Any], case_id: str, description: str) -> str:
+    document = case_document(operator, case, case_id, description)
+    return yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
+
+
+def _only_entry(where: str, document: Document) -> Entry:
+    entries, problems = parse_document(document)
+    if problems or len(entries) != 1:
+        raise ValueError(f"{where}: the fuzzer wrote a case it cannot read back: {problems or entries}")
+    return entries[0]
+
+
+def read_case(path: str) -> Entry:
+    return _only_entry(path, load_document(path))
+
+
+@dataclass
+class _Search:
+    operator: Operator
+    ep: EpSpec
+    options: RunOptions
+    shrink_examples: int = SHRINK_EXAMPLES
+    examples: int = 0
+    shrunk: int = 0  # candidates run since the first failure
+    signature: tuple[Status, str | None] | None = None
+    failing: tuple[dict[str, Any], Result] | None = None  # the failure Hypothesis settled on (see _batch)
+    failed: dict[str, tuple[dict[str, Any], Result]] = field(default_factory=dict)  # replayed, not run again
+
+    def check(self, case: dict[str, Any]) -> None:
+        # One raise for every failure, so that Hypothesis sees one bug, not one per line that raises.
+        key = json.dumps(case, sort_keys=True)
+        if key in self.failed or self._fails(case, key):
+            raise _Mismatch(key)
+
+    def _fails(self, case: dict[str, Any], key: str) -> bool:
+        if self.failed:
+            if self.shrunk >= self.shrink_examples:
+                return False  # shrinking has had its budget: the smallest failure so far stands
+            self.shrunk += 1
+        document = case_document(self.operator, case, "candidate", "")
+        entry = _only_entry("<fuzz candidate>", Document("<fuzz candidate>", document, {}))
+        problems = validate(entry, self.options.max_elements) if isinstance(entry, Case) else []
+        if problems:
+            raise AssertionError(f"the strategy drew an invalid case: {problems[0]}")
+        result = run_entry(entry, self.ep, self.options)
+        self.examples += 1
+        signature = (result.status, result.failure_kind)
+        if result.status in FAILING and self.signature in (None, signature):
+            self.signature = signature
+            self.failed[key] = (case, result)
+            return True
+        return False
+
+
+def _batch(search: _Search, batch_seed: int, special: bool) -> bool:
+    """One seeded batch; True when it found (and shrank) a mismatch."""
+    config = settings(
+        database=None,
+        deadline=None,
+        max_examples=BATCH,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=False,
+        print_blob=False,
+    )
+    prop = hypothesis_seed(batch_seed)(config(given(STRATEGIES[search.operator](special))(search.check)))
+    try:
+        prop()
+    except _Mismatch as mismatch:
+        # Hypothesis ends by replaying the smallest failing example it found and raising its exception, so the
+        # key the exception carries is the shrunk case (the last one run may be a larger one that also failed).
+        search.failing = search.failed[mismatch.args[0]]
+        return True
+    return False
+
+
+def fuzz(
+    operator: Operator,
+    ep: EpSpec,
+    seconds: float,
+    seed: int,
+    out_dir: str,
+    special: bool = False,
+    shrink_examples: int = SHRINK_EXAMPLES,
+) -> FuzzOutcome:
+    """Draw and run cases for ``seconds``; the first mismatch is shrunk (running at most ``shrink_examples``
+    candidates) and written under ``out_dir``."""
+    start = time.monotonic()
+    options = RunOptions()
+    search = _Search(operator, ep, options, shrink_examples)
+    batch = 0
+    while time.monotonic() - start < seconds:
+        if _batch(search, seed * 1_000_003 + batch, special):
+            break
+        batch += 1
+    elapsed = time.monotonic() - start
+    if search.failing is None:
+        return FuzzOutcome(search.examples, elapsed, search.shrunk)
+    command = fuzz_command(operator, ep, seconds, seed, special, shrink_examples)
+    path = _write_found(operator, ep, search.failing, out_dir, f"seed{seed}{'-special' if special else ''}", command)
+    found = search.failing[1]
+    again = run_entry(read_case(path), ep, options)
+    reproduced = (again.status, again.failure_kind) == (found.status, found.failure_kind)
+    reproduce = _reproduce(path, ep)
+    return FuzzOutcome(search.examples, elapsed, search.shrunk, found, path, reproduced, again, reproduce)
+
+
+def _alias(ep: EpSpec) -> str:
+    return ep.alias if ep.library is None else ep.name  # a library path makes no file name
+
+
+def _reproduce(path: str, ep: EpSpec) -> str:
+    return f"dmlconf run {path} --ep {ep.alias}"  # the --ep text as given (a library path stays a path)
+
+
+def fuzz_command(operator: Operator, ep: EpSpec, seconds: float, seed: int, special: bool, shrink: int) -> str:
+    """The command line that repeats a fuzz run: every option that changes what it draws or keeps."""
+    command = f"dmlconf fuzz --operator {operator.value} --ep {_alias(ep)} --seed {seed} --time {seconds:g}"
+    command += " --special" if special else ""
+    return command + (f" --shrink-examples {shrink}" if shrink != SHRINK_EXAMPLES else "")
+
+
+def _write_found(
+    operator: Operator, ep: EpSpec, failing: tuple[dict[str, Any], Result], out_dir: str, run: str, command: str
+) -> str:
+    case, result = failing
+    name = f"fuzz-{operator.value.lower()}-{_alias(ep)}-{run}"
+    first_line = result.message.splitlines()[0] if result.message else result.status.value
+    description = f"Found by `{command}`: {result.status.value} ({result.failure_kind}) on {_alias(ep)}: {first_line}"
+    path = os.path.join(out_dir, f"{name}.yaml")
+    os.makedirs(out_dir, exist_ok=True)
+    header = f"# Written by `{command}`.\n# Reproduce: {_reproduce(path, ep)}\n"
+    write_text_atomic(path, header + case_text(operator, case, name, description))
+    return path

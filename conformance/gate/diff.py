@@ -1,0 +1,219 @@
+"""What changed between two runs of the same cases (a new driver against the old one): data only, no text.
+
+Results are matched by (case, EP). The rules, in the order they apply to a (case, EP) found in both runs:
+
+* regression: PASS, QUALITY_WARNING or INVALID before and FAIL or ERROR now; or failing (FAIL/ERROR) in both
+  runs with a failure kind that got more severe in TOP_K1's order (``compare_topk.KINDS``, most severe first:
+  index_out_of_range > duplicate_indices > values > wrong_elements > not_sorted > tie_order). Kinds outside that
+  order (tolerance, execution...) are not ranked, so a change between them is no regression.
+* fix: FAIL or ERROR before and PASS, QUALITY_WARNING or INVALID now.
+* other change: any other change of status or failure kind (PASS -> NOT_SUPPORTED, NOT_SUPPORTED -> FAIL,
+  FAIL -> ERROR, a kind getting less severe...): a gate shows it and does not fail on it.
+* metric drift: the same status in both runs, FAIL or PASS, and a metric of ``DRIFT_METRICS`` that grew (a NaN
+  counts as larger than any number). Drift is reported beside the above, never a regression by itself.
+
+Beside these, a (case, EP) whose inputs' hashes (``Result.inputs_sha256``) are recorded in both runs and differ is
+listed under inputs differ: its two verdicts were reached on different data (another generator, or a NumPy that
+broke generation's promise of the same bytes everywhere), so a change there is not the EP's alone. Runs written
+before the hashes existed record none, and nothing is listed for them.
+
+A (case, EP) in only one run is a new or removed case. Environments are compared through ``identity_lines``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.compare.top_k1 import KINDS
+from conformance.gate.summary import identity_lines
+from conformance.model import Status
+from conformance.results import FAILING, Result
+
+# Statuses that count as working: a negative case rejected as it should be (INVALID) works too.
+WORKING = frozenset({Status.PASS, Status.QUALITY_WARNING, Status.INVALID})
+DRIFT_METRICS = ("max_ulp_error", "max_abs_error", "mismatches", "failing_sequences")
+DRIFT_STATUSES = frozenset({Status.FAIL, Status.PASS})
+_SEVERITY = {kind: rank for rank, kind in enumerate(KINDS)}  # lower is more severe
+
+Key = tuple[str, str]  # (case, EP)
+
+
+@dataclass(frozen=True)
+class Changed:
+    """One (case, EP) in both runs, with both results (the new one's message and repro go in a report)."""
+
+    old: Result
+    new: Result
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Metrics that grew between two results of the same status: (metric, old value, new value)."""
+
+    old: Result
+    new: Result
+    metrics: tuple[tuple[str, Any, Any], ...]
+
+
+@dataclass(frozen=True)
+class EnvChange:
+    """One line of the environment that differs, e.g. what="driver", old="580.1", new="581.0"."""
+
+    what: str
+    old: str
+    new: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.what} {self.old} → {self.new}"
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    regressions: tuple[Changed, ...]
+    fixes: tuple[Changed, ...]
+    other_changes: tuple[Changed, ...]
+    new_cases: tuple[Result, ...]
+    removed_cases: tuple[Result, ...]
+    metric_drift: tuple[Drift, ...]
+    compared: int  # (case, EP) pairs found in both runs
+    environment: tuple[EnvChange, ...] | None = None  # None: the environments were not given, so not compared
+    inputs_differ: tuple[Changed, ...] = ()
+
+    @property
+    def regressed(self) -> bool:
+        """A gate fails on a regression only: drift, new and removed cases and other changes are shown."""
+        return bool(self.regressions)
+
+
+def _keyed(results: Sequence[Result], which: str) -> dict[Key, Result]:
+    keyed: dict[Key, Result] = {}
+    for r in results:
+        # Two results under one key would make one of them silently win and could hide a regression.
+        if (r.case, r.ep) in keyed:
+            raise ValueError(f"{which} run has two results for {r.case} [{r.ep}]")
+        keyed[(r.case, r.ep)] = r
+    return keyed
+
+
+def more_severe(old: Result, new: Result) -> bool:
+    """Both failing, both kinds in TOP_K1's order, and the new kind ranks before the old one."""
+    if old.status not in FAILING or new.status not in FAILING:
+        return False
+    old_rank, new_rank = _SEVERITY.get(old.failure_kind or ""), _SEVERITY.get(new.failure_kind or "")
+    return old_rank is not None and new_rank is not None and new_rank < old_rank
+
+
+def differing_inputs(old: Result, new: Result) -> tuple[str, ...]:
+    """The input tensors whose hashes differ between two results that both recorded them (a tensor in one only
+    counts too); none where either recorded no hashes."""
+    if not old.inputs_sha256 or not new.inputs_sha256:
+        return ()
+    names = dict.fromkeys([*old.inputs_sha256, *new.inputs_sha256])
+    return tuple(name for name in names if old.inputs_sha256.get(name) != new.inputs_sha256.get(name))
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        try:  # a str: results.json writes non-finite floats as "nan", "inf", "-inf"
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _grew(old: object, new: object) -> bool:
+    before, after = _number(old), _number(new)
+    if before is None or after is None or math.isnan(before):
+        return False
+    return math.isnan(after) or after > before
+
+
+def drifted(old: Result, new: Result) -> tuple[tuple[str, Any, Any], ...]:
+    """The ``DRIFT_METRICS`` that grew, when both results have the same drift-tracked status."""
+    if old.status != new.status or new.status not in DRIFT_STATUSES:
+        return ()
+    return tuple(
+        (name, old.metrics[name], new.metrics[name])
+        for name in DRIFT_METRICS
+        if name in old.metrics and name in new.metrics and _grew(old.metrics[name], new.metrics[name])
+    )
+
+
+def _joined(values: Sequence[object]) -> str:
+    return "; ".join(str(v) for v in values) if values else "—"
+
+
+def _short_fields(env: Mapping[str, Any]) -> dict[str, str]:
+    """The fields a driver team reads first: GPU name, driver, onnxruntime and each onnxruntime package."""
+    gpus = env.get("gpus") or []
+    fields = {
+        "GPU": _joined([g.get("name") or "?" for g in gpus]),
+        "driver": _joined([g.get("driver_version") or "?" for g in gpus]),
+        "onnxruntime": str(env.get("onnxruntime") or "—"),
+    }
+    fields.update({str(k): str(v) for k, v in (env.get("onnxruntime_packages") or {}).items()})
+    return fields
+
+
+def environment_changes(old_env: Mapping[str, Any], new_env: Mapping[str, Any]) -> tuple[EnvChange, ...]:
+    """Short fields that changed, then EP and platform lines of ``identity_lines`` that changed (an EP's
+    options, devices or DirectML version); the GPU and onnxruntime lines are already told by the short fields."""
+    old_short, new_short = _short_fields(old_env), _short_fields(new_env)
+    changes = [
+        EnvChange(what, old_short.get(what, "—"), new_short.get(what, "—"))
+        for what in dict.fromkeys([*old_short, *new_short])
+        if old_short.get(what) != new_short.get(what)
+    ]
+    old_lines, new_lines = dict(identity_lines(old_env)), dict(identity_lines(new_env))
+    for what in dict.fromkeys([*old_lines, *new_lines]):
+        if what not in ("GPU", "onnxruntime") and old_lines.get(what) != new_lines.get(what):
+            changes.append(EnvChange(what, old_lines.get(what, "—"), new_lines.get(what, "—")))
+    return tuple(changes)
+
+
+def diff_runs(
+    old: Sequence[Result],
+    new: Sequence[Result],
+    old_environment: Mapping[str, Any] | None = None,
+    new_environment: Mapping[str, Any] | None = None,
+) -> RunDiff:
+    """Compare two runs by (case, EP); entries follow the new run's order (removed cases: the old run's)."""
+    before, after = _keyed(old, "old"), _keyed(new, "new")
+    regressions: list[Changed] = []
+    fixes: list[Changed] = []
+    other: list[Changed] = []
+    drift: list[Drift] = []
+    inputs: list[Changed] = []
+    for key, now in after.items():
+        was = before.get(key)
+        if was is None:
+            continue
+        if (was.status in WORKING and now.status in FAILING) or more_severe(was, now):
+            regressions.append(Changed(was, now))
+        elif was.status in FAILING and now.status in WORKING:
+            fixes.append(Changed(was, now))
+        elif (was.status, was.failure_kind) != (now.status, now.failure_kind):
+            other.append(Changed(was, now))
+        grown = drifted(was, now)
+        if grown:
+            drift.append(Drift(was, now, grown))
+        if differing_inputs(was, now):
+            inputs.append(Changed(was, now))
+    env = None
+    if old_environment is not None and new_environment is not None:
+        env = environment_changes(old_environment, new_environment)
+    return RunDiff(
+        regressions=tuple(regressions),
+        fixes=tuple(fixes),
+        other_changes=tuple(other),
+        new_cases=tuple(r for key, r in after.items() if key not in before),
+        removed_cases=tuple(r for key, r in before.items() if key not in after),
+        metric_drift=tuple(drift),
+        compared=sum(1 for key in after if key in before),
+        environment=env,
+        inputs_differ=tuple(inputs),
+    )

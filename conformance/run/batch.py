@@ -1,0 +1,185 @@
+"""Cases on one EP in few sessions: small cases run packed many to a session (pack.py), the rest one by one.
+
+A packed case's result stands only when it is a clean PASS: the packed session was created, ran, placed every node
+of that case on the EP, and the case PASSed. Every other case runs again alone, one case per session, exactly as a
+run without packing runs it:
+
+- a case that did not PASS in the pack runs alone (the others keep their PASS); its verdict alone is its verdict,
+  and where the packed one differed the result says so (``Result.packed``): the EP's output depended on the other
+  nodes of the model, which is a finding of its own (the WebGPU EP's shader cache, reports/README.md);
+- a refused packed session runs alone the cases onnxruntime's refusal names, with every case of the same signature
+  (op types and input data types: a missing kernel refuses them all), and packs the rest again;
+- a failure that names no case (a run that throws) splits the pack in halves instead, down to single cases.
+
+So every verdict but PASS comes from a case's own session, and a case can only differ from an unpacked run by
+passing in a pack and failing alone, which benchmarks/throughput.py looks for on the GPUs (docs/performance.md).
+DirectML is not packed: its EP fuses a partition into one DML graph and may record it as one node, so the record
+could not be split per case (and it has not been run: no Windows machine).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Protocol
+
+from conformance.cases.parse import Entry
+from conformance.ep.execute import open_session, run_session
+from conformance.ep.pack import Unattributed, named_cases, opset_of, pack, packable, signature, unpack
+from conformance.ep.providers import DML, EpSpec
+from conformance.ep.sessions import Sessions
+from conformance.gate.summary import first_line
+from conformance.model import Status
+from conformance.results import Result
+from conformance.run.runner import Prepared, RunOptions, execute_prepared, finish, prepare
+from conformance.survive.faults import device_lost
+
+log = logging.getLogger(__name__)
+
+
+class Watch(Protocol):
+    """Told what a batch works on, so that a supervisor knows which cases a crash or a hang belongs to (worker.py):
+    ``begin`` before a case is prepared and before each session runs (the entries' places, several for a pack, and
+    before a session the hashes of their inputs, which a CRASH or TIMEOUT result then records),
+    ``finished`` as each result becomes final, ``device_lost`` when a packed session says the device is gone. A
+    worker exits there: its device context is dead, and each case of the pack must run alone on a fresh one to find
+    the case that lost it. In this process (-j 0), the batch goes on with each case of the pack alone."""
+
+    def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None: ...
+
+    def finished(self, place: int, result: Result) -> None: ...
+
+    def device_lost(self, places: Sequence[int], message: str) -> None: ...
+
+
+class Unwatched:
+    def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
+        pass
+
+    def finished(self, place: int, result: Result) -> None:
+        pass
+
+    def device_lost(self, places: Sequence[int], message: str) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Split:
+    """What a pack gave: ``kept``, the results that stand (clean PASSes); of the rest, ``alone`` run one case per
+    session, ``apart`` as a group of their own, and the others as another group."""
+
+    kept: Mapping[int, Result] = field(default_factory=dict)
+    tried: Mapping[int, Result] = field(default_factory=dict)  # the packed results of the cases that run again
+    alone: frozenset[int] = frozenset()
+    apart: frozenset[int] = frozenset()
+    lost: str = ""  # the packed session's error, where it says the device was lost
+
+
+def _blamed(group: Sequence[Prepared], named: set[int]) -> frozenset[int]:
+    """The cases a refusal names, and every case of the same signature."""
+    signatures = [signature(p.lowering) for p in group]
+    refused = {signatures[place] for place in named}
+    return frozenset(place for place, sig in enumerate(signatures) if sig in refused)
+
+
+def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions) -> Split:
+    """The group run in one packed session: the clean PASSes kept, and how the rest runs again."""
+    start = time.perf_counter()
+    lowerings = [p.lowering for p in group]
+    half = Split(apart=frozenset(range(len(group) // 2)))
+    try:
+        packed = pack(lowerings)
+        opened = sessions.open(packed, ep, partial(open_session, threads=options.session_threads(small=True)))
+        executions = unpack(lowerings, run_session(opened, packed), opened.records, opened.ep_name)
+    except Unattributed as error:
+        log.debug("a pack of %d failed: %s", len(group), error)
+        return Split(apart=error.suspects) if 0 < len(error.suspects) < len(group) else half
+    except Exception as error:  # any failure of the pack: the cases it names run alone, or the halves again
+        log.debug("a pack of %d failed: %s", len(group), error)
+        if device_lost(str(error)):  # halves on a dead context would blame the cases that run first
+            return Split(alone=frozenset(range(len(group))), lost=str(error))
+        named = named_cases(str(error), len(group))
+        return Split(alone=_blamed(group, named)) if named else half
+    share = (time.perf_counter() - start) / len(group)
+    quiet = replace(options, artifacts=None)  # a FAIL here runs again alone, and that run keeps the artifacts
+    results = [finish(p, execution, ep, quiet, share) for p, execution in zip(group, executions, strict=True)]
+    kept = {place: result for place, result in enumerate(results) if result.status is Status.PASS}
+    tried = {place: result for place, result in enumerate(results) if place not in kept}
+    return Split(kept=kept, tried=tried, alone=frozenset(tried))
+
+
+def _noted(alone: Result, packed: Result | None, others: int) -> Result:
+    """The case's own result, saying so where packed with ``others`` cases it got another verdict."""
+    if packed is None or packed.status is alone.status:
+        return alone
+    what = f"{packed.failure_kind}: " if packed.failure_kind else ""
+    note = f"{packed.status.value} when packed with {others} other case(s), {alone.status.value} alone"
+    return replace(alone, packed=f"{note}: {what}{first_line(packed.message)}")
+
+
+def _alone(prepared: Prepared, place: int, ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch) -> Result:
+    watch.begin([place], True, [prepared.base.inputs_sha256])
+    return execute_prepared(prepared, ep, options, sessions)
+
+
+def _run_group(
+    group: Sequence[Prepared], places: Sequence[int], ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch
+) -> list[Result]:
+    """The group's results in order: packed where they PASS, else run again as ``_packed`` says; each result is
+    given to ``watch`` as it becomes final (``places``: the group's places in the batch)."""
+    if len(group) == 1:
+        result = _alone(group[0], places[0], ep, options, sessions, watch)
+        watch.finished(places[0], result)
+        return [result]
+    watch.begin(places, True, [p.base.inputs_sha256 for p in group])
+    outcome = _packed(group, ep, options, sessions)
+    if outcome.lost:
+        watch.device_lost(places, outcome.lost)
+    results = dict(outcome.kept)
+    for place, result in outcome.kept.items():
+        watch.finished(places[place], result)
+    for place in sorted(outcome.alone):
+        alone = _alone(group[place], places[place], ep, options, sessions, watch)
+        results[place] = _noted(alone, outcome.tried.get(place), len(group) - 1)
+        watch.finished(places[place], results[place])
+    rest = [place for place in range(len(group)) if place not in results]
+    for part in ([p for p in rest if p in outcome.apart], [p for p in rest if p not in outcome.apart]):
+        if part:
+            again = _run_group([group[p] for p in part], [places[p] for p in part], ep, options, sessions, watch)
+            results |= dict(zip(part, again, strict=True))
+    return [results[place] for place in range(len(group))]
+
+
+def _packing(ep: EpSpec, options: RunOptions) -> bool:
+    return options.pack > 1 and ep.name != DML
+
+
+def run_batch(
+    entries: Sequence[Entry], ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch | None = None
+) -> list[Result]:
+    """Every entry's result on ``ep``, in order. Small cases wait to be packed, at most ``options.pack`` per pack,
+    grouped by opset; the others run at once, so that a large case's arrays are never held while others run."""
+    watch = watch or Unwatched()
+    results: dict[int, Result] = {}
+    waiting: dict[tuple[tuple[str, int], ...], list[tuple[int, Prepared]]] = {}
+    for index, entry in enumerate(entries):
+        watch.begin([index], executing=False)
+        prepared = prepare(entry, ep, options)
+        if isinstance(prepared, Result):
+            results[index] = prepared
+        elif _packing(ep, options) and packable(prepared.lowering):
+            waiting.setdefault(opset_of(prepared.lowering), []).append((index, prepared))
+            continue
+        else:
+            results[index] = _alone(prepared, index, ep, options, sessions, watch)
+        watch.finished(index, results[index])
+    for members in waiting.values():
+        for start in range(0, len(members), options.pack):
+            chunk = members[start : start + options.pack]
+            places = [index for index, _ in chunk]
+            group_results = _run_group([p for _, p in chunk], places, ep, options, sessions, watch)
+            results |= dict(zip(places, group_results, strict=True))
+    return [results[index] for index in range(len(entries))]

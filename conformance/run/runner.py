@@ -1,0 +1,286 @@
+"""One (case, EP) through the pipeline: validate, generate, oracle, lower, execute, compare -> Result."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from conformance.cases.fingerprint import input_hashes
+from conformance.cases.generate import case_inputs
+from conformance.cases.load import DEFAULT_LIMITS, FileLimits
+from conformance.cases.oracle import expected_outputs, golden_differences
+from conformance.cases.parameters import describe
+from conformance.cases.parse import Entry, Rejected
+from conformance.cases.validate import DEFAULT_MAX_ELEMENTS, validate
+from conformance.compare.outputs import compare
+from conformance.ep.dml_operators import expected_dml_operators
+from conformance.ep.execute import Execution, execute
+from conformance.ep.lower import Lowering, NotExpressible, lower, same_for_every_ep
+from conformance.ep.pack import packable
+from conformance.ep.placement import ExecutionError, NotSupported
+from conformance.ep.providers import DML, EpSpec
+from conformance.ep.sessions import Sessions
+from conformance.model import Case, FeatureLevel, Status
+from conformance.results import Result
+from conformance.run.artifacts import save_artifacts
+from conformance.survive.faults import device_lost
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    feature_level: FeatureLevel | None = None  # --feature-level: every EP's target; cases needing more: NOT_SUPPORTED
+    max_elements: int = DEFAULT_MAX_ELEMENTS
+    directml_level: FeatureLevel | None = None  # what the installed DirectML supports (dml.detect), for the dml EP
+    artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
+    pack: int = 64  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
+    threads: int | None = None  # intra-op threads of a larger case's session; None: onnxruntime's (pytest -n)
+    file_limits: FileLimits = DEFAULT_LIMITS  # what the case files were read under (for repro commands)
+
+    def session_threads(self, small: bool) -> int | None:
+        """A session's intra-op threads: one for small cases (pack.packable, alone or packed), which a thread pool
+        cannot speed up and whose pool's spinning threads cost more to start and stop than the case itself (most of
+        the CPU EP's per-case overhead, docs/performance.md); else ``threads``, None being onnxruntime's default of
+        one per physical core."""
+        return 1 if small else self.threads
+
+    def target_level(self, ep: EpSpec) -> FeatureLevel | None:
+        """--feature-level where given; else, for DirectML, the installed DirectML's level; else none (all run)."""
+        if self.feature_level is not None:
+            return self.feature_level
+        return self.directml_level if ep.name == DML else None
+
+
+def ep_text(ep: EpSpec) -> str:
+    """The --ep text that selects ``ep`` again."""
+    options = ",".join(f"{k}={v}" for k, v in ep.options.items())
+    return f"{ep.alias}:{options}" if options else ep.alias
+
+
+def distinct_eps(eps: Iterable[EpSpec]) -> list[EpSpec]:
+    """Each EP once, in order: ``--ep cpu --ep CPUExecutionProvider`` names one EP, so it runs once."""
+    unique: dict[str, EpSpec] = {}
+    for ep in eps:
+        unique.setdefault(ep_text(ep), ep)
+    return list(unique.values())
+
+
+def repro_command(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> str:
+    """The ``dmlconf run`` command that runs this one (case, EP) again, under the same target and limits.
+
+    ``-k`` is given the full case id, which selects that case alone even where it is a prefix of another id.
+    """
+    words = ["dmlconf", "run", entry.path, "-k", entry.id, "--ep", ep_text(ep)]
+    if options is not None and options.feature_level is not None:
+        words += ["--feature-level", str(options.feature_level)]
+    if options is not None and options.max_elements != DEFAULT_MAX_ELEMENTS:
+        words += ["--max-elements", str(options.max_elements)]
+    if options is not None and options.file_limits.max_file_bytes != DEFAULT_LIMITS.max_file_bytes:
+        words += ["--max-file-bytes", str(options.file_limits.max_file_bytes)]
+    if options is not None and options.file_limits.max_nodes != DEFAULT_LIMITS.max_nodes:
+        words += ["--max-nodes", str(options.file_limits.max_nodes)]
+    return shlex.join(words)
+
+
+def base_result(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> Result:
+    """A result's fields known before running; its ``ep`` is the --ep text (options included, so that two
+    configurations of one EP stay apart)."""
+    repro = repro_command(entry, ep, options)
+    if isinstance(entry, Rejected):
+        return Result(entry.id, entry.operator, ep_text(ep), Status.INVALID, repro=repro)
+    return Result(
+        entry.id,
+        entry.operator.value,
+        ep_text(ep),
+        Status.PASS,
+        data_type=entry.descriptor.input.data_type.value,
+        feature_level=str(entry.feature_level),
+        repro=repro,
+        parameters=describe(entry.descriptor),
+    )
+
+
+def _negative(entry: Entry, base: Result, options: RunOptions) -> Result:
+    """A case marked ``expect: invalid``: INVALID when rejected (as it should be), FAIL when accepted."""
+    problems = list(entry.problems) if isinstance(entry, Rejected) else validate(entry, options.max_elements)
+    if problems:
+        return replace(base, status=Status.INVALID, message="\n".join(dict.fromkeys(str(p) for p in problems)))
+    return replace(
+        base,
+        status=Status.FAIL,
+        failure_kind="validator_accepted",
+        message=f"marked expect: invalid ({entry.expect_invalid}) but the validator accepts it",
+    )
+
+
+def _dml_operator(case: Case, inputs: Mapping[str, np.ndarray], lowering: Lowering | NotExpressible, ep: EpSpec) -> str:
+    """What the case reaches on DirectML (its DirectML lowering through the EP's operator mapping), whatever EP
+    runs it: a CUDA or WebGPU report still says which DML operator the case stands for."""
+    try:
+        on_dml = lowering if ep.name == DML or same_for_every_ep(case) else lower(case, inputs, DML)
+        if isinstance(on_dml, NotExpressible):
+            return "none: not expressible in ONNX"
+        return expected_dml_operators(on_dml.model)
+    except Exception as error:  # a label for the report: it must never change this EP's verdict
+        log.debug("no DML operator for %s", case.id, exc_info=True)
+        return f"unknown ({type(error).__name__})"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A case ready to execute on one EP: what ``finish`` needs to judge the EP's outputs."""
+
+    case: Case
+    inputs: Mapping[str, np.ndarray]
+    expected: Mapping[str, np.ndarray]
+    lowering: Lowering
+    base: Result
+    seconds: float = 0.0  # spent preparing it
+
+
+def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Result | Prepared:
+    """Generate, oracle, lower; a Result where the verdict is known without executing."""
+    target = options.target_level(ep)
+    if target is not None and case.feature_level > target:
+        return replace(
+            base,
+            status=Status.NOT_SUPPORTED,
+            failure_kind="feature_level",
+            message=f"needs feature level {case.feature_level}; the target is {target}",
+        )
+    inputs = case_inputs(case)
+    # Every verdict from here on was reached on these bytes, so each carries their hashes (packed ones too: a
+    # pack's feeds are renamed, never changed, and batch.py finishes each case from its own Prepared.base).
+    base = replace(base, inputs_sha256=input_hashes(inputs))
+    expected = expected_outputs(case, inputs)
+    wrong = golden_differences(case, expected)
+    if wrong:
+        return replace(
+            base,
+            status=Status.ERROR,
+            failure_kind="golden_mismatch",
+            message="\n".join(
+                [
+                    f"the oracle disagrees with the case's expected {', '.join(wrong)}: harness or case-file bug",
+                    *wrong.values(),
+                ]
+            ),
+        )
+    lowering = lower(case, inputs, ep.name)
+    base = replace(base, dml_operator=_dml_operator(case, inputs, lowering, ep))
+    if isinstance(lowering, NotExpressible):
+        return replace(base, status=Status.NOT_EXPRESSIBLE, message=lowering.reason)
+    return Prepared(case, inputs, expected, lowering, replace(base, lowering=lowering.name))
+
+
+def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, options: RunOptions) -> Result:
+    """The verdict on what the EP returned (or why it returned nothing)."""
+    base = prepared.base
+    if isinstance(outcome, NotSupported | ExecutionError) and device_lost(str(outcome)):
+        return replace(base, status=Status.DEVICE_LOST, failure_kind="device_lost", message=str(outcome))
+    if isinstance(outcome, NotSupported):
+        return replace(base, status=Status.NOT_SUPPORTED, failure_kind=outcome.kind, message=str(outcome))
+    if isinstance(outcome, ExecutionError):
+        return replace(base, status=Status.ERROR, failure_kind="execution", message=str(outcome))
+    if isinstance(outcome, Exception):
+        raise outcome
+    verdict = compare(prepared.case, prepared.inputs, prepared.expected, outcome.outputs)
+    result = replace(
+        base,
+        status=verdict.status,
+        failure_kind=verdict.failure_kind,
+        message=verdict.message,
+        metrics=dict(verdict.metrics),
+        details=dict(verdict.details),
+        placement=dict(outcome.placement),
+    )
+    if options.artifacts is not None and result.status is Status.FAIL:
+        low = prepared.lowering
+        try:
+            save_artifacts(options.artifacts, result, low.model, low.feeds, prepared.expected, outcome.outputs, ep.name)
+        except OSError as error:  # the verdict stands; the message says what could not be kept
+            result = replace(result, message=f"{result.message}\n  (artifacts not saved: {error.strerror or error})")
+    return result
+
+
+def _fallback_base(entry: Entry, ep: EpSpec) -> Result:
+    """The least a result can say, for when even ``base_result`` failed."""
+    operator = getattr(entry, "operator", "")
+    return Result(
+        str(getattr(entry, "id", "?")),
+        str(getattr(operator, "value", operator)),
+        getattr(ep, "alias", str(ep)),
+        Status.ERROR,
+    )
+
+
+def _harness_error(base: Result, entry: Entry, error: Exception) -> Result:
+    """A bug of the harness (or an exception nobody expected) as this case's ERROR: the run goes on."""
+    log.debug("harness error on %s", getattr(entry, "id", "?"), exc_info=True)
+    detail = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+    message = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+    return replace(base, status=Status.ERROR, failure_kind="harness", message=message)
+
+
+def prepare(entry: Entry, ep: EpSpec, options: RunOptions) -> Result | Prepared:
+    """Everything before execution; the Result already, where no execution is needed. Never raises."""
+    start = time.perf_counter()
+    base: Result | None = None
+    try:
+        base = base_result(entry, ep, options)
+        if isinstance(entry, Rejected) or entry.expect_invalid is not None:
+            outcome: Result | Prepared = _negative(entry, base, options)
+        else:
+            with np.errstate(all="ignore"):
+                outcome = _prepare(entry, ep, base, options)
+    except Exception as error:
+        outcome = _harness_error(base or _fallback_base(entry, ep), entry, error)
+    seconds = time.perf_counter() - start
+    if isinstance(outcome, Prepared):
+        return replace(outcome, seconds=seconds)
+    return replace(outcome, seconds=round(seconds, 6))
+
+
+def finish(
+    prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, options: RunOptions, seconds: float
+) -> Result:
+    """The Result for a prepared case given its execution (or the exception that replaced it); ``seconds`` is its
+    share of the execution time. Never raises."""
+    start = time.perf_counter()
+    try:
+        with np.errstate(all="ignore"):
+            result = _judge(prepared, outcome, ep, options)
+    except Exception as error:
+        result = _harness_error(prepared.base, prepared.case, error)
+    total = prepared.seconds + seconds + time.perf_counter() - start
+    return replace(result, seconds=round(total, 6))
+
+
+def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessions: Sessions | None = None) -> Result:
+    """A prepared case executed in a session of its own model (``sessions`` may hold one already)."""
+    start = time.perf_counter()
+    try:
+        threads = options.session_threads(packable(prepared.lowering))
+        outcome: Execution | Exception = execute(prepared.lowering, ep, sessions, threads)
+    except Exception as error:  # judged in finish: NotSupported, ExecutionError, or a harness error
+        outcome = error
+    try:
+        return finish(prepared, outcome, ep, options, time.perf_counter() - start)
+    finally:
+        # An exception kept in this frame is in a cycle with its own traceback, which would hold the case's arrays
+        # and onnxruntime's objects (a session, its thread pool) until a garbage collection.
+        del outcome
+
+
+def run_entry(entry: Entry, ep: EpSpec, options: RunOptions, sessions: Sessions | None = None) -> Result:
+    """The verdict for one (case, EP), alone in its session; never raises: a harness exception becomes ERROR."""
+    prepared = prepare(entry, ep, options)
+    if isinstance(prepared, Result):
+        return prepared
+    return execute_prepared(prepared, ep, options, sessions)

@@ -1,0 +1,121 @@
+"""-j N: a run's (case, EP) pairs in N worker processes, results back in the order a single process gives.
+
+Cases go in windows (``window_size``): each window runs on one EP through ``run_batch``, which packs its small
+cases into shared sessions (batch.py); the (window, EP) tasks go to the workers of a ``Supervisor``, which survives
+their crashes and hangs (supervisor.py). Workers are started with "spawn" (no fork of a process that may hold GPU
+contexts or onnxruntime threads), every result carries its pair's index, so the merged list is the sequential one
+whatever finishes first, and each is handed to ``record`` as it comes (results.jsonl, stream.py). ``-j 0`` runs in
+this process, with no protection from a crash (for debugging).
+
+The CLI starts the supervisor (its workers) before it reads the case files, so that their start (each imports
+NumPy, onnx and onnxruntime: about 0.6 s) overlaps the reading instead of following it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import replace
+
+from conformance.cases.parse import Entry
+from conformance.ep.providers import EpSpec
+from conformance.ep.sessions import Sessions
+from conformance.results import Result
+from conformance.run.batch import Unwatched, run_batch
+from conformance.run.runner import RunOptions
+from conformance.survive.supervisor import Supervisor, Task, WorkerStartError
+
+log = logging.getLogger(__name__)
+
+CHUNK = 8  # cases per window without packing: enough to hide a worker's round trip, small enough to balance
+Record = Callable[[int, Result], None]  # (the pair's index in the run, its result)
+
+
+def cores_share(workers: int) -> int:
+    """One of ``workers`` processes' share of the CPUs this process may run on (at least one): the intra-op threads
+    of a worker's sessions for larger cases. N workers each with onnxruntime's default of a spinning thread per
+    core would fight over the cores (the library with -j 8 on 16 cores: slower than -j 4)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, workers))
+
+
+def window_size(options: RunOptions) -> int:
+    return max(CHUNK, options.pack)
+
+
+def tasks_for(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOptions, skip: Container[int]) -> list[Task]:
+    """The (window, EP) tasks of a run, entry-major as a sequential run goes, without the pairs in ``skip``."""
+    tasks = []
+    size = window_size(options)
+    for start in range(0, len(entries), size):
+        for e, ep in enumerate(eps):
+            places = [p for p in range(start, min(start + size, len(entries))) if p * len(eps) + e not in skip]
+            if places:
+                pairs = [p * len(eps) + e for p in places]
+                tasks.append(Task([entries[p] for p in places], pairs, ep, options.pack))
+    return tasks
+
+
+class _InProcess(Unwatched):
+    """The batch's Watch for -j 0: results recorded as they become final. A lost device is not acted on: there is no
+    fresh process to move to, and the pack's cases run alone here, on what is left of the device."""
+
+    def __init__(self, pairs: Sequence[int], record: Record) -> None:
+        self.pairs, self.record = pairs, record
+
+    def finished(self, place: int, result: Result) -> None:
+        self.record(self.pairs[place], result)
+
+
+def _prefix(done: Mapping[int, Result], planned: int) -> list[Result]:
+    """Only the unbroken prefix: a run cut short reports the pairs before the first missing one, as a sequential
+    one would, so an interrupted run's results.json never has holes (results.jsonl keeps all, for --resume)."""
+    results = []
+    for index in range(planned):
+        if index not in done:
+            break
+        results.append(done[index])
+    return results
+
+
+def run_pairs(
+    entries: Sequence[Entry],
+    eps: Sequence[EpSpec],
+    options: RunOptions,
+    jobs: int,
+    advance: Callable[[], None],
+    supervisor: Supervisor | None = None,
+    *,
+    timeout: float | None = None,
+    done: Mapping[int, Result] | None = None,
+    record: Record | None = None,
+) -> list[Result]:
+    """Every (entry, EP) result, entry-major as a sequential run orders them; ``advance`` and ``record`` after each
+    one. ``done``: pairs already finished (--resume), not run again. With ``jobs`` >= 1 the tasks run on
+    ``supervisor`` where given (the caller closes it), else on one started here with ``timeout``."""
+    finished = dict(done or {})
+
+    def arrived(pair: int, result: Result) -> None:
+        finished[pair] = result
+        if record is not None:
+            record(pair, result)
+        advance()
+
+    if jobs > 1 and options.threads is None:
+        options = replace(options, threads=cores_share(jobs))
+    tasks = tasks_for(entries, eps, options, finished)
+    try:
+        if jobs < 1:
+            for task in tasks:
+                run_batch(task.entries, task.ep, options, Sessions(), _InProcess(task.pairs, arrived))
+        elif supervisor is not None:
+            supervisor.run(tasks, options, arrived)
+        else:
+            with Supervisor(jobs, timeout) as own:
+                own.run(tasks, options, arrived)
+    except KeyboardInterrupt:
+        pass  # the caller sees fewer results than pairs and says the run was interrupted
+    except WorkerStartError as error:  # as interrupted: what finished is written, and the run fails
+        log.error("%s", error)
+    return _prefix(finished, len(entries) * len(eps))

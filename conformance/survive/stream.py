@@ -1,0 +1,113 @@
+"""results.jsonl: every result appended as it finishes, so that a run killed midway (kill -9, a power cut) keeps
+what it finished, and ``dmlconf run --resume`` runs only the rest.
+
+The first line says which run it is: a hash of the (case id, EP) pairs in order and of the case files' bytes, the
+options that decide verdicts, and the onnxruntime and NumPy packages' versions; ``--resume`` refuses a file of
+another run. Each further line is one result with its pair's index in the run. A line cut short by the kill (no
+newline, or not JSON) is dropped, and the file cut back to the last whole line before anything is appended.
+
+Each line is written with one ``write`` and flushed to the operating system at once: a killed process loses
+nothing it had finished. ``fsync`` (the disk itself) runs at most once a second and at the end: a power cut
+may lose the last second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from typing import IO, Any
+
+from conformance.cases.parse import Entry
+from conformance.ep.directml import package_version
+from conformance.ep.providers import EpSpec
+from conformance.results import SCHEMA_VERSION, Result, result_from_json
+from conformance.run.identity import PACKAGES
+from conformance.run.runner import RunOptions, ep_text
+
+STREAM_NAME = "results.jsonl"
+FSYNC_EVERY = 1.0  # seconds
+
+
+class StreamError(Exception):
+    """A results.jsonl that --resume cannot use: one line."""
+
+
+def run_identity(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOptions) -> dict[str, Any]:
+    """What makes two runs the same run: their pairs in order, the case files' contents, the verdicts' options, and
+    the onnxruntime and NumPy packages installed."""
+    pairs = hashlib.sha256()
+    for entry in entries:
+        for ep in eps:
+            pairs.update(f"{entry.id}\t{ep_text(ep)}\n".encode())
+    files = hashlib.sha256()
+    for path in sorted({entry.path for entry in entries}):
+        with open(path, "rb") as handle:
+            files.update(hashlib.sha256(handle.read()).digest())
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "pairs": len(entries) * len(eps),
+        "pairs_sha256": pairs.hexdigest(),
+        "case_files_sha256": files.hexdigest(),
+        "feature_level": str(options.feature_level) if options.feature_level else None,
+        "directml_level": str(options.directml_level) if options.directml_level else None,
+        "max_elements": options.max_elements,
+        # What else decides verdicts: an upgrade between the kill and the resume would mix two builds' results.
+        "software": {p: package_version(p) for p in (*PACKAGES, "numpy")},
+    }
+
+
+def read_stream(path: str, identity: dict[str, Any]) -> tuple[dict[int, Result], int]:
+    """The results a killed run left in ``path``, and the byte length of its whole lines (where to append)."""
+    done: dict[int, Result] = {}
+    with open(path, "rb") as handle:
+        data = handle.read()
+    end = 0
+    for number, line in enumerate(data.splitlines(keepends=True), 1):
+        if not line.endswith(b"\n"):
+            break  # the line the kill cut short (the header too: then nothing is kept, and a new file begins)
+        try:
+            record = json.loads(line)
+            if number == 1:
+                if record != {"run": identity}:
+                    raise StreamError(f"{path}: from another run (other cases, case files, EPs or options)")
+            else:
+                done[int(record["pair"])] = result_from_json(record["result"])
+        except (ValueError, KeyError, TypeError) as error:
+            if number == 1:
+                raise StreamError(f"{path}:1:1: not a results.jsonl header ({error})") from None
+            break  # not what this file's writer writes: nothing after it is trusted
+        end += len(line)
+    return done, end
+
+
+class Stream:
+    """Appends results to results.jsonl: a new file (with its header), or after a resumed file's whole lines."""
+
+    def __init__(self, path: str, identity: dict[str, Any], keep_bytes: int | None = None) -> None:
+        self.path = path
+        if not keep_bytes:  # a new file; or a resumed one that kept nothing, not even its header
+            self.handle: IO[bytes] = open(path, "wb")  # noqa: SIM115 (closed in close)
+            self._write({"run": identity})
+        else:
+            self.handle = open(path, "r+b")  # noqa: SIM115
+            self.handle.truncate(keep_bytes)
+            self.handle.seek(keep_bytes)
+        self.synced = time.monotonic()
+
+    def _write(self, record: dict[str, Any]) -> None:
+        self.handle.write(json.dumps(record, allow_nan=False, default=str).encode() + b"\n")
+        self.handle.flush()
+
+    def add(self, pair: int, result: Result) -> None:
+        self._write({"pair": pair, "result": result.to_json()})
+        if time.monotonic() - self.synced >= FSYNC_EVERY:
+            os.fsync(self.handle.fileno())
+            self.synced = time.monotonic()
+
+    def close(self) -> None:
+        if not self.handle.closed:
+            os.fsync(self.handle.fileno())
+            self.handle.close()

@@ -1,0 +1,300 @@
+"""Run tasks in worker processes and survive them: a worker that dies or hangs costs the case it was running, not
+the run.
+
+A task is a window of cases on one EP (workers.py). Each worker (worker.py) says which cases it is preparing or
+running and sends each result as it is final, so when it dies (a signal, an abort, a lost device) or stays silent
+past the per-case timeout (killed then), the supervisor knows:
+
+- the results already sent: kept;
+- the case in flight: its result is CRASH, TIMEOUT or DEVICE_LOST, with how the worker ended and the last lines
+  of its stderr (faults.py);
+- a pack in flight (several cases in one session): each of them runs again alone, so that the fault is pinned on
+  the case that causes it, as packing's other failures are (batch.py);
+- the rest of the window: runs again, in a fresh worker.
+
+Results go to ``on_result`` as they come, in whatever order; the caller orders them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import shutil
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from conformance.cases.parse import Entry
+from conformance.ep.providers import EpSpec
+from conformance.model import Status
+from conformance.results import Result
+from conformance.run.runner import RunOptions, base_result
+from conformance.survive.faults import fault_result, how_it_ended
+from conformance.survive.worker import DEVICE_LOST_EXIT, worker_main
+
+log = logging.getLogger(__name__)
+
+
+class WorkerStartError(RuntimeError):
+    """Worker processes keep failing to start: the run cannot go on (one line)."""
+
+
+DEFAULT_TIMEOUT = 300.0  # seconds without progress: above the largest library case (about 10 s) by far
+START_LIMIT = 120.0  # seconds a worker may take to start (import NumPy, onnx, onnxruntime) before it is replaced
+STDERR_TAIL_BYTES = 64 * 1024
+FOLDER_PREFIX = "dmlconf-workers-"  # then the supervisor's pid: a killed one's folder is removed by the next
+KILL_WAIT = 10.0  # seconds to wait for a killed worker to be gone; one stuck in a driver call is left behind
+
+
+@dataclass
+class Task:
+    """Entries to run on one EP; ``pairs[i]`` is entry i's (case, EP) index in the run."""
+
+    entries: list[Entry]
+    pairs: list[int]
+    ep: EpSpec
+    pack: int
+    attempts: int = 0  # workers that died on it with nothing in flight (before its first case)
+
+
+@dataclass
+class _Worker:
+    process: Any  # multiprocessing's SpawnProcess
+    conn: Connection
+    stderr_path: str
+    ready: bool = False
+    task: Task | None = None
+    task_id: int = -1
+    in_flight: list[int] = field(default_factory=list)  # places in the task
+    inputs: dict[int, dict[str, str]] = field(default_factory=dict)  # their inputs' hashes, once generated
+    finished: set[int] = field(default_factory=set)
+    heard: float = field(default_factory=time.monotonic)
+    began: float = field(default_factory=time.monotonic)  # when the case (or pack) in flight began
+    closed: bool = False  # its end of the pipe is closed: it is exiting, and only its sentinel is waited on
+    reported_lost: bool = False  # it sent a DEVICE_LOST result, after which it exits on purpose (worker.py)
+
+
+def _remove_stale_folders() -> None:
+    """The stderr folders of supervisors that were killed (kill -9 leaves them): those whose process is gone. POSIX
+    only: on Windows ``os.kill(pid, 0)`` would terminate the process it asks about."""
+    if os.name != "posix":
+        return
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        pid = name[len(FOLDER_PREFIX) :].partition("-")[0]
+        if not name.startswith(FOLDER_PREFIX) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, and is another user's
+        return True
+    return True
+
+
+def _ignore(pair: int, result: Result) -> None:
+    pass
+
+
+class Supervisor:
+    """Up to ``jobs`` workers, started at once (so that their imports overlap whatever the caller does next) and
+    kept across ``run`` calls until ``close``; ``timeout``: seconds a worker may stay silent on a task."""
+
+    def __init__(self, jobs: int, timeout: float | None) -> None:
+        self.jobs, self.timeout = jobs, timeout
+        self.options = RunOptions()
+        self.on_result: Callable[[int, Result], None] = _ignore
+        self.context = multiprocessing.get_context("spawn")
+        _remove_stale_folders()
+        self.folder = tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
+        self.workers: list[_Worker] = []
+        self.pending: deque[Task] = deque()
+        self.started = self.tasks_sent = self.failed_starts = 0
+        for _ in range(jobs):
+            self._spawn()
+
+    def __enter__(self) -> Supervisor:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- workers --------------------------------------------------------------------------------------------
+    def _spawn(self) -> None:
+        self.started += 1
+        stderr_path = os.path.join(self.folder.name, f"worker-{self.started}.stderr")
+        mine, theirs = self.context.Pipe()
+        process = self.context.Process(target=worker_main, args=(theirs, stderr_path), daemon=True)
+        process.start()
+        theirs.close()
+        self.workers.append(_Worker(process, mine, stderr_path))
+
+    def _stderr(self, worker: _Worker) -> str:
+        try:
+            with open(worker.stderr_path, "rb") as file:
+                file.seek(max(0, os.path.getsize(worker.stderr_path) - STDERR_TAIL_BYTES))
+                return file.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def _assign(self, worker: _Worker, task: Task) -> None:
+        self.tasks_sent += 1
+        worker.task, worker.task_id = task, self.tasks_sent
+        worker.in_flight, worker.finished = [], set()
+        worker.heard = worker.began = time.monotonic()
+        try:
+            worker.conn.send(("task", worker.task_id, task.entries, task.ep, replace(self.options, pack=task.pack)))
+        except OSError:  # it died since it was last checked: the task waits for another, _check settles this one
+            worker.task, worker.closed = None, True
+            self.pending.appendleft(task)
+
+    # -- messages -------------------------------------------------------------------------------------------
+    def _receive(self, worker: _Worker) -> None:
+        """Every message the worker has sent (also after it died: what it sent before is kept)."""
+        while True:
+            try:
+                if not worker.conn.poll():
+                    return
+                message = worker.conn.recv()
+            except (EOFError, OSError):
+                worker.closed = True
+                return
+            worker.heard = time.monotonic()
+            kind = message[0]
+            if kind == "ready":
+                worker.ready = True
+                self.failed_starts = 0
+            elif worker.task is None or message[1] != worker.task_id:
+                continue
+            elif kind == "begin":
+                worker.in_flight = list(message[2])
+                worker.inputs = dict(zip(message[2], message[4], strict=False))
+                worker.began = worker.heard
+            elif kind == "done":
+                place, result = message[2], message[3]
+                worker.finished.add(place)
+                worker.reported_lost |= result.status is Status.DEVICE_LOST
+                self.on_result(worker.task.pairs[place], result)
+            elif kind == "task_done":
+                worker.task = None
+
+    # -- faults ---------------------------------------------------------------------------------------------
+    def _lost(self, worker: _Worker, status: Status, what: str, meant: bool = False) -> None:
+        """The worker is gone (died, or killed for a timeout): settle its task as the module docstring says.
+        ``meant``: it exited on purpose after reporting a lost device (worker.py), which costs no attempt."""
+        self.workers.remove(worker)
+        worker.conn.close()
+        task = worker.task
+        if task is None:
+            if not worker.ready:
+                self.failed_starts += 1
+            return
+        left = [place for place in range(len(task.entries)) if place not in worker.finished]
+        flying = [place for place in worker.in_flight if place in left]
+        if worker.finished:  # progress: the deaths counted are those in a row without a case finished
+            task.attempts = 0
+        if not flying and left and not meant:  # it died between cases, or before its first: retry, not forever
+            task.attempts += 1
+            flying = left[:1] if task.attempts >= 2 else []
+        if len(flying) == 1:
+            place = flying[0]
+            entry = task.entries[place]
+            base = replace(base_result(entry, task.ep, self.options), inputs_sha256=worker.inputs.get(place, {}))
+            seconds = time.monotonic() - worker.began
+            self.on_result(task.pairs[place], fault_result(base, status, what, self._stderr(worker), seconds))
+        elif flying:  # a pack: each case again alone, to find the one at fault
+            self.pending.appendleft(self._part(task, flying, pack=1))
+        rest = [place for place in left if place not in flying]
+        if rest:
+            self.pending.appendleft(self._part(task, rest, pack=task.pack, attempts=task.attempts))
+        log.info("worker %s: %s; %d case(s) of its task run again", worker.process.pid, what, len(rest) + len(flying))
+
+    @staticmethod
+    def _part(task: Task, places: Sequence[int], pack: int, attempts: int = 0) -> Task:
+        return Task([task.entries[p] for p in places], [task.pairs[p] for p in places], task.ep, pack, attempts)
+
+    def _check(self, worker: _Worker) -> None:
+        """Settle a worker that died, or kill one that is past its time."""
+        if not worker.process.is_alive():
+            worker.process.join()
+            self._receive(worker)
+            ended = how_it_ended(worker.process.exitcode)
+            meant = worker.reported_lost and worker.process.exitcode == DEVICE_LOST_EXIT
+            self._lost(worker, Status.CRASH, f"the worker process running it {ended}", meant)
+            return
+        now = time.monotonic()
+        if not worker.ready and now - worker.heard > START_LIMIT:
+            worker.process.kill()
+        elif worker.task is not None and self.timeout and now - worker.heard > self.timeout:
+            worker.process.kill()
+            worker.process.join(KILL_WAIT)
+            self._receive(worker)
+            if worker.task is not None:
+                self._lost(worker, Status.TIMEOUT, f"no progress for {self.timeout:g} s: the worker was killed")
+
+    # -- the loop -------------------------------------------------------------------------------------------
+    def run(self, tasks: Sequence[Task], options: RunOptions, on_result: Callable[[int, Result], None]) -> None:
+        """Every task to its end, each result to ``on_result(pair, result)`` as it comes. On any exception (a
+        KeyboardInterrupt) the workers are stopped and it goes up to the caller."""
+        self.options, self.on_result = options, on_result
+        self.pending.extend(tasks)
+        try:
+            while self.pending or self._busy():
+                self._turn()
+        except BaseException:
+            self.close()
+            raise
+
+    def wait_ready(self) -> None:
+        """Until every worker has started (a benchmark's timing starts after)."""
+        while len(self.workers) < self.jobs or not all(worker.ready for worker in self.workers):
+            self._turn()
+
+    def _turn(self) -> None:
+        """Workers to ``jobs`` again, idle ones given pending tasks, then what any of them says or does settled."""
+        if self.failed_starts >= 3:
+            raise WorkerStartError(
+                f"{self.failed_starts} worker processes in a row died, or hung for {START_LIMIT:g} s, before they "
+                "were ready: nothing more can run (try -j 0 to run in this process)"
+            )
+        while len(self.workers) < self.jobs:
+            self._spawn()
+        for worker in self.workers:
+            if worker.ready and not worker.closed and worker.task is None and self.pending:
+                self._assign(worker, self.pending.popleft())
+        self._wait()
+        for worker in list(self.workers):
+            self._receive(worker)
+            self._check(worker)
+
+    def _busy(self) -> int:
+        return sum(w.task is not None for w in self.workers)
+
+    def _wait(self) -> None:
+        handles: list[Any] = [w.conn for w in self.workers if not w.closed] + [w.process.sentinel for w in self.workers]
+        wait(handles, timeout=min(1.0, self.timeout or 1.0))
+
+    def close(self) -> None:
+        for worker in self.workers:
+            with contextlib.suppress(OSError):
+                worker.conn.send(("stop",))
+        deadline = time.monotonic() + 5.0
+        for worker in self.workers:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join(KILL_WAIT)
+            worker.conn.close()
+        self.workers.clear()
+        self.folder.cleanup()

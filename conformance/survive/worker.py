@@ -1,0 +1,112 @@
+"""The worker process: runs the tasks a supervisor (supervisor.py) sends it, telling it as it goes what it works on.
+
+Messages to the supervisor, over one pipe: ``("ready",)`` once imported; per task, ``("begin", task, places,
+executing, inputs)`` before each case is prepared and before each session runs (several places for a pack; before a
+session, the hashes of their inputs), ``("done",
+task, place, result)`` as each result is final, and ``("task_done", task)``. The supervisor thus knows, when the
+worker dies or hangs, which cases were in flight and which results are already safe.
+
+Its stderr (file descriptor 2, so onnxruntime's and the driver's messages too, and faulthandler's traceback on a
+fatal signal) goes to a file the supervisor reads when the worker dies. A worker that reports DEVICE_LOST exits
+after sending it: its device context is gone, and a fresh worker takes over the rest.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from conformance.cases.parse import Entry
+from conformance.ep.providers import EpSpec
+from conformance.ep.sessions import Sessions
+from conformance.model import Status
+from conformance.results import Result
+from conformance.run.batch import run_batch
+from conformance.run.runner import RunOptions
+from conformance.survive.faults import provoke, provoke_at_start
+
+DEVICE_LOST_EXIT = 3  # the status a worker exits with after reporting a lost device
+SUPERVISOR_GONE_EXIT = 4  # the status of a worker that outlived its supervisor (nobody reads it)
+
+
+class _Reporter:
+    """The batch's Watch: each step sent to the supervisor as it happens."""
+
+    def __init__(self, conn: Connection, task: int, ids: Sequence[str]) -> None:
+        self.conn, self.task, self.ids = conn, task, ids
+
+    def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
+        self.conn.send(("begin", self.task, list(places), executing, [dict(hashes) for hashes in inputs]))
+        if executing:
+            provoke([self.ids[place] for place in places])
+
+    def finished(self, place: int, result: Result) -> None:
+        self.conn.send(("done", self.task, place, result))
+        if result.status is Status.DEVICE_LOST:
+            os._exit(DEVICE_LOST_EXIT)  # no cleanup: the device context may hang in it
+
+    def device_lost(self, places: Sequence[int], message: str) -> None:
+        """A pack lost the device: exit with the pack in flight, which the supervisor runs again one case per fresh
+        worker, so that the case that loses it is found (the message is left in this worker's stderr)."""
+        os.write(2, f"a packed session lost the device: {message}\n".encode("utf-8", "replace"))
+        os._exit(DEVICE_LOST_EXIT)
+
+
+def _stderr_to(path: str) -> None:
+    """Descriptor 2 and sys.stderr to ``path`` (appending), and Python's traceback there on a fatal signal."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)  # noqa: SIM115
+    faulthandler.enable(sys.stderr)
+
+
+def _run_task(conn: Connection, task: int, entries: Sequence[Entry], ep: EpSpec, options: RunOptions) -> None:
+    os.ftruncate(2, 0)  # the stderr kept is this task's: the file stays small over a long run
+    run_batch(entries, ep, options, Sessions(), _Reporter(conn, task, [e.id for e in entries]))
+    conn.send(("task_done", task))
+
+
+def _exit_with_the_supervisor() -> None:
+    """When the supervisor is gone without stopping this worker (a kill -9 of its pid alone, SIGTERM from a CI job's
+    timeout, the OOM killer), exit too, even while a case hangs in a driver call: an orphan would hold the device
+    for good. A daemon thread waits on the supervisor's sentinel, which multiprocessing gives a spawned child."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def wait_then_exit() -> None:
+        wait([parent.sentinel])
+        os._exit(SUPERVISOR_GONE_EXIT)
+
+    threading.Thread(target=wait_then_exit, name="supervisor-watch", daemon=True).start()
+
+
+def worker_main(conn: Connection, stderr_path: str) -> None:
+    """A worker's life: ready, then tasks until told to stop or the supervisor is gone."""
+    _exit_with_the_supervisor()
+    # Ctrl-C at a terminal reaches the whole process group: the supervisor handles it (it stops the workers and
+    # writes what finished), so that a worker's KeyboardInterrupt is not mistaken for a crash of its case.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _stderr_to(stderr_path)
+    provoke_at_start()
+    conn.send(("ready",))
+    while True:
+        try:
+            message: tuple[Any, ...] = conn.recv()
+        except (EOFError, OSError):  # the supervisor is gone (killed, say): nothing to report to
+            return
+        if message[0] == "stop":
+            return
+        _, task, entries, ep, options = message
+        try:
+            _run_task(conn, task, entries, ep, options)
+        except (BrokenPipeError, EOFError, OSError):
+            return
