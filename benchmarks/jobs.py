@@ -30,7 +30,7 @@ from conformance.cases.parse import Entry
 from conformance.cases.suite import collect
 from conformance.ep.providers import EpSpec, parse_ep
 from conformance.results import Result
-from conformance.run.runner import RunOptions
+from conformance.run.options import RunOptions
 from conformance.survive.pool import run_pairs
 from conformance.survive.supervisor import Supervisor, Task
 

@@ -22,7 +22,7 @@ import onnxruntime as ort  # type: ignore[import-untyped]
 from onnx import TensorProto, helper
 from tabulate import tabulate
 
-from conformance.ep.lower_mvn1 import IR_VERSION  # what onnxruntime 1.31 (the GPU machine's) still reads
+from conformance.ep.graph import IR_VERSION  # what onnxruntime 1.31 (the GPU machine's) still reads
 from reference.mean_variance_normalization1 import mean_variance_normalization1
 from reference.slice1 import slice1
 from reference.top_k1 import top_k1

@@ -37,7 +37,8 @@ from conformance.cases.suite import collect
 from conformance.ep.providers import EpSpec, parse_ep
 from conformance.model import INPUT_TENSOR, Case, Status
 from conformance.results import Result
-from conformance.run.runner import RunOptions, execute_prepared, prepare
+from conformance.run.options import RunOptions
+from conformance.run.runner import execute_prepared, prepare
 from reference.mean_variance_normalization1 import mean_variance_normalization1
 from reference.slice1 import slice1
 from reference.top_k1 import top_k1

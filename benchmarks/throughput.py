@@ -41,7 +41,8 @@ from conformance.ep.sessions import Sessions
 from conformance.model import Status
 from conformance.results import Result
 from conformance.run.batch import run_batch
-from conformance.run.runner import Prepared, RunOptions, prepare
+from conformance.run.options import RunOptions
+from conformance.run.runner import Prepared, prepare
 from conformance.survive.pool import window_size
 
 

@@ -1,9 +1,8 @@
-"""DML data types as NumPy and ONNX types."""
+"""DML data types as NumPy types, and each type's range (the ONNX element types are ep/graph.py's)."""
 
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
 
 from conformance.model import DataType
 
@@ -18,24 +17,9 @@ NUMPY_DTYPES: dict[DataType, np.dtype] = {
     DataType.UINT8: np.dtype(np.uint8),
 }
 
-ONNX_TYPES: dict[DataType, int] = {
-    DataType.FLOAT32: TensorProto.FLOAT,
-    DataType.FLOAT16: TensorProto.FLOAT16,
-    DataType.INT32: TensorProto.INT32,
-    DataType.INT16: TensorProto.INT16,
-    DataType.INT8: TensorProto.INT8,
-    DataType.UINT32: TensorProto.UINT32,
-    DataType.UINT16: TensorProto.UINT16,
-    DataType.UINT8: TensorProto.UINT8,
-}
-
 
 def numpy_dtype(data_type: DataType) -> np.dtype:
     return NUMPY_DTYPES[data_type]
-
-
-def onnx_type(data_type: DataType) -> int:
-    return ONNX_TYPES[data_type]
 
 
 def value_range(data_type: DataType) -> tuple[float, float]:

@@ -152,7 +152,21 @@ class Slice1Desc:
     offsets: tuple[int, ...]
     sizes: tuple[int, ...]
     strides: tuple[int, ...]
-    output_sizes: tuple[int, ...] | None
+    given_output_sizes: tuple[int, ...] | None  # the case's OutputSizes (or OutputTensor.Sizes); None: neither given
+
+    @property
+    def max_copied_elements(self) -> tuple[int, ...]:
+        """ "MaxCopiedElements[i] = 1 + (InputWindowSize[i] - 1) / InputWindowStrides[i]", by the stride's magnitude;
+        1 for an empty window or a zero stride, which the validator refuses."""
+        return tuple(
+            1 + (max(size, 1) - 1) // abs(stride) if stride else 1
+            for size, stride in zip(self.sizes, self.strides, strict=True)
+        )
+
+    @property
+    def output_sizes(self) -> tuple[int, ...]:
+        """OutputTensor's Sizes: OutputSizes where the case gives them, else MaxCopiedElements."""
+        return self.given_output_sizes if self.given_output_sizes is not None else self.max_copied_elements
 
 
 Descriptor = TopK1Desc | Mvn1Desc | Slice1Desc
@@ -210,6 +224,17 @@ class Status(enum.StrEnum):
     TIMEOUT = "TIMEOUT"
     DEVICE_LOST = "DEVICE_LOST"
 
+
+# TOP_K1's failure kinds, most severe first: a sequence's kind is the first that applies (compare/top_k1.py), and a
+# kind that moves up this order between two runs is a regression (gate/diff.py).
+TOP_K1_FAILURE_KINDS = (
+    "index_out_of_range",
+    "duplicate_indices",
+    "values",
+    "wrong_elements",
+    "not_sorted",
+    "tie_order",
+)
 
 # Names of the descriptors' tensors, as the spec pages spell them; inputs and outputs are keyed by these.
 INPUT_TENSOR = "InputTensor"

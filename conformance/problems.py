@@ -18,6 +18,13 @@ def one_line(text: str) -> str:
     return _UNPRINTABLE.sub(lambda match: repr(match.group())[1:-1], text)
 
 
+def first_line(text: str, limit: int | None = 160) -> str:
+    """A message's first line, for a table cell or a headline: cut to ``limit`` characters (an ellipsis marks the
+    cut; None: never cut)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if limit is None or len(line) <= limit else line[: limit - 1] + "…"
+
+
 @dataclass(frozen=True)
 class Problem:
     """``clauses``: the ids of the spec clauses (conformance/coverage/clauses.py) the problem breaks, if any."""

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = "conformance"
-CORE = "core"  # the top-level modules: model, problems, dtypes, results, __main__
+CORE = "core"  # the top-level modules: model, problems, dtypes, results
+MAIN = f"{PACKAGE}.__main__"  # ``python -m conformance``: the command line's second door, so of the cli stage
 HEAVY = ("onnx", "onnxruntime")  # imported by the ep stage alone
 HEAVY_HOME = "ep"
 ANYTHING = "anything"
@@ -61,6 +62,8 @@ def stage(name: str) -> str | None:
     """The stage a dotted name belongs to: a subpackage's name, CORE for the top-level modules, ``reference`` for the
     oracle's package, None outside the project."""
     parts = name.split(".")
+    if name == MAIN:
+        return "cli"
     if parts[0] == "reference":
         return "reference"
     if parts[0] != PACKAGE or len(parts) == 1:

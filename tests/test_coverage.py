@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from conformance.cases.parse import Entry
-from conformance.cases.suite import collect, quick
+from conformance.cases.suite import collect
 from conformance.cli.main import main
 from conformance.coverage.clauses import all_clauses
-from conformance.coverage.mapping import build_map, case_coverage, quick_selection, required_facets
+from conformance.coverage.mapping import build_map, case_coverage, quick, quick_selection, required_facets
 
 ROOT = Path(__file__).resolve().parents[1]
 

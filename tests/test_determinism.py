@@ -23,7 +23,8 @@ from conformance.gate.diff import diff_runs
 from conformance.model import FeatureLevel, Status
 from conformance.report.diff import render_diff_console, render_diff_markdown
 from conformance.results import Result, read_results, result_from_json, write_results
-from conformance.run.runner import RunOptions, run_entry
+from conformance.run.options import RunOptions
+from conformance.run.runner import run_entry
 
 REPO = Path(__file__).resolve().parent.parent
 CPU = parse_ep("cpu")

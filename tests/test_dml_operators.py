@@ -18,7 +18,8 @@ from conformance.ep.dml_operators import (
 )
 from conformance.ep.providers import EpSpec
 from conformance.model import Activation, AxisDirection, DataType, Slice1Desc, TensorSpec, TopK1Desc
-from conformance.run.runner import RunOptions, run_entry
+from conformance.run.options import RunOptions
+from conformance.run.runner import run_entry
 
 
 def _slice(sizes: tuple[int, ...], offsets: tuple[int, ...], window: tuple[int, ...], strides: tuple[int, ...]) -> str:

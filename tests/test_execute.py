@@ -11,9 +11,10 @@ import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
 from conformance.ep import execute as execute_module
+from conformance.ep.errors import ExecutionError, NotSupported
 from conformance.ep.execute import DISABLE_CPU_FALLBACK, RECORD_ASSIGNMENT, execute, missing_kernel
 from conformance.ep.lower import Lowering, lower
-from conformance.ep.placement import ExecutionError, NotSupported, PlacedNode, check_placement, lowering_op_types
+from conformance.ep.placement import PlacedNode, check_placement, lowering_op_types
 from conformance.ep.providers import CPU, CUDA, DML, EpSpec, parse_ep
 from conformance.model import (
     Activation,

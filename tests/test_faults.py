@@ -19,11 +19,12 @@ import pytest
 
 from conformance.cases.suite import collect
 from conformance.cli.main import main
-from conformance.ep.placement import ExecutionError
+from conformance.ep.errors import ExecutionError, device_lost
 from conformance.ep.providers import parse_ep
 from conformance.model import Status
-from conformance.run.runner import RunOptions, run_entry
-from conformance.survive.faults import TEST_FAULT, device_lost, telling_lines
+from conformance.run.options import RunOptions
+from conformance.run.runner import run_entry
+from conformance.survive.faults import TEST_FAULT, telling_lines
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = "cases/top_k1/spec_examples.yaml"

@@ -15,11 +15,12 @@ from conformance.cases.parse import Entry
 from conformance.cases.validate import validate
 from conformance.ep.providers import parse_ep
 from conformance.fuzz import search as fuzz_module
-from conformance.fuzz.search import fuzz, read_case
 from conformance.fuzz import strategies as fuzz_strategies
+from conformance.fuzz.search import fuzz, read_case
 from conformance.model import Case, Operator, Status, TopK1Desc
 from conformance.results import Result
-from conformance.run.runner import RunOptions, run_entry
+from conformance.run.options import RunOptions
+from conformance.run.runner import run_entry
 
 
 def _k_over_one_fails(entry: Entry, ep: object, options: RunOptions) -> Result:

@@ -18,12 +18,13 @@ import pytest
 from conformance.cases.parse import Entry
 from conformance.cases.suite import read_file
 from conformance.cli.main import main
-from conformance.ep.execute import Execution, Opened, execute, open_session, run_session
+from conformance.ep.errors import NotSupported
+from conformance.ep.execute import Execution, execute, open_session, run_session
 from conformance.ep.lower import Lowering
 from conformance.ep.pack import Unattributed, pack, prefix, unpack
-from conformance.ep.placement import NotSupported, PlacedNode
+from conformance.ep.placement import PlacedNode
 from conformance.ep.providers import EpSpec, parse_ep
-from conformance.ep.sessions import Sessions
+from conformance.ep.sessions import Opened, Sessions
 from conformance.gate.summary import summarize
 from conformance.model import Status
 from conformance.report.console import render_console
@@ -31,7 +32,8 @@ from conformance.report.html import render_html
 from conformance.report.markdown import render_markdown
 from conformance.results import Result
 from conformance.run.batch import Unwatched, _run_group, run_batch
-from conformance.run.runner import Prepared, RunOptions, prepare, run_entry
+from conformance.run.options import RunOptions
+from conformance.run.runner import Prepared, prepare, run_entry
 
 CPU = parse_ep("cpu")
 REPO = Path(__file__).resolve().parent.parent

@@ -12,11 +12,12 @@ import pytest
 import conformance.run.runner as runner
 from conformance.cases.parse import Entry
 from conformance.cases.suite import read_file
+from conformance.ep.errors import ExecutionError
 from conformance.ep.lower import NotExpressible
-from conformance.ep.placement import ExecutionError
 from conformance.ep.providers import EpSpec, parse_ep
 from conformance.model import FeatureLevel, Status
-from conformance.run.runner import RunOptions, ep_text, repro_command, run_entry
+from conformance.run.options import RunOptions, repro_command
+from conformance.run.runner import run_entry
 
 CPU = parse_ep("cpu")
 
@@ -200,7 +201,7 @@ def test_repro_command_carries_target_and_limits(entries: dict[str, Entry]) -> N
         "1000",
     ]
     assert shlex.split(repro_command(entry, CPU)) == ["dmlconf", "run", entry.path, "-k", entry.id, "--ep", "cpu"]
-    assert ep_text(ep) == "cuda:device_id=1"
+    assert ep.text == "cuda:device_id=1"
 
 
 def test_repro_command_quotes_awkward_ids(tmp_path: Path) -> None:

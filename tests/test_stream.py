@@ -11,7 +11,7 @@ from conformance.cases.suite import collect
 from conformance.ep.providers import parse_ep
 from conformance.model import Status
 from conformance.results import Result
-from conformance.run.runner import RunOptions
+from conformance.run.options import RunOptions
 from conformance.survive.stream import Stream, StreamError, read_stream, run_identity
 
 REPO = Path(__file__).resolve().parent.parent

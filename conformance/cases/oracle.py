@@ -46,7 +46,7 @@ def expected_outputs(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, 
             fused_activation=activation,
         )
         return {OUTPUT_TENSOR: out}
-    return {OUTPUT_TENSOR: slice1(x, d.offsets, d.sizes, d.strides, output_sizes=d.output_sizes)}
+    return {OUTPUT_TENSOR: slice1(x, d.offsets, d.sizes, d.strides, output_sizes=d.given_output_sizes)}
 
 
 def _golden_differences(case: Case, name: str, got: np.ndarray) -> str | None:

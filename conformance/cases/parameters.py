@@ -51,6 +51,6 @@ def describe(descriptor: Descriptor) -> Parameters:
             "InputWindowSizes": _ints(descriptor.sizes),
             "InputWindowStrides": _ints(descriptor.strides),
         }
-        if descriptor.output_sizes is not None:
-            described["OutputSizes"] = _ints(descriptor.output_sizes)
+        if descriptor.given_output_sizes is not None:
+            described["OutputSizes"] = _ints(descriptor.given_output_sizes)
     return described

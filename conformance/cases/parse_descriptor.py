@@ -104,7 +104,7 @@ def _slice_output_sizes(
     output = outputs.get("OutputTensor")
     if not isinstance(descriptor, Slice1Desc) or output is None or output.sizes is None:
         return descriptor
-    if descriptor.output_sizes is not None and descriptor.output_sizes != output.sizes:
-        f.problem("OutputTensor.Sizes", f"differs from OutputSizes {list(descriptor.output_sizes)}; give one")
+    if descriptor.given_output_sizes is not None and descriptor.given_output_sizes != output.sizes:
+        f.problem("OutputTensor.Sizes", f"differs from OutputSizes {list(descriptor.given_output_sizes)}; give one")
         return None
-    return replace(descriptor, output_sizes=output.sizes)
+    return replace(descriptor, given_output_sizes=output.sizes)

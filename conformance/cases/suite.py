@@ -1,5 +1,5 @@
-"""Collect a suite: case files under the given paths, read, validated, filtered by -k, --quick and --shard; and
-what the selection holds (--max-run-elements)."""
+"""Collect a suite: case files under the given paths, read, validated, filtered by -k and --shard; and what the
+selection holds (--max-run-elements). The quick selection is coverage's (coverage/mapping.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,10 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import PurePosixPath
 
 from conformance.cases.load import DEFAULT_LIMITS, FileLimits, load_document
 from conformance.cases.parse import Entry, Rejected, display_path, parse_document
 from conformance.cases.validate import DEFAULT_MAX_ELEMENTS, validate
-from conformance.coverage.mapping import case_coverage, quick_selection
-from conformance.ep.lower import slice_output_sizes
 from conformance.model import Case, Mvn1Desc, SourcePos, TopK1Desc
 from conformance.problems import CaseFileError, Problem, one_line
 
@@ -156,25 +153,13 @@ def case_elements(entry: Entry) -> int:
     elif isinstance(d, Mvn1Desc):
         shapes = [t.sizes for t in (d.input, d.scale, d.bias) if t is not None] + [d.input.sizes]
     else:
-        shapes = [d.input.sizes, slice_output_sizes(d)]
+        shapes = [d.input.sizes, d.output_sizes]
     return sum(math.prod(shape) for shape in shapes)
 
 
 def run_elements(entries: Sequence[Entry], eps: int) -> int:
     """Elements the (case, EP) pairs of a run hold: each case's on each of ``eps`` execution providers."""
     return eps * sum(case_elements(entry) for entry in entries)
-
-
-def is_found(entry: Entry) -> bool:
-    """A case under a ``found/`` folder: the smallest form of something a GPU run found (a regression test)."""
-    return "found" in PurePosixPath(entry.path).parent.parts
-
-
-def quick(suite: Suite, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Suite:
-    """The quick selection: few cases covering every clause and facet the suite covers, plus the found ones."""
-    coverages = [case_coverage(entry, max_elements) for entry in suite.entries]
-    chosen = set(quick_selection(coverages, [e.id for e in suite.entries if is_found(e)]))
-    return replace(suite, entries=tuple(e for e in suite.entries if e.id in chosen))
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -163,9 +163,8 @@ def _mvn(c: Checker, d: Mvn1Desc) -> None:
         c.expected(OUTPUT_TENSOR, d.input.sizes, d.input.data_type)
 
 
-def _slice_window(c: Checker, d: Slice1Desc) -> list[int]:
-    """The window's rules per dimension; MaxCopiedElements of each dimension."""
-    max_copied = []
+def _slice_window(c: Checker, d: Slice1Desc) -> None:
+    """The window's rules per dimension."""
     for i, (offset, size, stride) in enumerate(zip(d.offsets, d.sizes, d.strides, strict=True)):
         # "The input window mustn't be empty in any dimension"
         if size < 1:
@@ -184,9 +183,6 @@ def _slice_window(c: Checker, d: Slice1Desc) -> list[int]:
         # "Strides may not be 0."
         if stride == 0:
             c.fail(f"InputWindowStrides.{i}", f"dimension {i}: strides may not be 0", f"{S}stride-not-zero")
-        # "MaxCopiedElements[i] = 1 + (InputWindowSize[i] - 1) / InputWindowStrides[i]" (stride's magnitude)
-        max_copied.append(1 + (max(size, 1) - 1) // abs(stride) if stride else 1)
-    return max_copied
 
 
 def _slice(c: Checker, d: Slice1Desc) -> None:
@@ -197,8 +193,8 @@ def _slice(c: Checker, d: Slice1Desc) -> None:
     c.dimension_count("InputTensor.Sizes", rank, SLICE_RANKS, *support, *output_row, count_rule)
     usable = c.tensor(INPUT_TENSOR, d.input, list(DataType), *support)
     arrays = {"InputWindowOffsets": d.offsets, "InputWindowSizes": d.sizes, "InputWindowStrides": d.strides}
-    if d.output_sizes is not None:
-        arrays["OutputSizes"] = d.output_sizes
+    if d.given_output_sizes is not None:
+        arrays["OutputSizes"] = d.given_output_sizes
     wrong = [name for name, values in arrays.items() if len(values) != rank]
     for name in wrong:
         message = f"has {len(arrays[name])} entries; DimensionCount is {rank} (the InputTensor's)"
@@ -206,12 +202,11 @@ def _slice(c: Checker, d: Slice1Desc) -> None:
         c.fail(name, message, f"{S}array-lengths", f"{S}dimension-count-match", *output_rank)
     if wrong:
         return
-    max_copied = _slice_window(c, d)
-    output = d.output_sizes or tuple(max_copied)
-    for i, (out, most) in enumerate(zip(output, max_copied, strict=True)):
+    _slice_window(c, d)
+    for i, (out, most) in enumerate(zip(d.output_sizes, d.max_copied_elements, strict=True)):
         # "The slice is valid so long as 1 <= OutputSizes[i] <= MaxCopiedElements[i]."
         if not 1 <= out <= most:
-            where = f"OutputSizes.{i}" if d.output_sizes is not None else f"InputWindowSizes.{i}"
+            where = f"OutputSizes.{i}" if d.given_output_sizes is not None else f"InputWindowSizes.{i}"
             c.fail(where, f"dimension {i}: {out} is outside 1 to MaxCopiedElements {most}", f"{S}output-sizes-range")
     rules = OutputRules(
         "OutputSizes",
@@ -220,9 +215,9 @@ def _slice(c: Checker, d: Slice1Desc) -> None:
         (f"{S}output-sizes-range",),
         (f"{S}same-data-type",),
     )
-    c.output(OUTPUT_TENSOR, tuple(output), d.input.data_type, rules)
+    c.output(OUTPUT_TENSOR, d.output_sizes, d.input.data_type, rules)
     if usable and not c.problems:
-        c.expected(OUTPUT_TENSOR, tuple(output), d.input.data_type)
+        c.expected(OUTPUT_TENSOR, d.output_sizes, d.input.data_type)
 
 
 def validate(case: Case, max_elements: int = DEFAULT_MAX_ELEMENTS) -> list[Problem]:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from conformance.cases.load import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_NODES
-from conformance.cases.suite import DEFAULT_MAX_RUN_ELEMENTS, quick
+from conformance.cases.suite import DEFAULT_MAX_RUN_ELEMENTS
 from conformance.cases.validate import DEFAULT_MAX_ELEMENTS, validate
 from conformance.cli.reports import (
     UsageError,
@@ -36,13 +36,12 @@ from conformance.cli.run import (
     print_problems,
     run_command,
 )
-from conformance.coverage.mapping import build_map, case_coverage
+from conformance.coverage.mapping import build_map, case_coverage, quick
 from conformance.coverage.markdown import render_coverage
 from conformance.fuzz.search import SHRINK_EXAMPLES, fuzz
 from conformance.model import Case, Operator
-from conformance.problems import CaseFileError, Problem
+from conformance.problems import CaseFileError, Problem, first_line
 from conformance.results import write_text_atomic
-from conformance.run.runner import ep_text
 
 
 def _positive(text: str) -> int:
@@ -194,13 +193,13 @@ def _fuzz(args: argparse.Namespace) -> int:
     if args.time <= 0:
         raise UsageError(f"--time: must be above 0, got {args.time}")
     operator = Operator(args.operator)
-    print(f"fuzzing {operator.value} on {ep_text(ep)} for {args.time:g} s, seed {args.seed}")
+    print(f"fuzzing {operator.value} on {ep.text} for {args.time:g} s, seed {args.seed}")
     outcome = fuzz(operator, ep, args.time, args.seed, args.out, args.special, args.shrink_examples)
     print(f"{outcome.examples} example(s) in {outcome.seconds:.1f} s, {outcome.shrunk} of them shrinking")
     if outcome.result is None or outcome.case_file is None:
         print("no mismatch found")
         return EXIT_OK
-    first = outcome.result.message.splitlines()[0] if outcome.result.message else ""
+    first = first_line(outcome.result.message, None)
     print(f"{outcome.result.status.value} ({outcome.result.failure_kind}): {first}")
     again = "yes" if outcome.reproduced or outcome.rerun is None else f"NO, it gave {outcome.rerun.status.value}"
     print(f"minimal case: {outcome.case_file} (reproduces: {again})")

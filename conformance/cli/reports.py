@@ -20,7 +20,7 @@ from conformance.report.html import render_html
 from conformance.report.junit import render_junit
 from conformance.report.markdown import render_markdown
 from conformance.results import Result, read_results, write_results, write_text_atomic
-from conformance.run.runner import RunOptions
+from conformance.run.options import RunOptions
 from conformance.survive.supervisor import DEFAULT_TIMEOUT
 
 FORMATS = {"html": "report.html", "md": "summary.md", "junit": "junit.xml"}

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from conformance.cases.load import DEFAULT_LIMITS, FileLimits
-from conformance.cases.suite import NoCaseFiles, Suite, collect, quick, run_elements, shard, valid_files_only
+from conformance.cases.suite import NoCaseFiles, Suite, collect, run_elements, shard, valid_files_only
 from conformance.cli.progress import Progress
 from conformance.cli.reports import FORMATS, UsageError, gate_lines, read_waivers, shard_of, write_reports
+from conformance.coverage.mapping import quick
 from conformance.ep.providers import EpSpec, best_available_ep, directml_for, parse_ep
 from conformance.gate.summary import summarize
 from conformance.gate.waivers import Waiver, apply_waivers, overall_failed
@@ -21,7 +22,7 @@ from conformance.problems import Problem
 from conformance.report.console import render_console
 from conformance.results import Result, write_results
 from conformance.run.identity import environment
-from conformance.run.runner import RunOptions, distinct_eps, ep_text
+from conformance.run.options import RunOptions, distinct_eps
 from conformance.survive.pool import run_pairs
 from conformance.survive.stream import STREAM_NAME, Stream, StreamError, read_stream, run_identity
 from conformance.survive.supervisor import Supervisor
@@ -164,7 +165,7 @@ def _run_suite(
     _folders(args)
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
     stream, done = _stream(args, suite, eps, options)
-    print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(map(ep_text, eps))}")
+    print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(ep.text for ep in eps)}")
     if directml is not None:
         print(f"DirectML {directml.version or '?'} ({directml.source}): feature level {directml.feature_level or '?'}")
     planned = len(suite.entries) * len(eps)

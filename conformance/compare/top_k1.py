@@ -33,13 +33,13 @@ from conformance.model import (
     INPUT_TENSOR,
     OUTPUT_INDEX_TENSOR,
     OUTPUT_VALUE_TENSOR,
+    TOP_K1_FAILURE_KINDS,
     AxisDirection,
     Case,
     Status,
     TopK1Desc,
 )
 
-KINDS = ("index_out_of_range", "duplicate_indices", "values", "wrong_elements", "not_sorted", "tie_order")
 NAN_PLACEMENT = "nan_placement"
 
 
@@ -76,7 +76,7 @@ def compare_topk(
     if not rows.size:
         return passed(metrics)
     classified = classify(seqs, rows, desc.axis_direction)
-    for kind in (*KINDS, NAN_PLACEMENT):
+    for kind in (*TOP_K1_FAILURE_KINDS, NAN_PLACEMENT):
         count = int(np.count_nonzero(classified.kinds == kind))
         if count:
             metrics[f"sequences_{kind}"] = count
@@ -84,7 +84,7 @@ def compare_topk(
         status, kind = Status.QUALITY_WARNING, NAN_PLACEMENT
     else:
         status = Status.FAIL
-        kind = next(k for k in KINDS if (classified.kinds == k).any())
+        kind = next(k for k in TOP_K1_FAILURE_KINDS if (classified.kinds == k).any())
     first = int(classified.rows[np.flatnonzero(classified.kinds == kind)[0]])
     message, details = topk_report(seqs, desc, kind, first, ~(value_ok & index_ok), metrics)
     return Verdict(status, kind, message, metrics, details)
@@ -104,7 +104,7 @@ def classify(seqs: Sequences, rows: npt.NDArray[np.intp], direction: AxisDirecti
     wrong = ~_nan_equal(np.sort(a_key, axis=1), np.sort(e_key, axis=1)).all(axis=1)
     unsorted = ~_sorted(a_key, direction).all(axis=1)
     masks = [out_of_range, duplicate, inconsistent, wrong, unsorted]
-    kinds = np.select(masks, list(KINDS[: len(masks)]), KINDS[-1])
+    kinds = np.select(masks, list(TOP_K1_FAILURE_KINDS[: len(masks)]), TOP_K1_FAILURE_KINDS[-1])
     placement = np.isnan(value_key(x)).any(axis=1) & ~(out_of_range | duplicate | inconsistent)
     if placement.any():
         placement[placement] = numbers_match(x[placement], av[placement], ai[placement], direction)

@@ -8,11 +8,13 @@ Nothing is taken from a case's id or description, so a case cannot claim coverag
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
 from types import ModuleType
 
 from conformance.cases.generate import case_inputs
 from conformance.cases.parse import Entry
+from conformance.cases.suite import Suite
 from conformance.cases.validate import DEFAULT_MAX_ELEMENTS, validate
 from conformance.coverage import mvn1 as coverage_mvn1
 from conformance.coverage import slice1 as coverage_slice1
@@ -138,3 +140,15 @@ def quick_selection(coverages: Sequence[CaseCoverage], always: Iterable[str] = (
         chosen.add(best)
         remaining -= gained
     return [c.case_id for c in coverages if c.case_id in chosen]
+
+
+def is_found(entry: Entry) -> bool:
+    """A case under a ``found/`` folder: the smallest form of something a GPU run found (a regression test)."""
+    return "found" in PurePosixPath(entry.path).parent.parts
+
+
+def quick(suite: Suite, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Suite:
+    """The quick selection: few cases covering every clause and facet the suite covers, plus the found ones."""
+    coverages = [case_coverage(entry, max_elements) for entry in suite.entries]
+    chosen = set(quick_selection(coverages, [e.id for e in suite.entries if is_found(e)]))
+    return replace(suite, entries=tuple(e for e in suite.entries if e.id in chosen))

@@ -67,9 +67,8 @@ def _window_facets(f: Facets, d: Slice1Desc) -> None:
 
 
 def _output_facets(f: Facets, d: Slice1Desc) -> None:
-    max_copied = [1 + (size - 1) // abs(stride) for size, stride in zip(d.sizes, d.strides, strict=True)]
-    output = d.output_sizes or tuple(max_copied)
-    for out, most in zip(output, max_copied, strict=True):
+    output = d.output_sizes
+    for out, most in zip(output, d.max_copied_elements, strict=True):
         f["output-sizes-range"].add(FULL if out == most else ONE if out == 1 else PARTIAL)
         if out < most:
             f["partial-copy"].add(ANY)

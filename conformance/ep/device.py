@@ -116,3 +116,14 @@ def ep_devices(ep_name: str) -> list[dict[str, Any]]:
     except Exception as error:  # onnxruntime's own exception types; an old build has no get_ep_devices
         log.debug("no EP devices for %s: %s", ep_name, error)
         return []
+
+
+def runtime() -> dict[str, Any]:
+    """onnxruntime's and onnx's versions and the EPs this onnxruntime build offers, for a run's identity."""
+    import onnx
+
+    return {
+        "onnxruntime": ort.__version__,
+        "available_providers": ort.get_available_providers(),
+        "onnx": onnx.__version__,
+    }

@@ -21,27 +21,19 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import onnx
 import onnxruntime as ort  # type: ignore[import-untyped]
 from onnx import TensorProto, helper
 
+from conformance.ep.errors import ExecutionError, NotSupported
+from conformance.ep.graph import IR_VERSION, Array
 from conformance.ep.lower import Lowering
-from conformance.ep.lower_mvn1 import IR_VERSION, Array
-from conformance.ep.placement import (
-    ExecutionError,
-    NotSupported,
-    PlacedNode,
-    check_placement,
-    lowering_op_types,
-    recorded_placement,
-)
+from conformance.ep.placement import check_placement, lowering_op_types, recorded_placement
 from conformance.ep.providers import CPU, CUDA, DML, EpSpec, is_plugin, plugin_devices
-
-if TYPE_CHECKING:
-    from conformance.ep.sessions import Sessions
+from conformance.ep.sessions import Opened, Sessions
 
 log = logging.getLogger(__name__)
 
@@ -234,15 +226,6 @@ def _target(ep: EpSpec) -> tuple[str, list[Any]]:
     if not devices:
         raise ExecutionError(f"the {ep.alias} plugin EP ({name}) found no device on this machine")
     return name, devices[:1]
-
-
-@dataclass(frozen=True)
-class Opened:
-    """A session created for one model on one EP, with onnxruntime's record of where its nodes were placed."""
-
-    session: Any
-    ep_name: str  # the EP name the record must show
-    records: tuple[PlacedNode, ...]
 
 
 def open_session(lowering: Lowering, ep: EpSpec, threads: int | None = None) -> Opened:

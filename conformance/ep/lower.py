@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from conformance.dtypes import numpy_dtype
-from conformance.ep.lower_mvn1 import Array, CannotLower, GraphBuilder, lower_mvn
+from conformance.ep.graph import Array, CannotLower, GraphBuilder, onnx_type
+from conformance.ep.lower_mvn1 import lower_mvn
 from conformance.model import (
     INPUT_TENSOR,
     OUTPUT_INDEX_TENSOR,
@@ -72,19 +73,12 @@ def _lower_topk(desc: TopK1Desc, inputs: Mapping[str, Array]) -> Lowering:
     )
     shape = list(desc.input.sizes)
     shape[desc.axis] = desc.k
-    elem = helper.np_dtype_to_tensor_dtype(numpy_dtype(desc.input.data_type))
+    elem = onnx_type(desc.input.data_type)
     return _lowering(
         "TopK-11",
         g,
         [(OUTPUT_VALUE_TENSOR, values, elem, shape), (OUTPUT_INDEX_TENSOR, indices, TensorProto.INT64, shape)],
     )
-
-
-def slice_output_sizes(desc: Slice1Desc) -> tuple[int, ...]:
-    """OutputSizes, or MaxCopiedElements = 1 + (size - 1) // |stride| where the case gives none."""
-    if desc.output_sizes is not None:
-        return desc.output_sizes
-    return tuple(1 + (size - 1) // abs(stride) for size, stride in zip(desc.sizes, desc.strides, strict=True))
 
 
 def slice_bounds(desc: Slice1Desc) -> tuple[list[int], list[int], list[int]]:
@@ -95,9 +89,7 @@ def slice_bounds(desc: Slice1Desc) -> tuple[list[int], list[int], list[int]]:
     the end, so it becomes INT64_MIN, which ONNX clamps to -1 ("before index 0") for negative steps.
     """
     starts, ends = [], []
-    for offset, size, stride, count in zip(
-        desc.offsets, desc.sizes, desc.strides, slice_output_sizes(desc), strict=True
-    ):
+    for offset, size, stride, count in zip(desc.offsets, desc.sizes, desc.strides, desc.output_sizes, strict=True):
         start = offset if stride > 0 else offset + size - 1
         end = start + (count - 1) * stride + (1 if stride > 0 else -1)
         starts.append(start)
@@ -116,13 +108,13 @@ def _lower_slice(desc: Slice1Desc, inputs: Mapping[str, Array]) -> Lowering | No
         for name, values in (("starts", starts), ("ends", ends), ("axes", range(len(starts))), ("steps", steps))
     ]
     y = g.op("Slice", x, *consts)
-    elem = helper.np_dtype_to_tensor_dtype(numpy_dtype(desc.input.data_type))
-    return _lowering("Slice-13", g, [(OUTPUT_TENSOR, y, elem, slice_output_sizes(desc))])
+    elem = onnx_type(desc.input.data_type)
+    return _lowering("Slice-13", g, [(OUTPUT_TENSOR, y, elem, desc.output_sizes)])
 
 
 def _lower_mvn(desc: Mvn1Desc, inputs: Mapping[str, Array], ep_name: str) -> Lowering:
     built = lower_mvn(desc, inputs, ep_name)
-    elem = helper.np_dtype_to_tensor_dtype(numpy_dtype(desc.input.data_type))
+    elem = onnx_type(desc.input.data_type)
     return _lowering(built.name, built.graph, [(OUTPUT_TENSOR, built.output, elem, desc.input.sizes)])
 
 

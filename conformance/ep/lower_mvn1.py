@@ -1,4 +1,4 @@
-"""DML_MEAN_VARIANCE_NORMALIZATION1 as ONNX, plus the small graph builder every lowering uses.
+"""DML_MEAN_VARIANCE_NORMALIZATION1 as ONNX.
 
 Candidates, in order; the first that conveys the descriptor exactly to the EP wins:
 
@@ -29,14 +29,14 @@ folds back into the MVN1 operator.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
-from onnx import NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
+from onnx import TensorProto
 
 from conformance.dtypes import numpy_dtype
+from conformance.ep.graph import Array, CannotLower, GraphBuilder
 from conformance.model import (
     ACTIVATION_PARAMS,
     BIAS_TENSOR,
@@ -47,9 +47,6 @@ from conformance.model import (
     Mvn1Desc,
 )
 
-Array = npt.NDArray[Any]
-IR_VERSION = 9  # onnxruntime 1.31 rejects newer IR versions
-BASE_OPSET = 18  # ReduceMean with axes as an input
 DML_MVN_EPSILON = np.float32(0.00001)  # Dml::DefaultEpsilon, DmlExecutionProvider/src/Operators/OperatorUtility.h
 CUDNN_MIN_EPSILON = np.float32(1e-5)
 
@@ -66,57 +63,6 @@ DECOMPOSED = "decomposed-MVN"
 DML_FUSED_ACTIVATIONS = frozenset(
     {"Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Softsign", "Softplus", "ThresholdedRelu"}
 )
-
-
-class CannotLower(Exception):
-    """The descriptor has no ONNX form here; the message says why."""
-
-
-@dataclass
-class GraphBuilder:
-    """Accumulates one ONNX graph; every node gets a unique name."""
-
-    opset: int = BASE_OPSET
-    nodes: list[NodeProto] = field(default_factory=list)
-    inputs: list[ValueInfoProto] = field(default_factory=list)
-    initializers: list[TensorProto] = field(default_factory=list)
-    feeds: dict[str, Array] = field(default_factory=dict)
-
-    def input(self, name: str, array: Array) -> str:
-        array = np.ascontiguousarray(array)
-        elem = helper.np_dtype_to_tensor_dtype(array.dtype)
-        self.inputs.append(helper.make_tensor_value_info(name, elem, list(array.shape)))
-        self.feeds[name] = array
-        return name
-
-    def const(self, hint: str, array: Array) -> str:
-        name = f"{hint}_c{len(self.initializers)}"
-        self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
-        return name
-
-    def node(self, op: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any) -> list[str]:
-        name = f"{op}_{len(self.nodes)}"
-        names = [f"{name}_out{i}" for i in range(outputs)]
-        self.nodes.append(helper.make_node(op, list(inputs), names, name=name, **attrs))
-        return names
-
-    def op(self, op: str, *inputs: str, **attrs: Any) -> str:
-        return self.node(op, inputs, 1, **attrs)[0]
-
-    def model(self, outputs: Sequence[tuple[str, str, int, Sequence[int]]]) -> bytes:
-        """Serialize; ``outputs`` are (graph output name, tensor name, ONNX type, shape)."""
-        renames = {tensor: name for name, tensor, _, _ in outputs}
-        for node in self.nodes:
-            node.output[:] = [renames.get(o, o) for o in node.output]
-        infos = [helper.make_tensor_value_info(name, elem, list(shape)) for name, _, elem, shape in outputs]
-        graph = helper.make_graph(self.nodes, "dml_conformance", self.inputs, infos, self.initializers)
-        model = helper.make_model(
-            graph,
-            opset_imports=[helper.make_opsetid("", self.opset)],
-            ir_version=IR_VERSION,
-            producer_name="dml-conformance",
-        )
-        return bytes(model.SerializeToString())
 
 
 @dataclass(frozen=True)

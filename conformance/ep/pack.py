@@ -22,10 +22,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, compose, helper
 
+from conformance.ep.errors import ExecutionError, NotSupported
 from conformance.ep.execute import Execution
+from conformance.ep.graph import IR_VERSION, Array
 from conformance.ep.lower import Lowering
-from conformance.ep.lower_mvn1 import IR_VERSION, Array
-from conformance.ep.placement import ExecutionError, NotSupported, PlacedNode, check_placement, lowering_op_types
+from conformance.ep.placement import PlacedNode, check_placement, lowering_op_types
 
 PACK_MAX_ELEMENTS = 1 << 16  # a case is packed only when its inputs and outputs hold at most this many elements
 PACKED = "packed"

@@ -10,23 +10,11 @@ from typing import Any
 
 import onnx
 
+from conformance.ep.errors import ExecutionError, NotSupported
+from conformance.ep.graph import BASE_OPSET
 from conformance.ep.lower import Lowering
-from conformance.ep.lower_mvn1 import BASE_OPSET
 
 log = logging.getLogger(__name__)
-
-
-class NotSupported(Exception):
-    """The EP does not run this lowering itself: ``kind`` is "no_kernel", "placed_elsewhere" (a node went to another
-    EP) or "ep_not_started" (the EP could not create the session at all)."""
-
-    def __init__(self, message: str, kind: str = "no_kernel") -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-class ExecutionError(Exception):
-    """Anything else that went wrong in onnxruntime."""
 
 
 @dataclass(frozen=True)

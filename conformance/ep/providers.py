@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePath, PurePosixPath, PureWindowsPath
 from typing import Any
 
-import onnxruntime as ort  # type: ignore[import-untyped]
-
 from conformance.ep import directml as dml
 
 log = logging.getLogger(__name__)
@@ -38,6 +36,19 @@ class EpSpec:
     name: str  # full onnxruntime EP name; for a library path, a name derived from the file until it is registered
     options: Mapping[str, str] = field(default_factory=dict)
     library: str | None = None  # a plugin EP library path, when given by path
+
+    @property
+    def text(self) -> str:
+        """The --ep text that selects this EP again, options included (a result's ``ep``: two configurations of
+        one EP stay apart)."""
+        options = ",".join(f"{k}={v}" for k, v in self.options.items())
+        return f"{self.alias}:{options}" if options else self.alias
+
+
+def _onnxruntime() -> Any:
+    import onnxruntime  # type: ignore[import-untyped]
+
+    return onnxruntime
 
 
 def _is_path(text: str) -> bool:
@@ -119,6 +130,7 @@ def directml_for(eps: list[EpSpec]) -> dml.DirectML | None:
 @functools.cache
 def register_library(registration_name: str, path: str) -> tuple[str, ...]:
     """Register a plugin EP library once per process; the EP names whose devices it brought."""
+    ort = _onnxruntime()
     before = {device.ep_name for device in ort.get_ep_devices()}
     try:
         ort.register_execution_provider_library(registration_name, path)
@@ -145,7 +157,7 @@ def plugin_devices(spec: EpSpec) -> tuple[str, list[Any]]:
     else:
         brought = register_library(spec.name, spec.library)
         name = spec.name if spec.name in brought or len(brought) != 1 else brought[0]
-    return name, [device for device in ort.get_ep_devices() if device.ep_name == name]
+    return name, [device for device in _onnxruntime().get_ep_devices() if device.ep_name == name]
 
 
 def is_plugin(spec: EpSpec) -> bool:
@@ -163,7 +175,7 @@ def _webgpu_usable() -> bool:
 def best_available_ep() -> EpSpec:
     """The first of dml, cuda (from onnxruntime's available providers) and webgpu (its package imports and has a
     device) that this machine has; else cpu."""
-    available = set(ort.get_available_providers())
+    available = set(_onnxruntime().get_available_providers())
     for alias in ("dml", "cuda"):
         if ALIASES[alias] in available:
             return EpSpec(alias, ALIASES[alias])

@@ -16,12 +16,23 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from conformance.ep.execute import Opened
 from conformance.ep.lower import Lowering
+from conformance.ep.placement import PlacedNode
 from conformance.ep.providers import EpSpec
 
 CAPACITY = 1  # open sessions held at once: one, so that no case runs beside another case's session
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A session created for one model on one EP, with onnxruntime's record of where its nodes were placed."""
+
+    session: Any
+    ep_name: str  # the EP name the record must show
+    records: tuple[PlacedNode, ...]
 
 
 class Sessions:

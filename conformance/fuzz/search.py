@@ -33,8 +33,10 @@ from conformance.cases.validate import validate
 from conformance.ep.providers import EpSpec
 from conformance.fuzz import strategies as fuzz_strategies
 from conformance.model import Case, Operator, Status
+from conformance.problems import first_line
 from conformance.results import Result, write_text_atomic
-from conformance.run.runner import RunOptions, run_entry
+from conformance.run.options import RunOptions
+from conformance.run.runner import run_entry
 
 log = logging.getLogger(__name__)
 STRATEGIES: dict[Operator, Callable[[bool], st.SearchStrategy[dict[str, Any]]]] = {
@@ -199,8 +201,8 @@ def _write_found(
 ) -> str:
     case, result = failing
     name = f"fuzz-{operator.value.lower()}-{_alias(ep)}-{run}"
-    first_line = result.message.splitlines()[0] if result.message else result.status.value
-    description = f"Found by `{command}`: {result.status.value} ({result.failure_kind}) on {_alias(ep)}: {first_line}"
+    headline = first_line(result.message, None) or result.status.value
+    description = f"Found by `{command}`: {result.status.value} ({result.failure_kind}) on {_alias(ep)}: {headline}"
     path = os.path.join(out_dir, f"{name}.yaml")
     os.makedirs(out_dir, exist_ok=True)
     header = f"# Written by `{command}`.\n# Reproduce: {_reproduce(path, ep)}\n"

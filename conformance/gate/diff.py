@@ -3,7 +3,7 @@
 Results are matched by (case, EP). The rules, in the order they apply to a (case, EP) found in both runs:
 
 * regression: PASS, QUALITY_WARNING or INVALID before and FAIL or ERROR now; or failing (FAIL/ERROR) in both
-  runs with a failure kind that got more severe in TOP_K1's order (``compare_topk.KINDS``, most severe first:
+  runs with a failure kind that got more severe in TOP_K1's order (``model.TOP_K1_FAILURE_KINDS``, most severe first:
   index_out_of_range > duplicate_indices > values > wrong_elements > not_sorted > tie_order). Kinds outside that
   order (tolerance, execution...) are not ranked, so a change between them is no regression.
 * fix: FAIL or ERROR before and PASS, QUALITY_WARNING or INVALID now.
@@ -27,16 +27,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.compare.top_k1 import KINDS
 from conformance.gate.summary import identity_lines
-from conformance.model import Status
+from conformance.model import TOP_K1_FAILURE_KINDS, Status
 from conformance.results import FAILING, Result
 
 # Statuses that count as working: a negative case rejected as it should be (INVALID) works too.
 WORKING = frozenset({Status.PASS, Status.QUALITY_WARNING, Status.INVALID})
 DRIFT_METRICS = ("max_ulp_error", "max_abs_error", "mismatches", "failing_sequences")
 DRIFT_STATUSES = frozenset({Status.FAIL, Status.PASS})
-_SEVERITY = {kind: rank for rank, kind in enumerate(KINDS)}  # lower is more severe
+_SEVERITY = {kind: rank for rank, kind in enumerate(TOP_K1_FAILURE_KINDS)}  # lower is more severe
 
 Key = tuple[str, str]  # (case, EP)
 

@@ -162,8 +162,3 @@ def summarize(environment: Mapping[str, Any], results: Sequence[Result]) -> Summ
         placement=placement_proof(environment, results),
         packed_differences=tuple(f"{r.case} [{r.ep}]: {r.packed}" for r in results if r.packed),
     )
-
-
-def first_line(text: str, limit: int = 160) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -25,7 +25,8 @@ from conformance.ep.providers import EpSpec, best_available_ep, directml_for, pa
 from conformance.model import FeatureLevel, Status
 from conformance.pytest_plugin.xdist import CaseFileCollectionStop, worker_threads
 from conformance.results import FAILING, Result
-from conformance.run.runner import RunOptions, distinct_eps, ep_text, run_entry
+from conformance.run.options import RunOptions, distinct_eps
+from conformance.run.runner import run_entry
 from conformance.survive.supervisor import DEFAULT_TIMEOUT, Supervisor, Task, WorkerStartError
 
 
@@ -193,7 +194,7 @@ class CaseFile(pytest.File):
         for entry in entries:
             local = entry.id.rpartition("::")[2]
             for ep in settings.eps:
-                name = local if len(settings.eps) == 1 else f"{local}@{ep_text(ep)}"
+                name = local if len(settings.eps) == 1 else f"{local}@{ep.text}"
                 yield CaseItem.from_parent(self, name=name, entry=entry, ep=ep, options=settings.options)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
@@ -221,7 +222,7 @@ class CaseItem(pytest.Item):
         if result.status in (Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE):
             _skip(f"{result.status.value}: {result.message}")
         if result.status == Status.QUALITY_WARNING:
-            warnings.warn(ConformanceWarning(f"{self.entry.id} [{ep_text(self.ep)}]: {result.message}"), stacklevel=1)
+            warnings.warn(ConformanceWarning(f"{self.entry.id} [{self.ep.text}]: {result.message}"), stacklevel=1)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailure):
@@ -236,4 +237,4 @@ class CaseItem(pytest.Item):
         pos = self.entry.pos if isinstance(self.entry, Rejected) else self.entry.pos("")
         # The domain is the failure headline. It must not end the node id: pytest's verbose line would then
         # rewrite its dots as "::" ("spec_examples::yaml::example-1").
-        return self.path, pos.line - 1, f"{self.entry.id} [{ep_text(self.ep)}]"
+        return self.path, pos.line - 1, f"{self.entry.id} [{self.ep.text}]"

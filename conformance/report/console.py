@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from conformance.gate.summary import STATUS_ORDER, Summary, first_line
+from conformance.gate.summary import STATUS_ORDER, Summary
 from conformance.model import Status
+from conformance.problems import first_line
 from conformance.results import FAILING
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from conformance.gate.diff import Changed, Drift, RunDiff, differing_inputs
-from conformance.gate.summary import first_line
+from conformance.problems import first_line
 from conformance.report.console import _plain
 from conformance.report.markdown import _cell, _code
 from conformance.results import FAILING, Result

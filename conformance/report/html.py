@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from conformance.gate.summary import Summary, first_line
+from conformance.gate.summary import Summary
 from conformance.gate.waivers import Gate, overall_failed, waived_keys
 from conformance.model import Status
+from conformance.problems import first_line
 from conformance.report.svg import mismatch_map, ulp_histogram
 from conformance.results import Result
 

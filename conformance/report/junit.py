@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.gate.summary import first_line, identity_lines
+from conformance.gate.summary import identity_lines
 from conformance.model import Status
+from conformance.problems import first_line
 from conformance.results import FAILING, Result
 
 # Everything XML 1.0 (section 2.2, Char) forbids: control characters other than tab, newline and carriage return,

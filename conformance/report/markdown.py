@@ -8,8 +8,9 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from conformance.gate.summary import STATUS_ORDER, Summary, first_line
+from conformance.gate.summary import STATUS_ORDER, Summary
 from conformance.model import Status
+from conformance.problems import first_line
 
 MAX_ROWS = 40  # rows per list: GitHub refuses comments over 65,536 characters
 MAX_COMMAND = 500  # characters of the command line shown (a run over thousands of named files has a long one)

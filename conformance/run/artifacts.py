@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from conformance.problems import first_line
 from conformance.results import Result, write_text_atomic
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]+")
@@ -29,7 +30,7 @@ def _readme(result: Result, feeds: Mapping[str, np.ndarray], ep_name: str) -> st
     loads = "\n".join(f"    {name!r}: np.load('input_{name}.npy')," for name in feeds)
     return f"""{result.status.value} ({result.failure_kind}) {result.case} on {result.ep}
 
-{result.message.splitlines()[0] if result.message else ""}
+{first_line(result.message, None)}
 
 With the harness: {result.repro}
 

@@ -27,15 +27,16 @@ from functools import partial
 from typing import Protocol
 
 from conformance.cases.parse import Entry
+from conformance.ep.errors import device_lost
 from conformance.ep.execute import open_session, run_session
 from conformance.ep.pack import Unattributed, named_cases, opset_of, pack, packable, signature, unpack
 from conformance.ep.providers import DML, EpSpec
 from conformance.ep.sessions import Sessions
-from conformance.gate.summary import first_line
 from conformance.model import Status
+from conformance.problems import first_line
 from conformance.results import Result
-from conformance.run.runner import Prepared, RunOptions, execute_prepared, finish, prepare
-from conformance.survive.faults import device_lost
+from conformance.run.options import RunOptions
+from conformance.run.runner import Prepared, execute_prepared, finish, prepare
 
 log = logging.getLogger(__name__)
 

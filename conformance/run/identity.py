@@ -16,7 +16,7 @@ from conformance.ep import device
 from conformance.ep.directml import DirectML, package_version
 from conformance.ep.providers import DML, EpSpec, is_plugin, plugin_devices
 from conformance.problems import Problem
-from conformance.run.runner import RunOptions, ep_text
+from conformance.run.options import RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def ep_record(ep: EpSpec, options: RunOptions, directml: DirectML | None) -> dic
     name, devices = _ep_name_and_devices(ep)
     target = options.target_level(ep)
     record: dict[str, Any] = {
-        "label": ep_text(ep),
+        "label": ep.text,
         "alias": ep.alias,
         "name": name,
         "options": dict(ep.options),
@@ -62,9 +62,8 @@ def environment(
     """What was tested with what: GPUs, versions, EPs, platform and the exact command line; with --keep-going,
     the case files' problems (their files' cases were not run), so that every report of the run can say so."""
     import numpy
-    import onnx
-    import onnxruntime  # type: ignore[import-untyped]
 
+    runtime = device.runtime()
     return {
         "command": list(argv),
         "cwd": os.getcwd(),
@@ -73,10 +72,10 @@ def environment(
         "gpus": device.gpus(),
         # nvidia-smi lists every GPU of the machine; this says which ones the run's CUDA EP could see (a shard per GPU)
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "onnxruntime": onnxruntime.__version__,
+        "onnxruntime": runtime["onnxruntime"],
         "onnxruntime_packages": {p: v for p in PACKAGES if (v := package_version(p)) is not None},
-        "available_providers": onnxruntime.get_available_providers(),
-        "onnx": onnx.__version__,
+        "available_providers": runtime["available_providers"],
+        "onnx": runtime["onnx"],
         "numpy": numpy.__version__,
         "python": sys.version.split()[0],
         "platform": platform.platform(),

@@ -9,32 +9,18 @@ reset (Windows TDR), removed or hung device, or a CUDA context left unusable by 
 from __future__ import annotations
 
 import os
-import re
 import signal
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 
+from conformance.ep.errors import device_lost
 from conformance.model import Status
 from conformance.results import Result
 
-# Words the EPs and drivers use when the device is gone: DirectML/D3D12 (DXGI_ERROR_DEVICE_REMOVED 0x887A0005,
-# _HUNG 0x887A0006, _RESET 0x887A0007, the removal reason E_OUTOFMEMORY aside), CUDA (errors that leave the context
-# unusable: cudaErrorIllegalAddress 700, cudaErrorLaunchFailure 719, ECC 214, device unavailable 46), WebGPU/Dawn
-# (device lost callbacks).
-DEVICE_LOST_TEXT = re.compile(
-    r"DXGI_ERROR_DEVICE_(REMOVED|HUNG|RESET)|887A000[567]|DEVICE_LOST|device (was |is )?lost|DeviceLost"
-    r"|illegal memory access|unspecified launch failure|uncorrectable ECC error"
-    r"|CUDA_ERROR_(ILLEGAL_ADDRESS|LAUNCH_FAILED)|cudaErrorIllegalAddress|cudaErrorLaunchFailure|cudaErrorDevicesUnavailable",
-    re.IGNORECASE,
-)
 FATAL = "Fatal Python error:"  # how faulthandler's dump on a fatal signal begins
 STDERR_LINES = 12  # the last lines of a dead worker's stderr that its result keeps
 TEST_FAULT = "DMLCONF_TEST_FAULT"  # tests only: "KIND:TEXT" provokes KIND in the worker running a case id with TEXT
-
-
-def device_lost(text: str) -> bool:
-    return DEVICE_LOST_TEXT.search(text) is not None
 
 
 def signal_name(number: int) -> str:

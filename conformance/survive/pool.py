@@ -23,7 +23,7 @@ from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.results import Result
 from conformance.run.batch import Unwatched, run_batch
-from conformance.run.runner import RunOptions
+from conformance.run.options import RunOptions
 from conformance.survive.supervisor import Supervisor, Task, WorkerStartError
 
 log = logging.getLogger(__name__)

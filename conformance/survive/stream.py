@@ -25,7 +25,7 @@ from conformance.ep.directml import package_version
 from conformance.ep.providers import EpSpec
 from conformance.results import SCHEMA_VERSION, Result, result_from_json
 from conformance.run.identity import PACKAGES
-from conformance.run.runner import RunOptions, ep_text
+from conformance.run.options import RunOptions
 
 STREAM_NAME = "results.jsonl"
 FSYNC_EVERY = 1.0  # seconds
@@ -41,7 +41,7 @@ def run_identity(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOp
     pairs = hashlib.sha256()
     for entry in entries:
         for ep in eps:
-            pairs.update(f"{entry.id}\t{ep_text(ep)}\n".encode())
+            pairs.update(f"{entry.id}\t{ep.text}\n".encode())
     files = hashlib.sha256()
     for path in sorted({entry.path for entry in entries}):
         with open(path, "rb") as handle:

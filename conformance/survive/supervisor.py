@@ -34,7 +34,8 @@ from conformance.cases.parse import Entry
 from conformance.ep.providers import EpSpec
 from conformance.model import Status
 from conformance.results import Result
-from conformance.run.runner import RunOptions, base_result
+from conformance.run.options import RunOptions
+from conformance.run.runner import base_result
 from conformance.survive.faults import fault_result, how_it_ended
 from conformance.survive.worker import DEVICE_LOST_EXIT, worker_main
 

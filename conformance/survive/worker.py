@@ -29,7 +29,7 @@ from conformance.ep.sessions import Sessions
 from conformance.model import Status
 from conformance.results import Result
 from conformance.run.batch import run_batch
-from conformance.run.runner import RunOptions
+from conformance.run.options import RunOptions
 from conformance.survive.faults import provoke, provoke_at_start
 
 DEVICE_LOST_EXIT = 3  # the status a worker exits with after reporting a lost device

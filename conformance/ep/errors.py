@@ -1,0 +1,35 @@
+"""How an execution can fail, in the words the rest of the harness acts on: the EP does not run a lowering itself
+(``NotSupported``), onnxruntime failed otherwise (``ExecutionError``), or the device is gone (``device_lost``, read
+from onnxruntime's error or a dead worker's stderr)."""
+
+from __future__ import annotations
+
+import re
+
+# Words the EPs and drivers use when the device is gone: DirectML/D3D12 (DXGI_ERROR_DEVICE_REMOVED 0x887A0005,
+# _HUNG 0x887A0006, _RESET 0x887A0007, the removal reason E_OUTOFMEMORY aside), CUDA (errors that leave the context
+# unusable: cudaErrorIllegalAddress 700, cudaErrorLaunchFailure 719, ECC 214, device unavailable 46), WebGPU/Dawn
+# (device lost callbacks).
+DEVICE_LOST_TEXT = re.compile(
+    r"DXGI_ERROR_DEVICE_(REMOVED|HUNG|RESET)|887A000[567]|DEVICE_LOST|device (was |is )?lost|DeviceLost"
+    r"|illegal memory access|unspecified launch failure|uncorrectable ECC error"
+    r"|CUDA_ERROR_(ILLEGAL_ADDRESS|LAUNCH_FAILED)|cudaErrorIllegalAddress|cudaErrorLaunchFailure|cudaErrorDevicesUnavailable",
+    re.IGNORECASE,
+)
+
+
+class NotSupported(Exception):
+    """The EP does not run this lowering itself: ``kind`` is "no_kernel", "placed_elsewhere" (a node went to another
+    EP) or "ep_not_started" (the EP could not create the session at all)."""
+
+    def __init__(self, message: str, kind: str = "no_kernel") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class ExecutionError(Exception):
+    """Anything else that went wrong in onnxruntime."""
+
+
+def device_lost(text: str) -> bool:
+    return DEVICE_LOST_TEXT.search(text) is not None

@@ -1,0 +1,73 @@
+"""The dependency rule between the pipeline's stages (tests/architecture.py reads it from each subpackage's
+docstring): every import of the package keeps it, there is no import cycle, and the check does fail on a wrong
+import."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from architecture import CORE, PACKAGE, cycles, graph, modules, rules, violations
+
+REPO = Path(__file__).resolve().parent.parent
+STAGES = {"cases", "ep", "compare", "run", "survive", "gate", "report", "coverage", "fuzz", "cli", "pytest_plugin"}
+
+
+def test_every_import_keeps_the_dependency_rule() -> None:
+    assert violations(REPO) == []
+
+
+def test_there_is_no_import_cycle() -> None:
+    assert cycles(graph(REPO)) == []
+
+
+def test_the_tree_shows_the_stages_and_a_small_core() -> None:
+    found = rules(REPO)
+    assert set(found) - {CORE} == STAGES
+    top = [p.name for p in (REPO / PACKAGE).glob("*.py")]
+    assert len(top) <= 12, top
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    shutil.copytree(REPO / PACKAGE, tmp_path / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def _append(root: Path, module: str, line: str) -> None:
+    path = root / PACKAGE / module
+    path.write_text(path.read_text(encoding="utf-8") + f"\n\ndef _wrong() -> None:\n    {line}\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "why"),
+    [
+        ("cases/validate.py", "from conformance.run.runner import run_entry", "stage cases may import"),
+        ("gate/diff.py", "from conformance.compare.top_k1 import compare_topk", "stage gate may import"),
+        ("model.py", "from conformance.cases import load", "stage core may import"),
+        ("report/html.py", "import onnxruntime", "only ep imports onnx"),
+        ("survive/pool.py", "from conformance.cli.main import main", "nothing imports cli"),
+        ("ep/lower.py", "from conformance.pytest_plugin import plugin", "nothing imports pytest_plugin"),
+    ],
+)
+def test_a_wrong_import_is_found_wherever_it_hides(copy: Path, module: str, line: str, why: str) -> None:
+    _append(copy, module, line)  # inside a function: a lazy import counts as much as one at the top
+    found = violations(copy)
+    assert len(found) == 1 and why in found[0] and found[0].startswith(f"{PACKAGE}/{module}:"), found
+
+
+def test_a_cycle_is_found(copy: Path) -> None:
+    _append(copy, "ep/lower.py", "from conformance.ep import execute")  # execute imports lower
+    assert any({"conformance.ep.execute", "conformance.ep.lower"} <= set(cycle) for cycle in cycles(graph(copy)))
+
+
+def test_a_stage_without_a_rule_is_refused(copy: Path) -> None:
+    (copy / PACKAGE / "gate" / "__init__.py").write_text('"""Data over results.json."""\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"no 'May import: \.\.\.' line"):
+        rules(copy)
+
+
+def test_every_module_is_seen() -> None:
+    names = modules(REPO)
+    assert "conformance.ep.execute" in names and "conformance.cases" in names and "conformance.model" in names
