@@ -47,7 +47,7 @@ def run_stage(entries: Sequence[Entry], ep: EpSpec, jobs: int) -> tuple[float, l
     with Supervisor(jobs, None) as supervisor:
         _warm(supervisor, entries, ep)
         start = time.perf_counter()
-        results = run_pairs(entries, [ep], RunOptions(), jobs, lambda: None, supervisor)
+        results = run_pairs(entries, [ep], RunOptions(), jobs, lambda: None, supervisor).results
         return time.perf_counter() - start, results
 
 

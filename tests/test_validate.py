@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.load import load_document
 from conformance.cases.parse import parse_document
-from conformance.cases.validate import DEFAULT_MAX_ELEMENTS, validate
+from conformance.cases.validate import validate
 from conformance.model import (
     AxisDirection,
     Case,

@@ -15,29 +15,10 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
+from conformance.cases.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_NODES
 from conformance.cases.load_file import check_file, open_without_waiting, read_at_most, undecodable
 from conformance.model import SourcePos
 from conformance.problems import CaseFileError, Problem
-
-# The case library's largest file is 5 KB of ~1,300 nodes; large tensors take a Generator. PyYAML's pure-Python
-# parser (libyaml's accepts and reads differently too many documents to stand in for it) reads ~15,000 nodes or
-# ~0.3 MB of blank text a second, so these bound what any one file can cost, hostile or not, to a few seconds and
-# ~100 MB.
-DEFAULT_MAX_FILE_BYTES = 1024 * 1024
-DEFAULT_MAX_NODES = 50_000
-
-
-@dataclass(frozen=True)
-class FileLimits:
-    """What one case file may cost to read (--max-file-bytes, --max-nodes): bytes on disk, and YAML nodes with
-    aliases counted each time they are used."""
-
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    max_nodes: int = DEFAULT_MAX_NODES
-
-
-DEFAULT_LIMITS = FileLimits()  # frozen: a shared default, not shared state
-
 
 # Case files nest a few levels (cases / case / tensor / Data of up to 8 dimensions); anything far deeper is refused
 # before PyYAML's or our own recursion could overflow the stack.

@@ -9,18 +9,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from conformance.cases.load import DEFAULT_LIMITS, FileLimits, load_document
+from conformance.cases.limits import DEFAULT_LIMITS, DEFAULT_MAX_ELEMENTS, FileLimits
+from conformance.cases.load import load_document
 from conformance.cases.parse import Entry, Rejected, display_path, parse_document
-from conformance.cases.validate import DEFAULT_MAX_ELEMENTS, validate
+from conformance.cases.validate import validate
 from conformance.model import Case, Mvn1Desc, SourcePos, TopK1Desc
 from conformance.problems import CaseFileError, Problem, one_line
 
 CASE_FILE_SUFFIXES = (".yaml", ".yml")
-# --max-run-elements: the case library holds 7.1 M elements on one EP, so this is some 600 times that, and room for
-# four cases at --max-elements' largest tensors (up to four tensors of 2^28 in an MVN1 case). Every element is made,
-# computed in float64 by the oracle and run, so a run past it (20,000 sweep variants of large tensors are easily
-# written) would take hours or days: it is refused before anything runs.
-DEFAULT_MAX_RUN_ELEMENTS = 1 << 32
 
 
 class NoCaseFiles(ValueError):

@@ -7,6 +7,7 @@ spec is ambiguous are marked DECISION and documented in the README ("Spec decisi
 
 from __future__ import annotations
 
+from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.validate_checker import Checker, DimensionRule, OutputRules
 from conformance.model import (
     BIAS_TENSOR,
@@ -25,7 +26,6 @@ from conformance.model import (
 )
 from conformance.problems import Problem
 
-DEFAULT_MAX_ELEMENTS = 1 << 28
 FL_2_1, FL_3_0, FL_3_1, FL_4_0 = FeatureLevel(2, 1), FeatureLevel(3, 0), FeatureLevel(3, 1), FeatureLevel(4, 0)
 FLOATS = (DataType.FLOAT32, DataType.FLOAT16)
 T, M, S = "TOP_K1.", "MEAN_VARIANCE_NORMALIZATION1.", "SLICE1."

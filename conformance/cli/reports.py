@@ -1,6 +1,6 @@
-"""The report side of the CLI: writing every format from results (``dmlconf run`` and ``dmlconf report``), the
-known-failure gate, and ``dmlconf diff``. Rendering lives in the report_* modules; this module picks files and
-exit codes."""
+"""The report side of the CLI: writing every format from results (``dmlconf run``, ``report`` and ``merge``), the
+known-failure gate, and ``dmlconf diff``. Rendering lives in the report stage; this module picks files and exit
+codes. It reads results.json only: nothing here loads onnxruntime or onnx."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from conformance.cases.suite import parse_shard
+from conformance.cli.shared import UsageError
 from conformance.gate.diff import diff_runs
 from conformance.gate.merge import MergeError, merge_runs
 from conformance.gate.summary import Summary, summarize
@@ -20,90 +20,7 @@ from conformance.report.html import render_html
 from conformance.report.junit import render_junit
 from conformance.report.markdown import render_markdown
 from conformance.results import Result, read_results, write_results, write_text_atomic
-from conformance.run.options import RunOptions
-from conformance.survive.supervisor import DEFAULT_TIMEOUT
-
-FORMATS = {"html": "report.html", "md": "summary.md", "junit": "junit.xml"}
-
-
-class UsageError(Exception):
-    """Bad command-line input: one line, exit code 2 (the CLI prints it)."""
-
-
-def add_report_commands(commands: Any) -> None:
-    report = commands.add_parser("report", help="render reports from a results.json without running anything")
-    report.add_argument("results", metavar="RESULTS.json")
-    report.add_argument(
-        "--format", action="append", choices=sorted(FORMATS), help="repeatable (default: html, md and junit)"
-    )
-    report.add_argument("--out-dir", metavar="DIR", help="where reports go (default: beside RESULTS.json)")
-    add_waiver_option(report)
-    diff = commands.add_parser("diff", help="compare two runs: regressions, fixes, new and removed cases, drift")
-    diff.add_argument("old", metavar="OLD.json")
-    diff.add_argument("new", metavar="NEW.json")
-    diff.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
-    merge = commands.add_parser("merge", help="combine results.json files of shards or machines into one run")
-    merge.add_argument("results", nargs="+", metavar="RESULTS.json")
-    merge.add_argument("--report-dir", required=True, metavar="DIR", help="where the merged results and reports go")
-    add_waiver_option(merge)
-
-
-def add_run_options(run: argparse.ArgumentParser) -> None:
-    """run's options for gates, artifacts and sharding (kept here so that cli.py stays about running)."""
-    add_waiver_option(run)
-    run.add_argument(
-        "--artifacts",
-        metavar="DIR",
-        help="for each FAIL, save the ONNX model, inputs, expected and actual outputs (.onnx, .npy) under DIR",
-    )
-    run.add_argument("--shard", metavar="I/N", help="only shard I of N (by a hash of each case id; merge them after)")
-    run.add_argument(
-        "-j",
-        "--jobs",
-        type=int,
-        default=1,
-        metavar="N",
-        help="run in N worker processes; a worker that crashes or hangs costs only its case (default 1; "
-        "0: in this process, unprotected)",
-    )
-    run.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"a worker silent this long on a case is killed, the case a TIMEOUT (default {DEFAULT_TIMEOUT:g}; "
-        "0: none)",
-    )
-    run.add_argument(
-        "--resume",
-        action="store_true",
-        help="finish a run that was killed: keep the results in --report-dir's results.jsonl, run the rest",
-    )
-    run.add_argument(
-        "--pack",
-        type=int,
-        default=RunOptions.pack,
-        metavar="N",
-        help=f"run small cases up to N to a session; any non-PASS is run again alone (default {RunOptions.pack}; "
-        "1: one case per session)",
-    )
-
-
-def shard_of(text: str | None) -> tuple[int, int] | None:
-    if text is None:
-        return None
-    try:
-        return parse_shard(text)
-    except ValueError as error:
-        raise UsageError(f"--shard: {error}") from None
-
-
-def add_waiver_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--waivers",
-        metavar="FILE",
-        help="known failures (YAML): matched failures count as expected, the exit code gates on the rest",
-    )
+from conformance.run.options import REPORT_FORMATS
 
 
 def read_waivers(path: str | None) -> list[Waiver] | None:
@@ -141,7 +58,7 @@ def write_reports(
         raise UsageError(f"cannot render the reports: {type(error).__name__}: {error}") from None
     written = []
     for name, text in texts.items():
-        path = os.path.join(out_dir, FORMATS[name])
+        path = os.path.join(out_dir, REPORT_FORMATS[name])
         write_text_atomic(path, text)
         written.append(path)
     return written
@@ -182,15 +99,15 @@ def _skipped_input(env: Mapping[str, Any], code: int) -> int:
     return 2
 
 
-def report_command(args: argparse.Namespace) -> int:
+def report_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     env, results = _read(args.results)
     out_dir = args.out_dir or os.path.dirname(args.results) or "."
-    written, gate, code = _publish(out_dir, env, results, args.waivers, args.format or list(FORMATS))
+    written, gate, code = _publish(out_dir, env, results, args.waivers, args.format or list(REPORT_FORMATS))
     print("\n".join([*written, *gate]))
     return _skipped_input(env, code)
 
 
-def merge_command(args: argparse.Namespace) -> int:
+def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     runs = [(path, *_read(path)) for path in args.results]
     try:
         env, results = merge_runs(runs)
@@ -202,14 +119,14 @@ def merge_command(args: argparse.Namespace) -> int:
     results_path = os.path.join(args.report_dir, "results.json")
     os.makedirs(args.report_dir, exist_ok=True)
     write_results(results_path, env, results)
-    written, gate, code = _publish(args.report_dir, env, results, args.waivers, list(FORMATS))
+    written, gate, code = _publish(args.report_dir, env, results, args.waivers, list(REPORT_FORMATS))
     print(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
     if gate:
         print("\n".join(gate))
     return _skipped_input(env, code)
 
 
-def diff_command(args: argparse.Namespace) -> int:
+def diff_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     (old_env, old), (new_env, new) = _read(args.old), _read(args.new)
     try:
         comparison = diff_runs(old, new, old_env, new_env)

@@ -4,81 +4,49 @@ results.json and the reports. ``--resume`` finishes a run that was killed (strea
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from conformance.cases.load import DEFAULT_LIMITS, FileLimits
-from conformance.cases.suite import NoCaseFiles, Suite, collect, run_elements, shard, valid_files_only
+from conformance.cases.suite import Suite, run_elements, shard, valid_files_only
 from conformance.cli.progress import Progress
-from conformance.cli.reports import FORMATS, UsageError, gate_lines, read_waivers, shard_of, write_reports
+from conformance.cli.reports import gate_lines, read_waivers, write_reports
+from conformance.cli.shared import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    chosen_eps,
+    collect_paths,
+    existing,
+    file_limits,
+    print_problems,
+)
 from conformance.coverage.mapping import quick
-from conformance.ep.providers import EpSpec, best_available_ep, directml_for, parse_ep
+from conformance.ep.providers import EpSpec, directml_for
 from conformance.gate.summary import summarize
 from conformance.gate.waivers import Waiver, apply_waivers, overall_failed
-from conformance.model import FeatureLevel
-from conformance.problems import Problem
 from conformance.report.console import render_console
 from conformance.results import Result, write_results
 from conformance.run.identity import environment
-from conformance.run.options import RunOptions, distinct_eps
+from conformance.run.options import REPORT_FORMATS, RunOptions, run_options
 from conformance.survive.pool import run_pairs
 from conformance.survive.stream import STREAM_NAME, Stream, StreamError, read_stream, run_identity
 from conformance.survive.supervisor import Supervisor
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-def existing(paths: Sequence[str]) -> Sequence[str]:
-    for path in paths:
-        if not os.path.exists(path):
-            raise UsageError(f"{path}: no such file or directory")
-    return paths
-
-
-def file_limits(args: argparse.Namespace) -> FileLimits:
-    return FileLimits(args.max_file_bytes, args.max_nodes)
-
-
-def collect_paths(
-    paths: Sequence[str], max_elements: int, keyword: str | None = None, limits: FileLimits = DEFAULT_LIMITS
-) -> Suite:
-    try:
-        return collect(existing(paths), max_elements, keyword, limits)
-    except NoCaseFiles as error:
-        raise UsageError(str(error)) from None
-
-
-def print_problems(problems: Sequence[Problem], files: int) -> None:
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    print(f"{len(problems)} problem(s) in {files} file(s)", file=sys.stderr)
-
-
-def chosen_eps(texts: Sequence[str]) -> list[EpSpec]:
-    """The EPs to run on, each once (``distinct_eps``); the best available when none is named."""
-    try:
-        return distinct_eps([parse_ep(text) for text in texts] or [best_available_ep()])
-    except ValueError as error:
-        raise UsageError(f"--ep: {error}") from None
+log = logging.getLogger(__name__)
 
 
 def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     eps = chosen_eps(args.ep)
-    try:
-        level = FeatureLevel.parse(args.feature_level) if args.feature_level else None
-    except ValueError as error:
-        raise UsageError(f"--feature-level: {error}") from None
-    for option, value, least in (("--pack", args.pack, 1), ("--jobs", args.jobs, 0), ("--timeout", args.timeout, 0)):
-        if value < least:
-            raise UsageError(f"{option}: must be at least {least}, got {value:g}")
     existing(args.paths or ["cases"])  # before the workers start: a wrong path costs nothing
     if args.jobs < 1:
-        return _run_suite(args, argv, eps, level, None)
+        return _run_suite(args, argv, eps, None)
     # Started before the case files are read, so that the workers' imports overlap the reading.
-    with Supervisor(args.jobs, args.timeout or None) as supervisor:
-        return _run_suite(args, argv, eps, level, supervisor)
+    with Supervisor(args.jobs, args.case_timeout or None) as supervisor:
+        return _run_suite(args, argv, eps, supervisor)
 
 
 def _selected(args: argparse.Namespace) -> Suite | None:
@@ -95,8 +63,8 @@ def _selected(args: argparse.Namespace) -> Suite | None:
         suite = valid_files_only(suite)
     if args.quick:
         suite = quick(suite, args.max_elements)
-    if (part := shard_of(args.shard)) is not None:
-        suite = shard(suite, *part)
+    if args.shard is not None:
+        suite = shard(suite, *args.shard)
     return suite
 
 
@@ -144,7 +112,6 @@ def _run_suite(
     args: argparse.Namespace,
     argv: Sequence[str],
     eps: list[EpSpec],
-    level: FeatureLevel | None,
     supervisor: Supervisor | None,
 ) -> int:
     suite = _selected(args)
@@ -154,14 +121,7 @@ def _run_suite(
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
     _within_limit(args, suite, eps)
     directml = directml_for(eps)
-    options = RunOptions(
-        level,
-        args.max_elements,
-        directml.feature_level if directml else None,
-        args.artifacts,
-        args.pack,
-        file_limits=file_limits(args),
-    )
+    options = run_options(vars(args), directml)
     _folders(args)
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
     stream, done = _stream(args, suite, eps, options)
@@ -171,14 +131,16 @@ def _run_suite(
     planned = len(suite.entries) * len(eps)
     progress = Progress(planned - len(done))
     try:
-        results = run_pairs(
+        ran = run_pairs(
             suite.entries, eps, options, args.jobs, progress.advance, supervisor, done=done, record=stream.add
         )
     finally:
         stream.close()
         progress.close()
+    if ran.stopped is not None:
+        log.error("%s", ran.stopped)
     env = environment(eps, options, argv, directml, suite.problems)
-    code = _report(args, env, results, planned, waivers)
+    code = _report(args, env, ran.results, planned, waivers)
     if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
         why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
         print(f"{why} (listed above and in results.json): exit code 2", file=sys.stderr)
@@ -199,7 +161,7 @@ def _report(
     results_path = os.path.join(args.report_dir, "results.json")
     try:
         write_results(results_path, env, results)
-        written = write_reports(args.report_dir, summary, results, gate, list(FORMATS))
+        written = write_reports(args.report_dir, summary, results, gate, list(REPORT_FORMATS))
     except OSError as error:
         print(f"dmlconf: cannot write reports to {args.report_dir}: {error.strerror or error}", file=sys.stderr)
         return EXIT_FAILED

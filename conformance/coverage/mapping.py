@@ -13,9 +13,10 @@ from pathlib import PurePosixPath
 from types import ModuleType
 
 from conformance.cases.generate import case_inputs
+from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.parse import Entry
 from conformance.cases.suite import Suite
-from conformance.cases.validate import DEFAULT_MAX_ELEMENTS, validate
+from conformance.cases.validate import validate
 from conformance.coverage import mvn1 as coverage_mvn1
 from conformance.coverage import slice1 as coverage_slice1
 from conformance.coverage import top_k1 as coverage_top_k1

@@ -18,7 +18,6 @@ import struct
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib import metadata
 
 from conformance.model import FeatureLevel
 
@@ -157,6 +156,8 @@ def _dll_version(capi_folder: str) -> str | None:
 
 
 def package_version(name: str) -> str | None:
+    from importlib import metadata  # only where a version is asked: the pytest plugin's import stays cheap
+
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:

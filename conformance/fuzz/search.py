@@ -35,7 +35,7 @@ from conformance.fuzz import strategies as fuzz_strategies
 from conformance.model import Case, Operator, Status
 from conformance.problems import first_line
 from conformance.results import Result, write_text_atomic
-from conformance.run.options import RunOptions
+from conformance.run.options import SHRINK_EXAMPLES, RunOptions
 from conformance.run.runner import run_entry
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,6 @@ STRATEGIES: dict[Operator, Callable[[bool], st.SearchStrategy[dict[str, Any]]]] 
     Operator.SLICE1: fuzz_strategies.slice1,
 }
 BATCH = 25  # examples per seeded batch: short enough that --time is kept to within a few seconds
-SHRINK_EXAMPLES = 400  # candidates run while shrinking: enough for the strategies' shapes to reach their minimum
 FAILING = (Status.FAIL, Status.ERROR)  # a fault (CRASH, ...) cannot happen: fuzz runs in this process
 
 

@@ -3,8 +3,12 @@
 A collector (CaseFile), an item (CaseItem) and a custom failure report, as in pytest's "YAML tests" example.
 Verdicts are the CLI's: FAIL/ERROR/CRASH/TIMEOUT/DEVICE_LOST fail, NOT_SUPPORTED/NOT_EXPRESSIBLE skip (except an
 EP that could not start, which fails), QUALITY_WARNING warns. ``-n N`` (pytest-xdist) gives the same items and
-outcomes: plugin_xdist.py. As in the CLI, each case runs in a worker process (supervisor.py), so that a driver that
-crashes or hangs fails that case and not the session; ``--in-process`` runs them in pytest's own (a debugger's).
+outcomes: xdist.py. As in the CLI, each case runs in a worker process, through the CLI's own entry point
+(survive/pool.py's ``run_pairs``), so that a driver that crashes or hangs fails that case and not the session;
+``--in-process`` runs them in pytest's own (a debugger's). The options are the CLI's table (run/options.py).
+
+Importing this module (pytest does at every start, in any environment that has the package installed) loads
+neither onnxruntime nor onnx, nor NumPy: they load with the first case collected or run.
 """
 
 from __future__ import annotations
@@ -14,20 +18,19 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from conformance.cases.parse import Entry, Rejected
-from conformance.cases.suite import outside, read_file
-from conformance.cases.validate import DEFAULT_MAX_ELEMENTS
-from conformance.ep.providers import EpSpec, best_available_ep, directml_for, parse_ep
-from conformance.model import FeatureLevel, Status
+from conformance.ep.providers import EpSpec, best_available_ep, directml_for
+from conformance.model import Status
 from conformance.pytest_plugin.xdist import CaseFileCollectionStop, worker_threads
-from conformance.results import FAILING, Result
-from conformance.run.options import RunOptions, distinct_eps
-from conformance.run.runner import run_entry
-from conformance.survive.supervisor import DEFAULT_TIMEOUT, Supervisor, Task, WorkerStartError
+from conformance.run.options import PYTEST, OptionError, RunOptions, add_options, checked, distinct_eps, run_options
+
+if TYPE_CHECKING:
+    from conformance.cases.parse import Entry
+    from conformance.results import Result
+    from conformance.survive.supervisor import Supervisor
 
 
 class ConformanceWarning(UserWarning):
@@ -45,68 +48,33 @@ class CaseFileProblems(Exception):
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("dml-conformance")
-    group.addoption(
-        "--ep",
-        action="append",
-        default=[],
-        metavar="EP",
-        help="execution provider for YAML cases (cpu, cuda, dml, webgpu, ...); repeatable",
-    )
-    group.addoption("--feature-level", default=None, metavar="FL", help="the target's DML feature level")
-    group.addoption(
-        "--max-elements",
-        type=int,
-        default=DEFAULT_MAX_ELEMENTS,
-        metavar="N",
-        help="refuse case tensors over N elements",
-    )
-    group.addoption(
-        "--case-timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"a case's worker silent this long is killed, the case a TIMEOUT (default {DEFAULT_TIMEOUT:g}; 0: none)",
-    )
-    group.addoption(
-        "--in-process",
-        action="store_true",
-        help="run the cases in pytest's own process, not a worker (for a debugger: a crash ends the session)",
-    )
+    add_options(parser.getgroup("dml-conformance").addoption, PYTEST)
 
 
 @dataclass(frozen=True)
 class _Settings:
     eps: tuple[EpSpec, ...]  # empty: the best available, found when the first case file is collected
     options: RunOptions
+    timeout: float | None  # --case-timeout; None: none
+    in_process: bool
 
 
 _SETTINGS = pytest.StashKey[_Settings]()
-_SUPERVISOR = pytest.StashKey[Supervisor]()
+_SUPERVISOR = pytest.StashKey["Supervisor"]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Check --ep and --feature-level once, up front: a bad value is a usage error, not a collection error per file."""
+    """Check the options once, up front: a bad value is a usage error, not a collection error per file."""
+    given = {name: config.getoption(name) for name in ("ep", "feature_level", "max_elements", "case_timeout")}
     try:
-        eps = [parse_ep(text) for text in config.getoption("ep")]
-    except ValueError as error:
-        raise pytest.UsageError(f"--ep: {error}") from None
-    level_text = config.getoption("feature_level")
-    try:
-        level = FeatureLevel.parse(level_text) if level_text else None
-    except ValueError as error:
-        raise pytest.UsageError(f"--feature-level: {error}") from None
-    max_elements = config.getoption("max_elements")
-    if max_elements < 1:
-        raise pytest.UsageError(f"--max-elements: must be at least 1, got {max_elements}")
-    if config.getoption("case_timeout") < 0:
-        raise pytest.UsageError(f"--case-timeout: must be at least 0, got {config.getoption('case_timeout'):g}")
-    directml = directml_for(eps)
-    options = RunOptions(
-        level, max_elements, directml.feature_level if directml else None, threads=worker_threads(config)
-    )
-    config.stash[_SETTINGS] = _Settings(tuple(distinct_eps(eps)), options)
-    if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (plugin_xdist.py)
+        values = checked(given, PYTEST)
+    except OptionError as error:
+        raise pytest.UsageError(str(error)) from None
+    eps = distinct_eps(values["ep"])
+    options = run_options(values, directml_for(eps), threads=worker_threads(config))
+    in_process = bool(config.getoption("in_process"))
+    config.stash[_SETTINGS] = _Settings(tuple(eps), options, values["case_timeout"] or None, in_process)
+    if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (xdist.py)
         config.pluginmanager.register(CaseFileCollectionStop(config, _is_case_file), "dml_conformance_xdist")
 
 
@@ -119,26 +87,37 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _supervisor(config: pytest.Config) -> Supervisor | None:
     """The session's worker process, started with its first case (a collection alone starts none); None with
     --in-process."""
-    if config.getoption("in_process"):
+    settings = config.stash[_SETTINGS]
+    if settings.in_process:
         return None
     if _SUPERVISOR not in config.stash:
-        config.stash[_SUPERVISOR] = Supervisor(1, config.getoption("case_timeout") or None)
+        from conformance.survive.supervisor import Supervisor
+
+        config.stash[_SUPERVISOR] = Supervisor(1, settings.timeout)
     return config.stash[_SUPERVISOR]
 
 
-def _run_isolated(supervisor: Supervisor, entry: Entry, ep: EpSpec, options: RunOptions) -> Result:
-    got: list[Result] = []
-    try:
-        supervisor.run([Task([entry], [0], ep, pack=1)], options, lambda pair, result: got.append(result))
-    except WorkerStartError as error:  # nothing more can run: the session ends, with the reason
-        pytest.exit(f"dml-conformance: {error}", returncode=pytest.ExitCode.INTERNAL_ERROR)
-    return got[0]
+def _run(config: pytest.Config, entry: Entry, ep: EpSpec, options: RunOptions) -> Result:
+    """One (case, EP) through the CLI's entry point: in the session's worker, or in this process (--in-process)."""
+    from conformance.survive.pool import run_pairs
+
+    supervisor = _supervisor(config)
+    ran = run_pairs([entry], [ep], options, 0 if supervisor is None else 1, _nothing, supervisor)
+    if ran.stopped is not None:  # nothing more can run: the session ends, with the reason
+        pytest.exit(f"dml-conformance: {ran.stopped}", returncode=pytest.ExitCode.INTERNAL_ERROR)
+    if ran.interrupted:
+        raise KeyboardInterrupt
+    return ran.results[0]
+
+
+def _nothing() -> None:
+    """No progress line under pytest: pytest shows its own."""
 
 
 def _settings(config: pytest.Config) -> _Settings:
     settings = config.stash[_SETTINGS]
     if not settings.eps:
-        settings = _Settings((best_available_ep(),), settings.options)
+        settings = _Settings((best_available_ep(),), settings.options, settings.timeout, settings.in_process)
         config.stash[_SETTINGS] = settings
     return settings
 
@@ -173,6 +152,8 @@ def _outside_the_arguments(config: pytest.Config, path: Path) -> str | None:
     """Where ``path`` really is, if that lies outside every folder pytest was pointed at (a symbolic link out of the
     cases folder, followed by pytest's collection): the CLI's rule (suite.py). A file named as an argument is the
     user's choice."""
+    from conformance.cases.suite import outside
+
     for argument in config.args or ["."]:
         named = config.invocation_params.dir / argument.split("::")[0]
         if named == path or (named.is_dir() and outside(os.path.realpath(named), str(path)) is None):
@@ -187,6 +168,8 @@ class CaseFile(pytest.File):
             raise CaseFileProblems(
                 f"{self.path}:1:1: a symbolic link to outside the folders collected ({outside}): refused"
             )
+        from conformance.cases.suite import read_file
+
         settings = _settings(self.config)
         entries, problems = read_file(str(self.path), settings.options.max_elements)
         if problems:
@@ -211,11 +194,9 @@ class CaseItem(pytest.Item):
         self.options = options
 
     def runtest(self) -> None:
-        supervisor = _supervisor(self.config)
-        if supervisor is None:
-            result = run_entry(self.entry, self.ep, self.options)
-        else:
-            result = _run_isolated(supervisor, self.entry, self.ep, self.options)
+        from conformance.results import FAILING
+
+        result = _run(self.config, self.entry, self.ep, self.options)
         self.user_properties.append(("status", result.status.value))
         if result.status in FAILING or result.failure_kind == "ep_not_started":
             raise CaseFailure(result)  # an EP that cannot start must not turn a gate green by skipping
@@ -234,6 +215,8 @@ class CaseItem(pytest.Item):
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
+        from conformance.cases.parse import Rejected
+
         pos = self.entry.pos if isinstance(self.entry, Rejected) else self.entry.pos("")
         # The domain is the failure headline. It must not end the node id: pytest's verbose line would then
         # rewrite its dots as "::" ("spec_examples::yaml::example-1").

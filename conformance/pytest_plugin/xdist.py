@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.survive.pool import cores_share
+from conformance.run.options import cores_share
 
 
 def worker_threads(config: pytest.Config) -> int | None:

@@ -1,17 +1,415 @@
-"""A run's options: ``RunOptions`` (what every (case, EP) of a run is run under), the command that reproduces one
-(case, EP), and the EPs of a run, each once."""
+"""Every option of ``dmlconf`` and of the pytest plugin, declared once, and what a run is run under.
+
+``OPTIONS`` is the one table: each option's flags, help, default, where it appears (a ``dmlconf`` command or
+``pytest``) and its check, a function from the text given to the value used (ValueError with a one-line reason).
+``add_options`` renders it for argparse and for pytest's ``addoption`` alike; ``checked`` applies the checks to what
+either parsed, so that a bad value is the same one-line usage error, ``--max-elements: must be at least 1, got 0``,
+from both. ``run_options`` builds ``RunOptions`` from the checked values: the only place one is built from options.
+
+A spelling that changed is kept as a deprecated alias for one release (``--timeout`` for ``--case-timeout``: the
+pytest plugin's name, which pytest-timeout's own ``--timeout`` would clash with); using it prints a warning.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
 import shlex
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-from conformance.cases.load import DEFAULT_LIMITS, FileLimits
-from conformance.cases.parse import Entry
-from conformance.cases.validate import DEFAULT_MAX_ELEMENTS
-from conformance.ep.providers import DML, EpSpec
-from conformance.model import FeatureLevel
+from conformance.cases.limits import (
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_ELEMENTS,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_NODES,
+    DEFAULT_MAX_RUN_ELEMENTS,
+    FileLimits,
+)
+from conformance.ep.providers import DML, EpSpec, parse_ep
+from conformance.model import FeatureLevel, Operator
+
+if TYPE_CHECKING:  # this module is imported by the pytest plugin's import, which must stay cheap
+    from conformance.cases.parse import Entry
+    from conformance.ep.directml import DirectML
+
+DEFAULT_TIMEOUT = 300.0  # seconds without progress: above the largest library case (about 10 s) by far
+DEFAULT_PACK = 64
+SHRINK_EXAMPLES = 400  # candidates run while shrinking: enough for the strategies' shapes to reach their minimum
+PYTEST = "pytest"  # the plugin's options, beside the dmlconf commands'
+REPORT_FORMATS = {"html": "report.html", "md": "summary.md", "junit": "junit.xml"}
+
+
+def shard(text: str) -> tuple[int, int]:
+    """--shard's check: "I/N" -> (I, N) (cases/suite.py's, loaded when a --shard is given)."""
+    from conformance.cases.suite import parse_shard
+
+    return parse_shard(text)
+
+
+class OptionError(ValueError):
+    """An option's value that its check refused: ``--flag: reason``, one line."""
+
+
+def whole_number(least: int) -> Callable[[str], int]:
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"not a whole number: {text!r}") from None
+        if value < least:
+            raise ValueError(f"must be at least {least}, got {value}")
+        return value
+
+    return check
+
+
+def seconds(above_zero: bool) -> Callable[[str], float]:
+    def check(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"not a number of seconds: {text!r}") from None
+        if value != value or (value <= 0 if above_zero else value < 0):
+            raise ValueError(f"must be {'above' if above_zero else 'at least'} 0, got {value:g}")
+        return value
+
+    return check
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: ``flags`` as typed (the last names its value), where it appears, its default and help.
+
+    ``check`` turns the text given into the value used; an option without one keeps the text. ``flag``: takes no
+    value (true when given); ``repeat``: may be given again, the values listed. ``required_in``: the commands where
+    it must be given. ``deprecated``: old spellings, accepted with a warning for one release."""
+
+    flags: tuple[str, ...]
+    help: str
+    where: frozenset[str]
+    default: Any = None
+    metavar: str | None = None
+    check: Callable[[str], Any] | None = None
+    flag: bool = False
+    repeat: bool = False
+    choices: tuple[str, ...] | None = None
+    required_in: frozenset[str] = frozenset()
+    deprecated: tuple[str, ...] = ()
+    key: str = ""  # the value's name where the flag's would not say it (-k: keyword)
+
+    @property
+    def dest(self) -> str:
+        return self.key or self.flags[-1].lstrip("-").replace("-", "_")
+
+    @property
+    def name(self) -> str:
+        return self.flags[-1]
+
+    def value(self, given: Any) -> Any:
+        """The checked value of what a parser stored (text, or a list of texts); a default passes as it is."""
+        if self.check is None:
+            return given
+        try:
+            if self.repeat and isinstance(given, list):
+                return [self.check(item) if isinstance(item, str) else item for item in given]
+            return self.check(given) if isinstance(given, str) else given
+        except ValueError as error:
+            raise OptionError(f"{self.name}: {error}") from None
+
+
+def _options(*rows: Option) -> Mapping[str, Option]:
+    return {row.dest: row for row in rows}
+
+
+_RUN, _VALIDATE, _COVERAGE, _REPORT, _DIFF, _MERGE, _FUZZ = (
+    "run",
+    "validate",
+    "coverage",
+    "report",
+    "diff",
+    "merge",
+    "fuzz",
+)
+_READING = frozenset({_VALIDATE, _RUN, _COVERAGE})  # the commands that read case files
+
+OPTIONS: Mapping[str, Option] = _options(
+    Option(
+        ("--ep",),
+        "cpu, cuda, dml, webgpu, a full EP name or a plugin library path, with options as ALIAS:key=value,...; "
+        "repeatable (default: the best available; fuzz takes the last one given)",
+        frozenset({_RUN, _FUZZ, PYTEST}),
+        default=[],
+        metavar="EP",
+        check=parse_ep,
+        repeat=True,
+    ),
+    Option(
+        ("--feature-level",),
+        "the target's DML feature level, e.g. 4_1: cases needing more are NOT_SUPPORTED "
+        "(default: for dml, what the installed DirectML supports; for other EPs, none)",
+        frozenset({_RUN, PYTEST}),
+        metavar="FL",
+        check=FeatureLevel.parse,
+    ),
+    Option(
+        ("--max-elements",),
+        f"refuse tensors over N elements before allocating (default {DEFAULT_MAX_ELEMENTS})",
+        _READING | {PYTEST},
+        default=DEFAULT_MAX_ELEMENTS,
+        metavar="N",
+        check=whole_number(1),
+    ),
+    Option(
+        ("--max-file-bytes",),
+        f"refuse case files over N bytes before reading them (default {DEFAULT_MAX_FILE_BYTES})",
+        _READING,
+        default=DEFAULT_MAX_FILE_BYTES,
+        metavar="N",
+        check=whole_number(1),
+    ),
+    Option(
+        ("--max-nodes",),
+        f"refuse case files of over N YAML nodes, aliases counted each time used (default {DEFAULT_MAX_NODES})",
+        _READING,
+        default=DEFAULT_MAX_NODES,
+        metavar="N",
+        check=whole_number(1),
+    ),
+    Option(
+        ("--case-timeout",),
+        f"a worker silent this long on a case is killed, the case a TIMEOUT (default {DEFAULT_TIMEOUT:g}; 0: none)",
+        frozenset({_RUN, PYTEST}),
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        check=seconds(above_zero=False),
+        deprecated=("--timeout",),
+    ),
+    Option(
+        ("--in-process",),
+        "run the cases in pytest's own process, not a worker (for a debugger: a crash ends the session)",
+        frozenset({PYTEST}),
+        flag=True,
+    ),
+    Option(
+        ("-j", "--jobs"),
+        "run in N worker processes; a worker that crashes or hangs costs only its case (default 1; "
+        "0: in this process, unprotected)",
+        frozenset({_RUN}),
+        default=1,
+        metavar="N",
+        check=whole_number(0),
+    ),
+    Option(
+        ("--pack",),
+        f"run small cases up to N to a session; any non-PASS is run again alone (default {DEFAULT_PACK}; "
+        "1: one case per session)",
+        frozenset({_RUN}),
+        default=DEFAULT_PACK,
+        metavar="N",
+        check=whole_number(1),
+    ),
+    Option(
+        ("--report-dir",),
+        "where the results and reports go (default: reports/)",
+        frozenset({_RUN, _MERGE}),
+        default="reports",
+        metavar="DIR",
+        required_in=frozenset({_MERGE}),
+    ),
+    Option(
+        ("-k",),
+        "only cases whose id contains SUBSTRING; a case's full id selects that case alone",
+        frozenset({_RUN}),
+        metavar="SUBSTRING",
+        key="keyword",
+    ),
+    Option(
+        ("--quick",),
+        "only the quick selection: few cases that cover every clause the suite covers, plus the found ones",
+        frozenset({_RUN, _COVERAGE}),
+        flag=True,
+    ),
+    Option(
+        ("--waivers",),
+        "known failures (YAML): matched failures count as expected, the exit code gates on the rest",
+        frozenset({_RUN, _REPORT, _MERGE}),
+        metavar="FILE",
+    ),
+    Option(
+        ("--artifacts",),
+        "for each FAIL, save the ONNX model, inputs, expected and actual outputs (.onnx, .npy) under DIR",
+        frozenset({_RUN}),
+        metavar="DIR",
+    ),
+    Option(
+        ("--shard",),
+        "only shard I of N (by a hash of each case id; merge them after)",
+        frozenset({_RUN}),
+        metavar="I/N",
+        check=shard,
+    ),
+    Option(
+        ("--resume",),
+        "finish a run that was killed: keep the results in --report-dir's results.jsonl, run the rest",
+        frozenset({_RUN}),
+        flag=True,
+    ),
+    Option(
+        ("--keep-going",),
+        "run the cases of the valid files even if other files have problems (printed and recorded; exit 2)",
+        frozenset({_RUN}),
+        flag=True,
+    ),
+    Option(
+        ("--max-run-elements",),
+        "refuse to start a run whose (case, EP) pairs hold over N tensor elements in all, inputs and outputs "
+        f"(default {DEFAULT_MAX_RUN_ELEMENTS}: some 600 times the case library on one EP)",
+        frozenset({_RUN}),
+        default=DEFAULT_MAX_RUN_ELEMENTS,
+        metavar="N",
+        check=whole_number(1),
+    ),
+    Option(
+        ("--output",),
+        "the coverage map's file (default: reports/coverage.md)",
+        frozenset({_COVERAGE}),
+        default="reports/coverage.md",
+        metavar="FILE",
+    ),
+    Option(
+        ("--format",),
+        "repeatable (default: html, md and junit)",
+        frozenset({_REPORT}),
+        repeat=True,
+        choices=tuple(sorted(REPORT_FORMATS)),
+    ),
+    Option(
+        ("--out-dir",),
+        "where reports go (default: beside RESULTS.json)",
+        frozenset({_REPORT}),
+        metavar="DIR",
+    ),
+    Option(
+        ("--markdown",),
+        "also write the comparison as Markdown to FILE",
+        frozenset({_DIFF}),
+        metavar="FILE",
+    ),
+    Option(
+        ("--operator",),
+        "the operator to fuzz",
+        frozenset({_FUZZ}),
+        choices=tuple(op.value for op in Operator),
+        required_in=frozenset({_FUZZ}),
+    ),
+    Option(
+        ("--time",),
+        "how long to search (default 60)",
+        frozenset({_FUZZ}),
+        default=60.0,
+        metavar="SECONDS",
+        check=seconds(above_zero=True),
+    ),
+    Option(
+        ("--seed",),
+        "the same seed draws the same cases (default 0)",
+        frozenset({_FUZZ}),
+        default=0,
+        metavar="N",
+        check=whole_number(0),
+    ),
+    Option(
+        ("--out",),
+        "where a minimal case goes (default: cases/found)",
+        frozenset({_FUZZ}),
+        default="cases/found",
+        metavar="DIR",
+    ),
+    Option(
+        ("--special",),
+        "draw NaN, infinities and denormals too",
+        frozenset({_FUZZ}),
+        flag=True,
+    ),
+    Option(
+        ("--shrink-examples",),
+        f"candidates run while shrinking a mismatch (default {SHRINK_EXAMPLES})",
+        frozenset({_FUZZ}),
+        default=SHRINK_EXAMPLES,
+        metavar="N",
+        check=whole_number(1),
+    ),
+)
+
+
+class _Adder(Protocol):
+    """argparse's ``add_argument`` and pytest's ``OptionGroup.addoption``: one signature, so one renderer."""
+
+    def __call__(self, *flags: str, **settings: Any) -> Any: ...
+
+
+class _Deprecated(argparse.Action):
+    """Stores the value, and says on stderr that the spelling used is going away (argparse's ``deprecated`` keyword
+    is Python 3.13's)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        canonical = self.option_strings[0]
+        if option is not None and option != canonical:
+            print(f"{parser.prog}: warning: {option} is deprecated, use {canonical}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_options(add: _Adder, where: str) -> None:
+    """Every option of ``where`` (a dmlconf command or PYTEST), through ``add``: a parser's ``add_argument`` or a
+    pytest group's ``addoption``. Values are kept as text here and checked by ``checked``, so that both front-ends
+    report a bad value in the same words."""
+    for option in OPTIONS.values():
+        if where not in option.where:
+            continue
+        settings: dict[str, Any] = {"dest": option.dest, "help": option.help}
+        if option.flag:
+            settings |= {"action": "store_true", "default": False}
+        else:
+            settings |= {"default": option.default, "metavar": option.metavar}
+            settings |= {"action": "append"} if option.repeat else {}
+            settings |= {"choices": option.choices} if option.choices else {}
+            settings |= {"required": True} if where in option.required_in else {}
+        if option.deprecated and where != PYTEST:
+            settings |= {"action": _Deprecated} if not option.flag and not option.repeat else {}
+            add(*option.flags, *option.deprecated, **settings)
+        else:
+            add(*option.flags, **settings)
+
+
+def checked(values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``values`` (a parser's, by dest) with each option of ``where`` checked: OptionError (one line) for the
+    first refused."""
+    result = dict(values)
+    for option in OPTIONS.values():
+        if where in option.where and option.dest in result:
+            result[option.dest] = option.value(result[option.dest])
+    return result
+
+
+def run_options(values: Mapping[str, Any], directml: DirectML | None, threads: int | None = None) -> RunOptions:
+    """``RunOptions`` from checked option values (``dmlconf run``'s or pytest's: an option a front-end lacks takes
+    its default) and the installed DirectML, where an EP of the run is DirectML."""
+    return RunOptions(
+        feature_level=values.get("feature_level"),
+        max_elements=values.get("max_elements", DEFAULT_MAX_ELEMENTS),
+        directml_level=directml.feature_level if directml else None,
+        artifacts=values.get("artifacts"),
+        pack=values.get("pack", DEFAULT_PACK),
+        threads=threads,
+        file_limits=FileLimits(
+            values.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES), values.get("max_nodes", DEFAULT_MAX_NODES)
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -20,7 +418,7 @@ class RunOptions:
     max_elements: int = DEFAULT_MAX_ELEMENTS
     directml_level: FeatureLevel | None = None  # what the installed DirectML supports (dml.detect), for the dml EP
     artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
-    pack: int = 64  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
+    pack: int = DEFAULT_PACK  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
     threads: int | None = None  # intra-op threads of a larger case's session; None: onnxruntime's (pytest -n)
     file_limits: FileLimits = DEFAULT_LIMITS  # what the case files were read under (for repro commands)
 
@@ -61,3 +459,11 @@ def repro_command(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -
     if options is not None and options.file_limits.max_nodes != DEFAULT_LIMITS.max_nodes:
         words += ["--max-nodes", str(options.file_limits.max_nodes)]
     return shlex.join(words)
+
+
+def cores_share(workers: int) -> int:
+    """One of ``workers`` processes' share of the CPUs this process may run on (at least one): the intra-op threads
+    of a worker's sessions for larger cases. N workers each with onnxruntime's default of a spinning thread per
+    core would fight over the cores (the library with -j 8 on 16 cores: slower than -j 4)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, workers))

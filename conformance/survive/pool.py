@@ -1,4 +1,5 @@
-"""-j N: a run's (case, EP) pairs in N worker processes, results back in the order a single process gives.
+"""The one way cases are run, by ``dmlconf run`` and the pytest plugin alike (``run_pairs``): a run's (case, EP) pairs
+in N worker processes (-j N; the plugin's one), results back in the order a single process gives.
 
 Cases go in windows (``window_size``): each window runs on one EP through ``run_batch``, which packs its small
 cases into shared sessions (batch.py); the (window, EP) tasks go to the workers of a ``Supervisor``, which survives
@@ -13,31 +14,19 @@ NumPy, onnx and onnxruntime: about 0.6 s) overlaps the reading instead of follow
 
 from __future__ import annotations
 
-import logging
-import os
 from collections.abc import Callable, Container, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from conformance.cases.parse import Entry
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.results import Result
 from conformance.run.batch import Unwatched, run_batch
-from conformance.run.options import RunOptions
+from conformance.run.options import RunOptions, cores_share
 from conformance.survive.supervisor import Supervisor, Task, WorkerStartError
-
-log = logging.getLogger(__name__)
 
 CHUNK = 8  # cases per window without packing: enough to hide a worker's round trip, small enough to balance
 Record = Callable[[int, Result], None]  # (the pair's index in the run, its result)
-
-
-def cores_share(workers: int) -> int:
-    """One of ``workers`` processes' share of the CPUs this process may run on (at least one): the intra-op threads
-    of a worker's sessions for larger cases. N workers each with onnxruntime's default of a spinning thread per
-    core would fight over the cores (the library with -j 8 on 16 cores: slower than -j 4)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores // max(1, workers))
 
 
 def window_size(options: RunOptions) -> int:
@@ -68,6 +57,16 @@ class _InProcess(Unwatched):
         self.record(self.pairs[place], result)
 
 
+@dataclass(frozen=True)
+class Ran:
+    """What a run gave: ``results``, entry-major, the unbroken prefix of the pairs planned (all of them unless the run
+    was cut short); ``interrupted``: by Ctrl-C; ``stopped``: why it could not go on (workers that would not start)."""
+
+    results: list[Result]
+    interrupted: bool = False
+    stopped: str | None = None
+
+
 def _prefix(done: Mapping[int, Result], planned: int) -> list[Result]:
     """Only the unbroken prefix: a run cut short reports the pairs before the first missing one, as a sequential
     one would, so an interrupted run's results.json never has holes (results.jsonl keeps all, for --resume)."""
@@ -90,7 +89,7 @@ def run_pairs(
     timeout: float | None = None,
     done: Mapping[int, Result] | None = None,
     record: Record | None = None,
-) -> list[Result]:
+) -> Ran:
     """Every (entry, EP) result, entry-major as a sequential run orders them; ``advance`` and ``record`` after each
     one. ``done``: pairs already finished (--resume), not run again. With ``jobs`` >= 1 the tasks run on
     ``supervisor`` where given (the caller closes it), else on one started here with ``timeout``."""
@@ -105,6 +104,7 @@ def run_pairs(
     if jobs > 1 and options.threads is None:
         options = replace(options, threads=cores_share(jobs))
     tasks = tasks_for(entries, eps, options, finished)
+    interrupted, stopped = False, None
     try:
         if jobs < 1:
             for task in tasks:
@@ -114,8 +114,8 @@ def run_pairs(
         else:
             with Supervisor(jobs, timeout) as own:
                 own.run(tasks, options, arrived)
-    except KeyboardInterrupt:
-        pass  # the caller sees fewer results than pairs and says the run was interrupted
+    except KeyboardInterrupt:  # the caller says the run was interrupted, with what finished
+        interrupted = True
     except WorkerStartError as error:  # as interrupted: what finished is written, and the run fails
-        log.error("%s", error)
-    return _prefix(finished, len(entries) * len(eps))
+        stopped = str(error)
+    return Ran(_prefix(finished, len(entries) * len(eps)), interrupted, stopped)

@@ -46,7 +46,6 @@ class WorkerStartError(RuntimeError):
     """Worker processes keep failing to start: the run cannot go on (one line)."""
 
 
-DEFAULT_TIMEOUT = 300.0  # seconds without progress: above the largest library case (about 10 s) by far
 START_LIMIT = 120.0  # seconds a worker may take to start (import NumPy, onnx, onnxruntime) before it is replaced
 STDERR_TAIL_BYTES = 64 * 1024
 FOLDER_PREFIX = "dmlconf-workers-"  # then the supervisor's pid: a killed one's folder is removed by the next

@@ -1,0 +1,81 @@
+"""dmlconf's commands other than run and the report side: ``validate`` case files, map their ``coverage``,
+``fuzz`` an EP."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from conformance.cases.validate import validate
+from conformance.cli.shared import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    chosen_eps,
+    collect_paths,
+    file_limits,
+    print_problems,
+)
+from conformance.coverage.mapping import build_map, case_coverage, quick
+from conformance.coverage.markdown import render_coverage
+from conformance.fuzz.search import fuzz
+from conformance.model import Case, Operator
+from conformance.problems import Problem, first_line
+from conformance.results import write_text_atomic
+
+
+def validate_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    suite = collect_paths(args.paths, args.max_elements, limits=file_limits(args))
+    problems = list(suite.problems)
+    for entry in suite.entries:
+        if isinstance(entry, Case) and entry.expect_invalid is not None and not validate(entry, args.max_elements):
+            problems.append(Problem(entry.pos("expect"), "expect", "marked invalid, but the validator accepts it"))
+    if problems:
+        print_problems(problems, suite.files)
+        return EXIT_USAGE
+    print(f"ok: {len(suite.entries)} case(s) in {suite.files} file(s)")
+    return EXIT_OK
+
+
+def coverage_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    suite = collect_paths(args.paths or ["cases"], args.max_elements, limits=file_limits(args))
+    if suite.problems:
+        print_problems(suite.problems, suite.files)
+        return EXIT_USAGE
+    if args.quick:
+        suite = quick(suite, args.max_elements)
+    operators = {Operator(e.operator) for e in suite.entries}
+    coverage = build_map([case_coverage(e, args.max_elements) for e in suite.entries], sorted(operators))
+    title = "Spec coverage of the quick selection" if args.quick else "Spec coverage"
+    try:
+        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
+        write_text_atomic(args.output, render_coverage(coverage, title, " ".join(argv)))
+    except OSError as error:
+        raise UsageError(f"--output: cannot write {args.output}: {error.strerror or error}") from None
+    covered = len(coverage.clauses) - len(coverage.uncovered)
+    print(f"{covered} of {len(coverage.clauses)} clause(s) covered by {len(suite.entries)} case(s): {args.output}")
+    for row in coverage.uncovered:
+        missing = f" (facets missing: {', '.join(row.missing)})" if row.missing else ""
+        needs = " (no negative case)" if row.clause.needs_negative and not row.negative else ""
+        print(f"not covered: {row.clause.id}{missing}{needs}", file=sys.stderr)
+    return EXIT_FAILED if coverage.uncovered or coverage.unknown else EXIT_OK
+
+
+def fuzz_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    (ep,) = chosen_eps(args.ep[-1:])  # as argparse's plain options, the last one given
+    operator = Operator(args.operator)
+    print(f"fuzzing {operator.value} on {ep.text} for {args.time:g} s, seed {args.seed}")
+    outcome = fuzz(operator, ep, args.time, args.seed, args.out, args.special, args.shrink_examples)
+    print(f"{outcome.examples} example(s) in {outcome.seconds:.1f} s, {outcome.shrunk} of them shrinking")
+    if outcome.result is None or outcome.case_file is None:
+        print("no mismatch found")
+        return EXIT_OK
+    first = first_line(outcome.result.message, None)
+    print(f"{outcome.result.status.value} ({outcome.result.failure_kind}): {first}")
+    again = "yes" if outcome.reproduced or outcome.rerun is None else f"NO, it gave {outcome.rerun.status.value}"
+    print(f"minimal case: {outcome.case_file} (reproduces: {again})")
+    print(f"reproduce: {outcome.reproduce}")
+    return EXIT_FAILED

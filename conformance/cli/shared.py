@@ -1,0 +1,51 @@
+"""What the CLI's commands share: the usage error and exit codes, finding the case files, choosing the EPs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from conformance.cases.limits import DEFAULT_LIMITS, FileLimits
+from conformance.cases.suite import NoCaseFiles, Suite, collect
+from conformance.ep.providers import EpSpec, best_available_ep
+from conformance.problems import Problem
+from conformance.run.options import distinct_eps
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command-line input: one line, exit code 2 (the CLI prints it)."""
+
+
+def existing(paths: Sequence[str]) -> Sequence[str]:
+    for path in paths:
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file or directory")
+    return paths
+
+
+def file_limits(args: argparse.Namespace) -> FileLimits:
+    return FileLimits(args.max_file_bytes, args.max_nodes)
+
+
+def collect_paths(
+    paths: Sequence[str], max_elements: int, keyword: str | None = None, limits: FileLimits = DEFAULT_LIMITS
+) -> Suite:
+    try:
+        return collect(existing(paths), max_elements, keyword, limits)
+    except NoCaseFiles as error:
+        raise UsageError(str(error)) from None
+
+
+def print_problems(problems: Sequence[Problem], files: int) -> None:
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    print(f"{len(problems)} problem(s) in {files} file(s)", file=sys.stderr)
+
+
+def chosen_eps(eps: Sequence[EpSpec]) -> list[EpSpec]:
+    """The EPs to run on, each once (``distinct_eps``); the best available when none is named."""
+    return distinct_eps(eps) or [best_available_ep()]
