@@ -167,3 +167,22 @@ def cycles(edges: Mapping[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return found
+
+
+def purpose(root: Path, stage_name: str) -> str:
+    """A stage's purpose: the first paragraph of its ``__init__`` docstring, on one line."""
+    init = root / PACKAGE / stage_name / "__init__.py"
+    docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+    return " ".join(docstring.split("\n\n")[0].split())
+
+
+def layout_rows(root: Path) -> list[str]:
+    """The README's package table, one row per stage, in the pipeline's order: what it does, what it may import."""
+    allowed = rules(root)
+    order = ["cases", "ep", "compare", "run", "survive", "gate", "report", "coverage", "fuzz", "cli", "pytest_plugin"]
+    rows = []
+    for name in order:
+        rule = allowed[name]
+        may = "anything; nothing imports it" if rule is None else ", ".join(sorted(rule - {CORE})) or "the core only"
+        rows.append(f"| [`{name}/`](conformance/{name}/) | {purpose(root, name)} | {may} |")
+    return rows

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from architecture import CORE, PACKAGE, cycles, graph, modules, rules, violations
+from architecture import CORE, PACKAGE, cycles, graph, layout_rows, modules, rules, violations
 
 REPO = Path(__file__).resolve().parent.parent
 STAGES = {"cases", "ep", "compare", "run", "survive", "gate", "report", "coverage", "fuzz", "cli", "pytest_plugin"}
@@ -44,7 +44,7 @@ def _append(root: Path, module: str, line: str) -> None:
     ("module", "line", "why"),
     [
         ("cases/validate.py", "from conformance.run.runner import run_entry", "stage cases may import"),
-        ("gate/diff.py", "from conformance.compare.top_k1 import compare_topk", "stage gate may import"),
+        ("gate/diff.py", "from conformance.compare.top_k1 import compare_top_k1", "stage gate may import"),
         ("model.py", "from conformance.cases import load", "stage core may import"),
         ("report/html.py", "import onnxruntime", "only ep imports onnx"),
         ("survive/pool.py", "from conformance.cli.main import main", "nothing imports cli"),
@@ -71,3 +71,9 @@ def test_a_stage_without_a_rule_is_refused(copy: Path) -> None:
 def test_every_module_is_seen() -> None:
     names = modules(REPO)
     assert "conformance.ep.execute" in names and "conformance.cases" in names and "conformance.model" in names
+
+
+def test_the_readme_s_package_table_is_the_docstrings() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    missing = [row for row in layout_rows(REPO) if row not in readme]
+    assert missing == [], "README.md's layout table differs from the subpackages' docstrings"

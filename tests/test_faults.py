@@ -99,7 +99,7 @@ def test_a_crash_in_a_pack_is_pinned_on_its_case_with_several_workers(
 
 
 def test_a_hanging_worker_is_killed_after_the_timeout(tmp_path: Path, clean: dict[str, list[dict[str, Any]]]) -> None:
-    done = _dmlconf([EXAMPLES, "--timeout", "2"], tmp_path, f"hang:{VICTIM}")
+    done = _dmlconf([EXAMPLES, "--case-timeout", "2"], tmp_path, f"hang:{VICTIM}")
     assert done.returncode == 1, done.stderr
     timeout = _check_only_the_victim(_results(tmp_path), clean[EXAMPLES], VICTIM, Status.TIMEOUT)
     assert timeout["message"].startswith("no progress for 2 s: the worker was killed")
@@ -124,7 +124,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_results(
     victim = collect([str(REPO / SWEEP)]).entries[-1].id.replace(str(REPO) + "/", "")
     stream = tmp_path / "results.jsonl"
     env = {**os.environ, TEST_FAULT: f"hang:{victim}"}
-    command = [sys.executable, "-m", "conformance", "run", SWEEP, "--ep", "cpu", "--pack", "1", "--timeout", "0"]
+    command = [sys.executable, "-m", "conformance", "run", SWEEP, "--ep", "cpu", "--pack", "1", "--case-timeout", "0"]
     run = subprocess.Popen(
         [*command, "--report-dir", str(tmp_path)],
         cwd=REPO,
@@ -256,7 +256,7 @@ def test_a_worker_exits_when_its_supervisor_is_killed_alone(tmp_path: Path) -> N
     env = {**os.environ, TEST_FAULT: f"hang:{victim}"}
     command = [sys.executable, "-m", "conformance", "run", SWEEP, "--ep", "cpu", "-j", "2", "--pack", "1"]
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    run = subprocess.Popen([*command, "--timeout", "0", "--report-dir", str(tmp_path)], cwd=REPO, env=env, **quiet)
+    run = subprocess.Popen([*command, "--case-timeout", "0", "--report-dir", str(tmp_path)], cwd=REPO, env=env, **quiet)
     others = len(collect([str(REPO / SWEEP)]).entries) - 1
     deadline = time.monotonic() + 120
     while _lines(tmp_path / "results.jsonl") < 1 + others and run.poll() is None and time.monotonic() < deadline:

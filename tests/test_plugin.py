@@ -9,6 +9,10 @@ from typing import Any
 
 import pytest
 
+# Loaded here, before any in-process pytester run: the plugin loads onnxruntime and the run's modules with the first
+# case, and pytester removes what a run imported when it ends, so a second run would load onnxruntime's extension
+# into the process again, which aborts it.
+import conformance.survive.pool  # noqa: F401
 from conformance.cli.main import main
 from conformance.survive.faults import TEST_FAULT
 
@@ -207,6 +211,9 @@ def test_several_eps(pytester: pytest.Pytester, examples: Path) -> None:
     [
         (["--ep", "tpu"], "ERROR: --ep: unknown execution provider 'tpu'*"),
         (["--feature-level", "three"], "ERROR: --feature-level: not a feature level: 'three'*"),
+        (["--max-elements", "0"], "ERROR: --max-elements: must be at least 1, got 0"),
+        (["--case-timeout", "-1"], "ERROR: --case-timeout: must be at least 0, got -1"),
+        (["--case-timeout", "soon"], "ERROR: --case-timeout: not a number of seconds: 'soon'"),
     ],
 )
 def test_bad_options_are_usage_errors(

@@ -1,5 +1,10 @@
-"""Case files to checked ``Case`` objects, their inputs and the oracle's outputs: everything that is the same on
-every execution provider (load, parse, sweep, validate, generate, oracle, suite).
+"""Case files to checked ``Case`` objects, their inputs and the oracle's outputs: everything that is the same on every
+execution provider.
+
+``load`` and ``load_file`` read YAML safely within ``limits``; ``fields``, ``parse``, ``parse_descriptor``,
+``parse_tensor`` and ``sweep`` make frozen cases; ``validate`` (with ``validate_checker``) applies the spec pages;
+``generate`` (with ``generate_streams``) makes the inputs; ``oracle`` calls ``reference/``; ``fingerprint`` hashes
+inputs; ``parameters`` describes a descriptor for reports; ``suite`` finds, reads, filters and shards case files.
 
 May import: the core, reference.
 """

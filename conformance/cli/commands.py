@@ -1,5 +1,4 @@
-"""dmlconf's commands other than run and the report side: ``validate`` case files, map their ``coverage``,
-``fuzz`` an EP."""
+"""dmlconf's commands that read case files and run nothing: ``validate`` them, map their spec ``coverage``."""
 
 from __future__ import annotations
 
@@ -14,16 +13,14 @@ from conformance.cli.shared import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
-    chosen_eps,
     collect_paths,
     file_limits,
     print_problems,
 )
 from conformance.coverage.mapping import build_map, case_coverage, quick
 from conformance.coverage.markdown import render_coverage
-from conformance.fuzz.search import fuzz
 from conformance.model import Case, Operator
-from conformance.problems import Problem, first_line
+from conformance.problems import Problem
 from conformance.results import write_text_atomic
 
 
@@ -62,20 +59,3 @@ def coverage_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         needs = " (no negative case)" if row.clause.needs_negative and not row.negative else ""
         print(f"not covered: {row.clause.id}{missing}{needs}", file=sys.stderr)
     return EXIT_FAILED if coverage.uncovered or coverage.unknown else EXIT_OK
-
-
-def fuzz_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    (ep,) = chosen_eps(args.ep[-1:])  # as argparse's plain options, the last one given
-    operator = Operator(args.operator)
-    print(f"fuzzing {operator.value} on {ep.text} for {args.time:g} s, seed {args.seed}")
-    outcome = fuzz(operator, ep, args.time, args.seed, args.out, args.special, args.shrink_examples)
-    print(f"{outcome.examples} example(s) in {outcome.seconds:.1f} s, {outcome.shrunk} of them shrinking")
-    if outcome.result is None or outcome.case_file is None:
-        print("no mismatch found")
-        return EXIT_OK
-    first = first_line(outcome.result.message, None)
-    print(f"{outcome.result.status.value} ({outcome.result.failure_kind}): {first}")
-    again = "yes" if outcome.reproduced or outcome.rerun is None else f"NO, it gave {outcome.rerun.status.value}"
-    print(f"minimal case: {outcome.case_file} (reproduces: {again})")
-    print(f"reproduce: {outcome.reproduce}")
-    return EXIT_FAILED

@@ -84,7 +84,7 @@ COMMAND_TABLE: Mapping[str, Command] = {
     "fuzz": Command(
         "random valid cases on an EP; a mismatch is shrunk to a case file",
         (),
-        "conformance.cli.commands",
+        "conformance.cli.fuzz",
         "fuzz_command",
     ),
 }

@@ -1,5 +1,7 @@
-"""An EP's outputs against the oracle's: verdicts and pytest-regressions-style mismatch messages, one module per
-operator.
+"""An EP's outputs against the oracle's: verdicts and pytest-regressions-style mismatch messages.
+
+``outputs`` picks the operator's rule: ``top_k1`` (with ``top_k1_view``, its per-sequence view), ``mvn1``
+(tolerances), ``slice1`` (bit for bit); ``common`` holds what they share.
 
 May import: the core only.
 """

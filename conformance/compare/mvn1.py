@@ -104,7 +104,7 @@ def case_tolerance(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[int, f
     return int(max_ulp or 0), float(atol or 0.0), reduction
 
 
-def compare_mvn(
+def compare_mvn1(
     case: Case, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray]
 ) -> Verdict:
     want = expected[OUTPUT_TENSOR]

@@ -2,9 +2,9 @@
 
 * SLICE1 copies and TOP_K1 selects: no new values, so values compare bit for bit as unsigned integers of the
   element's width (-0.0 and +0.0 differ), except that any NaN matches any NaN; TOP_K1's indices compare exactly,
-  by value (ONNX returns int64, DML uint32). See ``compare_topk`` for TOP_K1's per-sequence failure kinds.
+  by value (ONNX returns int64, DML uint32). See ``compare_top_k1`` for TOP_K1's per-sequence failure kinds.
 * MEAN_VARIANCE_NORMALIZATION1 computes: a per-element tolerance in absolute error or ULPs, with documented
-  defaults that a case's ``Tolerance`` overrides; see ``compare_mvn``.
+  defaults that a case's ``Tolerance`` overrides; see ``compare_mvn1``.
 
 Messages follow pytest-regressions' style: shape and dtype, counts, largest errors, then a table of the first
 mismatches. Metrics hold plain JSON types only.
@@ -16,25 +16,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from conformance.compare.common import (
-    Metrics,
-    Verdict,
-    abs_error,
-    count_line,
-    elementwise_rows,
-    format_value,
-    header_lines,
-    indent_table,
-    json_float,
-    mismatch_details,
-    passed,
-    same_bits,
-    structure_problem,
-    ulp_distance,
-)
-from conformance.compare.mvn1 import compare_mvn, default_tolerance
-from conformance.compare.top_k1 import compare_topk
-from conformance.model import OUTPUT_TENSOR, Case, Operator, Status
+from conformance.compare.common import Verdict
+from conformance.compare.mvn1 import compare_mvn1, default_tolerance
+from conformance.compare.slice1 import compare_slice
+from conformance.compare.top_k1 import compare_top_k1
+from conformance.model import Case, Operator
 
 __all__ = ["Verdict", "compare", "default_tolerance"]
 
@@ -44,40 +30,7 @@ def compare(
 ) -> Verdict:
     """The verdict on ``actual`` for ``case``; keys are DML tensor names (OutputTensor, OutputValueTensor...)."""
     if case.operator == Operator.TOP_K1:
-        return compare_topk(case, inputs, expected, actual)
+        return compare_top_k1(case, inputs, expected, actual)
     if case.operator == Operator.MEAN_VARIANCE_NORMALIZATION1:
-        return compare_mvn(case, inputs, expected, actual)
-    return compare_exact(expected, actual)
-
-
-def compare_exact(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray]) -> Verdict:
-    """SLICE1's OutputTensor, bit for bit (any NaN matches any NaN)."""
-    want = expected[OUTPUT_TENSOR]
-    problem = structure_problem(OUTPUT_TENSOR, want, actual, index=False)
-    if problem is not None:
-        return problem
-    got = actual[OUTPUT_TENSOR]
-    mismatched = ~same_bits(got, want)
-    metrics: Metrics = {"elements": int(want.size), "mismatches": int(np.count_nonzero(mismatched))}
-    if not metrics["mismatches"]:
-        return passed(metrics)
-    is_float = want.dtype.kind == "f"
-    both_finite = mismatched & np.isfinite(want) & np.isfinite(got) if is_float else mismatched
-    lines = [
-        f"{OUTPUT_TENSOR}: values differ (compared bit for bit; any NaN matches any NaN, -0.0 differs from 0.0)",
-        *header_lines(want, got),
-        count_line("mismatched elements", int(metrics["mismatches"]), int(metrics["elements"])),
-    ]
-    if both_finite.any():
-        metrics["max_abs_error"] = json_float(float(abs_error(got[both_finite], want[both_finite]).max()))
-        lines.append(f"  max abs error: {format_value(metrics['max_abs_error'])}")
-        if is_float:
-            metrics["max_ulp_error"] = int(ulp_distance(got[both_finite], want[both_finite]).max())
-            lines.append(f"  max ULP error: {metrics['max_ulp_error']}")
-    headers, rows = elementwise_rows(want, got, mismatched, with_ulp=is_float)
-    lines.append(f"  first {len(rows)} mismatches:")
-    lines.extend(indent_table(headers, rows))
-    ulps = ulp_distance(got[both_finite], want[both_finite]) if is_float else None
-    details = mismatch_details(OUTPUT_TENSOR, mismatched, headers, rows, ulps)
-    details["max_ulp"] = 0  # a copy is exact: any ULP of error is a mismatch
-    return Verdict(Status.FAIL, "values", "\n".join(lines), metrics, details)
+        return compare_mvn1(case, inputs, expected, actual)
+    return compare_slice(expected, actual)

@@ -52,7 +52,7 @@ class Classified:
     nan_placement: BoolArray
 
 
-def compare_topk(
+def compare_top_k1(
     case: Case, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray]
 ) -> Verdict:
     desc = case.descriptor

@@ -1,5 +1,9 @@
-"""Execution providers: the one place that imports onnx and onnxruntime (lowering to ONNX, sessions, placement
-proof, DirectML's options and feature level, the device).
+"""Execution providers: the one stage that imports onnx and onnxruntime, so that nothing else loads them.
+
+``providers`` names an EP (light: onnxruntime is imported by the functions that ask it); ``directml`` holds
+DirectML's options and feature level; ``graph``, ``lower`` and ``lower_mvn1`` build the ONNX model; ``execute``,
+``sessions`` and ``pack`` run it; ``placement`` proves where each node ran; ``errors`` says how a run failed (device
+lost included); ``dml_operators`` names the DML operator a model reaches; ``device`` describes the hardware.
 
 May import: the core only.
 """

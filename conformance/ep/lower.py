@@ -19,7 +19,7 @@ from onnx import TensorProto
 
 from conformance.dtypes import numpy_dtype
 from conformance.ep.graph import Array, CannotLower, GraphBuilder, onnx_type
-from conformance.ep.lower_mvn1 import lower_mvn
+from conformance.ep.lower_mvn1 import lower_mvn1
 from conformance.model import (
     INPUT_TENSOR,
     OUTPUT_INDEX_TENSOR,
@@ -113,7 +113,7 @@ def _lower_slice(desc: Slice1Desc, inputs: Mapping[str, Array]) -> Lowering | No
 
 
 def _lower_mvn(desc: Mvn1Desc, inputs: Mapping[str, Array], ep_name: str) -> Lowering:
-    built = lower_mvn(desc, inputs, ep_name)
+    built = lower_mvn1(desc, inputs, ep_name)
     elem = onnx_type(desc.input.data_type)
     return _lowering(built.name, built.graph, [(OUTPUT_TENSOR, built.output, elem, desc.input.sizes)])
 

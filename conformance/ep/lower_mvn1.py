@@ -217,7 +217,7 @@ def add_activation(g: GraphBuilder, x: str, act: Activation, dtype: np.dtype[Any
     return y, "".join(f"+{n.op_type}" for n in g.nodes[start:])
 
 
-def lower_mvn(desc: Mvn1Desc, inputs: Mapping[str, Array], ep_name: str) -> MvnGraph:
+def lower_mvn1(desc: Mvn1Desc, inputs: Mapping[str, Array], ep_name: str) -> MvnGraph:
     if not desc.input.data_type.is_float:
         raise CannotLower(
             f"MEAN_VARIANCE_NORMALIZATION1 on {desc.input.data_type.value} data has no ONNX form "

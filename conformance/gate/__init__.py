@@ -1,4 +1,7 @@
-"""Data over results.json, without onnxruntime: the summary, known-failure waivers, run-to-run diffs, merges.
+"""Data over results.json, without onnxruntime: the summary, known-failure waivers, run-to-run diffs and merges.
+
+``summary`` counts and groups results; ``waivers`` reads known failures and gates on the rest; ``diff`` compares two
+runs; ``merge`` joins shards.
 
 May import: the core, cases.
 """

@@ -1,4 +1,7 @@
-"""Formats only: console, Markdown, HTML (with its SVG), JUnit and the diff view, rendered from the gate's data.
+"""Formats only, rendered from the gate's data: console, Markdown, HTML, JUnit and the diff view.
+
+``console``, ``markdown`` (summary.md), ``html`` (with ``svg``'s plots), ``junit`` and ``diff``; ``text`` makes
+case-provided text safe in each and builds the Markdown tables.
 
 May import: the core, gate.
 """

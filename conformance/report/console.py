@@ -7,44 +7,40 @@ from tabulate import tabulate
 from conformance.gate.summary import STATUS_ORDER, Summary
 from conformance.model import Status
 from conformance.problems import first_line
+from conformance.report.text import plain
 from conformance.results import FAILING
-
-
-def _plain(text: object) -> str:
-    """Case-provided text with control characters shown escaped: a case id must not drive the terminal."""
-    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in str(text))
 
 
 def render_console(summary: Summary, max_listed: int = 30) -> str:
     statuses = [s for s in STATUS_ORDER if summary.totals.get(s)]
     rows = [
-        [_plain(op), _plain(ep), *(counts.get(s, 0) or "" for s in statuses)] for op, ep, counts in summary.by_operator
+        [plain(op), plain(ep), *(counts.get(s, 0) or "" for s in statuses)] for op, ep, counts in summary.by_operator
     ]
     parts = [tabulate(rows, ["operator", "EP", *statuses], tablefmt="simple")]
     if summary.matrix and len(summary.matrix) <= max_listed:
-        matrix_rows = [[_plain(case), *((s.value if s else "-") for s in row)] for case, row in summary.matrix]
+        matrix_rows = [[plain(case), *((s.value if s else "-") for s in row)] for case, row in summary.matrix]
         parts.append(
-            tabulate(matrix_rows, ["case", *map(_plain, summary.eps)], tablefmt="simple", disable_numparse=True)
+            tabulate(matrix_rows, ["case", *map(plain, summary.eps)], tablefmt="simple", disable_numparse=True)
         )
     listed = sorted(summary.notable, key=lambda r: (r.status not in FAILING, r.status != Status.FAIL))
     for result in listed[:max_listed]:
         detail = f" ({result.failure_kind})" if result.failure_kind else ""
         parts.append(
-            f"{result.status.value}{detail} {_plain(result.case)} [{_plain(result.ep)}]\n"
-            f"  {_plain(first_line(result.message))}"
-            + (f"\n  repro: {_plain(result.repro)}" if result.status in FAILING else "")
+            f"{result.status.value}{detail} {plain(result.case)} [{plain(result.ep)}]\n"
+            f"  {plain(first_line(result.message))}"
+            + (f"\n  repro: {plain(result.repro)}" if result.status in FAILING else "")
         )
     if len(listed) > max_listed:
         parts.append(f"... and {len(listed) - max_listed} more not passing (see summary.md)")
-    parts.append("\n".join(f"{what}: {_plain(which)}" for what, which in summary.identity[:1]))
+    parts.append("\n".join(f"{what}: {plain(which)}" for what, which in summary.identity[:1]))
     for ep in summary.idle_eps:
-        parts.append(f"EP {_plain(ep)} executed none of its cases (see the NOT_SUPPORTED messages): the run fails")
+        parts.append(f"EP {plain(ep)} executed none of its cases (see the NOT_SUPPORTED messages): the run fails")
     if summary.skipped_files:
         parts.append(f"case files skipped (--keep-going) for {len(summary.skipped_files)} problem(s): the run fails")
     if summary.placement is not None:
         parts.append(f"placement: {summary.placement.line}")
     if summary.packed_differences:
-        lines = [_plain(line) for line in summary.packed_differences[:max_listed]]
+        lines = [plain(line) for line in summary.packed_differences[:max_listed]]
         parts.append(
             f"packing: {len(summary.packed_differences)} case(s) got another verdict packed with other cases than "
             "alone (the verdict alone stands):\n  " + "\n  ".join(lines)

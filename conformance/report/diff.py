@@ -7,8 +7,7 @@ from typing import Any, TypeVar
 
 from conformance.gate.diff import Changed, Drift, RunDiff, differing_inputs
 from conformance.problems import first_line
-from conformance.report.console import _plain
-from conformance.report.markdown import _cell, _code
+from conformance.report.text import cell, code_cell, compact_table, plain
 from conformance.results import FAILING, Result
 
 T = TypeVar("T")
@@ -71,15 +70,15 @@ def _more(shown: int, total: int) -> list[str]:
 def _console_entry(entry: Changed | Drift | Result, title: str) -> str:
     if isinstance(entry, Result):
         verb = "now" if title == "New cases" else "was"
-        return f"  {_plain(entry.case)} [{_plain(entry.ep)}]: {verb} {_status(entry)}"
-    where = f"{_plain(entry.new.case)} [{_plain(entry.new.ep)}]"
+        return f"  {plain(entry.case)} [{plain(entry.ep)}]: {verb} {_status(entry)}"
+    where = f"{plain(entry.new.case)} [{plain(entry.new.ep)}]"
     if isinstance(entry, Drift):
         return f"  {where} {entry.new.status.value}: {_grown(entry)}"
     line = f"  {_status(entry.old)} → {_status(entry.new)}  {where}"
     if title == "Inputs differ":
-        line += f"  ({_plain(', '.join(differing_inputs(entry.old, entry.new)))})"
+        line += f"  ({plain(', '.join(differing_inputs(entry.old, entry.new)))})"
     elif title == "Regressions":
-        line += f"\n    {_plain(first_line(entry.new.message))}\n    repro: {_plain(entry.new.repro)}"
+        line += f"\n    {plain(first_line(entry.new.message))}\n    repro: {plain(entry.new.repro)}"
     elif entry.new.status in FAILING:
         line += "  (now failing)"  # e.g. NOT_SUPPORTED -> FAIL: newly run, and wrong
     return line
@@ -87,7 +86,7 @@ def _console_entry(entry: Changed | Drift | Result, title: str) -> str:
 
 def render_diff_console(d: RunDiff, max_listed: int = 30) -> str:
     """Environment changes, counts, then each non-empty section (at most ``max_listed`` entries)."""
-    parts = ["\n".join(_plain(line) for line in _environment(d)), _counts(d)]
+    parts = ["\n".join(plain(line) for line in _environment(d)), _counts(d)]
     for title, entries in _sections(d):
         if entries:
             lines = [f"{title} ({len(entries)})"]
@@ -97,23 +96,12 @@ def render_diff_console(d: RunDiff, max_listed: int = 30) -> str:
     return "\n\n".join(parts)
 
 
-def _code_cell(text: str) -> str:
-    # GFM splits a table row on every unescaped pipe, inside a code span too: the backslash is taken out first.
-    return _code(text).replace("|", "\\|") if text else ""
-
-
-def _table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
-    # Unpadded, unlike tabulate's: a PR comment has a size limit, and column padding would spend it on spaces.
-    lines = [headers, ["---"] * len(headers), *rows]
-    return "\n".join("| " + " | ".join(line) + " |" for line in lines)
-
-
 def _rows(entries: Sequence[T], row: Callable[[T], list[str]], limit: int) -> list[list[str]]:
     return [row(e) for e in entries[:limit]]
 
 
 def _where(r: Result) -> list[str]:
-    return [_cell(r.case), _cell(r.ep)]
+    return [cell(r.case), cell(r.ep)]
 
 
 def _markdown_section(title: str, entries: Sequence[Any], limit: int) -> list[str]:
@@ -125,8 +113,8 @@ def _markdown_section(title: str, entries: Sequence[Any], limit: int) -> list[st
                 *_where(c.new),
                 _status(c.old),
                 _status(c.new),
-                _cell(first_line(c.new.message)),
-                _code_cell(c.new.repro),
+                cell(first_line(c.new.message)),
+                code_cell(c.new.repro),
             ],
             limit,
         )
@@ -141,7 +129,7 @@ def _markdown_section(title: str, entries: Sequence[Any], limit: int) -> list[st
                 *_where(c.new),
                 _status(c.old),
                 _status(c.new),
-                _cell(", ".join(differing_inputs(c.old, c.new))),
+                cell(", ".join(differing_inputs(c.old, c.new))),
             ],
             limit,
         )
@@ -153,12 +141,12 @@ def _markdown_section(title: str, entries: Sequence[Any], limit: int) -> list[st
         rows = _rows(entries, lambda c: [*_where(c.new), _status(c.old), _status(c.new)], limit)
     # A blank line ends the table: GFM would take a line right under it for one more row.
     more = ["", *_more(len(rows), len(entries))] if len(entries) > len(rows) else []
-    return ["", f"## {title} ({len(entries)})", "", _table(rows, headers), *more]
+    return ["", f"## {title} ({len(entries)})", "", compact_table(rows, headers), *more]
 
 
 def render_diff_markdown(d: RunDiff, max_rows: int = 20) -> str:
     """A PR comment: environment changes, counts, then each non-empty section capped at ``max_rows`` rows."""
-    lines = ["# DirectML conformance diff", "", *(f"- {_cell(line)}" for line in _environment(d))]
+    lines = ["# DirectML conformance diff", "", *(f"- {cell(line)}" for line in _environment(d))]
     lines += ["", f"**{_verdict(d)}**: {_counts(d)}"]
     for title, entries in _sections(d):
         if entries:

@@ -2,51 +2,24 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
-
-from tabulate import tabulate
 
 from conformance.gate.summary import STATUS_ORDER, Summary
 from conformance.model import Status
 from conformance.problems import first_line
+from conformance.report.text import cell, code, table
 
 MAX_ROWS = 40  # rows per list: GitHub refuses comments over 65,536 characters
 MAX_COMMAND = 500  # characters of the command line shown (a run over thousands of named files has a long one)
 NO_VERDICT = frozenset({Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE})  # counted by reason, not listed one by one
-
-_LINE_BREAKS = re.compile(r"\r\n|\r|\n")
-# ASCII punctuation that Markdown (GitHub's included) gives a meaning to inside a table cell; each is escaped with
-# a backslash, which CommonMark defines for every ASCII punctuation character.
-_MARKUP = "\\`*_<>[]|&~"
-
-
-def _cell(text: object) -> str:
-    """Case-provided text is escaped: a pipe or newline must not break the table, nor markup render."""
-    value = _LINE_BREAKS.sub(" ", str(text))
-    return "".join("\\" + char if char in _MARKUP else char for char in value)
-
-
-def _code(text: str) -> str:
-    """``text`` as an inline code span that no backtick inside it can close early (CommonMark 6.1)."""
-    text = _LINE_BREAKS.sub(" ", text)
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def _table(rows: Sequence[Sequence[object]], headers: Sequence[str], text: bool = True) -> str:
-    # Text tables parse no numbers: a case id or message that looks like one ("1e5", "nan") is shown as written.
-    return tabulate(rows, list(headers), tablefmt="github", disable_numparse=text)
 
 
 def _skipped_lines(problems: Sequence[str]) -> list[str]:
     if not problems:
         return []
     head = f"- **case files skipped** (`--keep-going`) for {len(problems)} problem(s): the run fails"
-    return [head, *(f"  - {_cell(line)}" for line in problems[:MAX_ROWS]), *_more(len(problems))]
+    return [head, *(f"  - {cell(line)}" for line in problems[:MAX_ROWS]), *_more(len(problems))]
 
 
 def _more(count: int) -> list[str]:
@@ -58,7 +31,7 @@ def _packed_lines(differences: Sequence[str]) -> list[str]:
         return []
     head = f"- **{len(differences)} case(s) got another verdict packed with other cases than alone** (the verdict alone"
     head += " stands; the EP's result depended on the model's other nodes):"
-    return [head, *(f"  - {_cell(line)}" for line in differences[:MAX_ROWS]), *_more(len(differences))]
+    return [head, *(f"  - {cell(line)}" for line in differences[:MAX_ROWS]), *_more(len(differences))]
 
 
 def render_markdown(summary: Summary) -> str:
@@ -69,14 +42,14 @@ def render_markdown(summary: Summary) -> str:
     lines = [
         "# DirectML conformance summary",
         "",
-        *(f"- {what}: {_cell(which)}" for what, which in summary.identity),
+        *(f"- {what}: {cell(which)}" for what, which in summary.identity),
         f"- target feature level: {env.get('target_feature_level') or 'per EP (above)'}",
-        f"- command: {_code(first_line(' '.join(str(word) for word in command), MAX_COMMAND))}",
+        f"- command: {code(first_line(' '.join(str(word) for word in command), MAX_COMMAND))}",
         *([f"- placement: {summary.placement.line}"] if summary.placement else []),
-        *(f"  - {_cell(line)}" for line in unproven[:MAX_ROWS]),
+        *(f"  - {cell(line)}" for line in unproven[:MAX_ROWS]),
         *_more(len(unproven)),
         *(["- **interrupted**: fewer results than planned; the run fails"] if env.get("interrupted") else []),
-        *(f"- **EP {_cell(ep)} executed none of its cases**: the run fails" for ep in summary.idle_eps),
+        *(f"- **EP {cell(ep)} executed none of its cases**: the run fails" for ep in summary.idle_eps),
         *_skipped_lines(summary.skipped_files),
         *_packed_lines(summary.packed_differences),
         "",
@@ -84,21 +57,21 @@ def render_markdown(summary: Summary) -> str:
         "",
     ]
     statuses = [s for s in STATUS_ORDER if summary.totals.get(s)]
-    lines.append(_table([[s.value, summary.totals[s]] for s in statuses], ["status", "results"], text=False))
+    lines.append(table([[s.value, summary.totals[s]] for s in statuses], ["status", "results"], text=False))
     lines += ["", "## By operator and EP", ""]
-    rows = [[op, _cell(ep), *(counts.get(s, 0) for s in statuses)] for op, ep, counts in summary.by_operator]
-    lines.append(_table(rows, ["operator", "EP", *statuses], text=False))
+    rows = [[op, cell(ep), *(counts.get(s, 0) for s in statuses)] for op, ep, counts in summary.by_operator]
+    lines.append(table(rows, ["operator", "EP", *statuses], text=False))
     if summary.dml_operators:
         lines += ["", "## What the cases reach on DirectML", ""]
-        rows = [[op, _cell(dml), n] for op, dml, n in summary.dml_operators]
-        lines.append(_table(rows, ["operator", "DML operator(s), from the DirectML lowering", "cases"], text=False))
+        rows = [[op, cell(dml), n] for op, dml, n in summary.dml_operators]
+        lines.append(table(rows, ["operator", "DML operator(s), from the DirectML lowering", "cases"], text=False))
     if summary.matrix:
         # Only the cases whose verdicts differ between EPs: the rest is in the totals above and in report.html.
         differing = [(case, row) for case, row in summary.matrix if len(set(row)) > 1]
         lines += ["", "## Cases whose verdicts differ between EPs", ""]
-        rows = [[_cell(case), *((s.value if s else "—") for s in row)] for case, row in differing[:MAX_ROWS]]
+        rows = [[cell(case), *((s.value if s else "—") for s in row)] for case, row in differing[:MAX_ROWS]]
         if rows:
-            lines.append(_table(rows, ["case", *(_cell(ep) for ep in summary.eps)]))
+            lines.append(table(rows, ["case", *(cell(ep) for ep in summary.eps)]))
             lines += _more(len(differing))
         else:
             lines.append(f"none: each of the {len(summary.matrix)} cases has the same verdict on every EP")
@@ -106,14 +79,14 @@ def render_markdown(summary: Summary) -> str:
     if failing:
         lines += ["", "## Failures and warnings", ""]
         rows = [
-            [_cell(r.case), _cell(r.ep), r.status.value, r.failure_kind or "", _cell(first_line(r.message, 100))]
+            [cell(r.case), cell(r.ep), r.status.value, r.failure_kind or "", cell(first_line(r.message, 100))]
             for r in failing[:MAX_ROWS]
         ]
-        lines.append(_table(rows, ["case", "EP", "status", "kind", "message"]))
+        lines.append(table(rows, ["case", "EP", "status", "kind", "message"]))
         lines += _more(len(failing))
     declined = Counter((r.ep, r.status.value, r.failure_kind or "") for r in summary.notable if r.status in NO_VERDICT)
     if declined:
         lines += ["", "## No verdict", ""]
-        rows = [[_cell(ep), status, kind, n] for (ep, status, kind), n in sorted(declined.items())]
-        lines.append(_table(rows, ["EP", "status", "kind", "results"], text=False))
+        rows = [[cell(ep), status, kind, n] for (ep, status, kind), n in sorted(declined.items())]
+        lines.append(table(rows, ["EP", "status", "kind", "results"], text=False))
     return "\n".join(lines) + "\n"

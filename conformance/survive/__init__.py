@@ -1,5 +1,8 @@
-"""Runs that survive their workers: cases in worker processes, a crash, hang or lost device costing only its
-case; results streamed for ``--resume``.
+"""Runs that survive their workers: a crash, hang or lost device costs only its case, and a killed run resumes.
+
+``pool`` is the one entry point that runs cases (``run_pairs``, for the CLI and the pytest plugin); ``supervisor``
+and ``worker`` run them in spawned processes; ``faults`` words a CRASH, TIMEOUT or DEVICE_LOST; ``stream`` writes
+results.jsonl for ``--resume``.
 
 May import: the core, run, ep, cases.
 """

@@ -1,7 +1,7 @@
 """Run tasks in worker processes and survive them: a worker that dies or hangs costs the case it was running, not
 the run.
 
-A task is a window of cases on one EP (workers.py). Each worker (worker.py) says which cases it is preparing or
+A task is a window of cases on one EP (pool.py). Each worker (worker.py) says which cases it is preparing or
 running and sends each result as it is final, so when it dies (a signal, an abort, a lost device) or stays silent
 past the per-case timeout (killed then), the supervisor knows:
 

@@ -1,0 +1,114 @@
+"""The one option table (run/options.py): every option declared once, the CLI and the pytest plugin rendering the
+same rows and refusing a bad value in the same words, deprecated spellings kept with a warning, and the one
+builder to RunOptions."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conformance.cases.limits import DEFAULT_LIMITS, DEFAULT_MAX_ELEMENTS
+from conformance.cli.main import COMMAND_TABLE, main
+from conformance.ep.providers import CPU, EpSpec
+from conformance.model import FeatureLevel
+from conformance.run.options import (
+    COMMANDS,
+    OPTIONS,
+    PYTEST,
+    OptionError,
+    RunOptions,
+    add_options,
+    checked,
+    run_options,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = str(REPO / "cases" / "top_k1" / "spec_examples.yaml")
+
+
+def test_every_flag_is_declared_once() -> None:
+    flags = Counter(flag for option in OPTIONS.values() for flag in (*option.flags, *option.deprecated))
+    assert [flag for flag, count in flags.items() if count > 1] == []
+
+
+def test_the_table_and_the_cli_name_the_same_commands() -> None:
+    assert tuple(COMMAND_TABLE) == COMMANDS
+    for option in OPTIONS.values():
+        assert option.where <= {*COMMANDS, PYTEST}, option.flags
+        assert option.required_in <= option.where, option.flags
+
+
+def _parser(where: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=where)
+    add_options(parser.add_argument, where)
+    return parser
+
+
+@pytest.mark.parametrize("where", [*COMMANDS, PYTEST])
+def test_each_front_end_gets_exactly_its_rows(where: str) -> None:
+    parser = _parser(where)
+    rendered = {action.dest for action in parser._actions if action.dest != "help"}
+    assert rendered == {option.dest for option in OPTIONS.values() if where in option.where}
+
+
+def test_values_are_checked_after_parsing_and_defaults_pass_as_they_are() -> None:
+    parsed = vars(_parser("run").parse_args(["--ep", "cpu", "--feature-level", "4_1", "--shard", "2/3", "-j", "0"]))
+    values = checked(parsed, "run")
+    assert values["ep"] == [EpSpec("cpu", CPU)]
+    assert values["feature_level"] == FeatureLevel(4, 1)
+    assert values["shard"] == (2, 3)
+    assert values["jobs"] == 0
+    assert values["max_elements"] == DEFAULT_MAX_ELEMENTS  # a default, untouched
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-elements", "0"], "--max-elements: must be at least 1, got 0"),
+        (["--max-elements", "many"], "--max-elements: not a whole number: 'many'"),
+        (["--case-timeout", "-1"], "--case-timeout: must be at least 0, got -1"),
+        (["--ep", "tpu"], "--ep: unknown execution provider 'tpu'"),
+        (["--feature-level", "three"], "--feature-level: not a feature level: 'three'"),
+        (["--shard", "4/3"], "--shard: expected I/N with 1 <= I <= N, got '4/3'"),
+        (["--pack", "0"], "--pack: must be at least 1, got 0"),
+        (["-j", "-1"], "--jobs: must be at least 0, got -1"),
+    ],
+)
+def test_a_bad_value_is_one_usage_line(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(OptionError, match="^" + message.replace("(", r"\(").split(" '")[0]):
+        checked(vars(_parser("run").parse_args(args)), "run")
+    assert main(["run", EXAMPLES, *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith(f"dmlconf: {message}"), err
+
+
+def test_fuzz_refuses_a_time_of_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fuzz", "--operator", "TOP_K1", "--ep", "cpu", "--time", "0"]) == 2
+    assert capsys.readouterr().err == "dmlconf: --time: must be above 0, got 0\n"
+
+
+def test_the_deprecated_spelling_still_works_and_says_so(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "conformance", "run", EXAMPLES, "--ep", "cpu", "--timeout", "30"]
+    done = subprocess.run([*command, "--report-dir", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "dmlconf run: warning: --timeout is deprecated, use --case-timeout" in done.stderr
+    current = subprocess.run(
+        [*command[:-2], "--case-timeout", "30", "--report-dir", str(tmp_path / "b")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert current.returncode == 0 and "deprecated" not in current.stderr
+
+
+def test_run_options_is_built_from_either_front_end_s_values() -> None:
+    cli = checked(vars(_parser("run").parse_args(["--max-elements", "7", "--pack", "3", "--artifacts", "a"])), "run")
+    built = run_options(cli, None)
+    assert built == RunOptions(max_elements=7, artifacts="a", pack=3, file_limits=DEFAULT_LIMITS)
+    plugin = checked(vars(_parser(PYTEST).parse_args(["--max-elements", "7", "--feature-level", "3_0"])), PYTEST)
+    assert run_options(plugin, None, threads=2) == RunOptions(FeatureLevel(3, 0), 7, threads=2)
