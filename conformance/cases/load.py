@@ -18,7 +18,7 @@ from yaml.constructor import SafeConstructor
 from conformance.cases.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_NODES
 from conformance.cases.load_file import check_file, open_without_waiting, read_at_most, undecodable
 from conformance.model import SourcePos
-from conformance.problems import CaseFileError, Problem
+from conformance.problems import CaseFileError, Problem, first_line
 
 # Case files nest a few levels (cases / case / tensor / Data of up to 8 dimensions); anything far deeper is refused
 # before PyYAML's or our own recursion could overflow the stack.
@@ -207,7 +207,7 @@ def _dotted(key: Path) -> str:
 def _yaml_problem(path: str, error: yaml.YAMLError) -> Problem:
     mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    problem = getattr(error, "problem", None) or first_line(str(error), None)
     context, context_mark = getattr(error, "context", None), getattr(error, "context_mark", None)
     if context and context_mark is not None and context_mark is not mark:
         problem += f" ({context} at line {context_mark.line + 1}, column {context_mark.column + 1})"

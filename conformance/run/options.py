@@ -132,7 +132,7 @@ OPTIONS: Mapping[str, Option] = _options(
     Option(
         ("--ep",),
         "cpu, cuda, dml, webgpu, a full EP name or a plugin library path, with options as ALIAS:key=value,...; "
-        "repeatable (default: the best available; fuzz takes the last one given)",
+        "repeatable (default: the best available)",
         frozenset({_RUN, _FUZZ, PYTEST}),
         default=[],
         metavar="EP",
@@ -374,6 +374,7 @@ def add_options(add: _Adder, where: str) -> None:
             settings |= {"required": True} if where in option.required_in else {}
         if option.deprecated and where != PYTEST:
             settings |= {"action": _Deprecated} if not option.flag and not option.repeat else {}
+            settings["help"] += f" ({', '.join(option.deprecated)}: the old spelling, deprecated)"
             add(*option.flags, *option.deprecated, **settings)
         else:
             add(*option.flags, **settings)
