@@ -410,9 +410,7 @@ def run_options(values: Mapping[str, Any], directml: DirectML | None, threads: i
 class RunOptions:
     feature_level: FeatureLevel | None = None  # --feature-level: every EP's target; cases needing more: NOT_SUPPORTED
     max_elements: int = DEFAULT_MAX_ELEMENTS
-    directml_level: FeatureLevel | None = (
-        None  # what the installed DirectML supports (ep/directml.py, detect), for the dml EP
-    )
+    directml_level: FeatureLevel | None = None  # the installed DirectML's level (directml.detect), for the dml EP
     artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
     pack: int = DEFAULT_PACK  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
     threads: int | None = None  # intra-op threads of a larger case's session; None: onnxruntime's (pytest -n)
