@@ -17,8 +17,8 @@ from typing import Any
 import onnxruntime  # type: ignore[import-untyped]
 import pytest
 
-import conformance.survive.pool as workers
 from conformance.cli.main import main
+from conformance.survive import pool
 
 REPO = Path(__file__).resolve().parents[1]
 TOPK_EXAMPLES = "cases/top_k1/spec_examples.yaml"
@@ -276,7 +276,7 @@ def test_a_bad_file_runs_nothing(
     def must_not_run(*_: Any) -> None:
         raise AssertionError("a case was run")
 
-    monkeypatch.setattr(workers, "run_batch", must_not_run)
+    monkeypatch.setattr(pool, "run_batch", must_not_run)
     assert main(["run", ".", "--ep", "cpu", "--report-dir", "r"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
@@ -318,7 +318,7 @@ def test_an_unusable_report_dir_is_a_usage_error_before_running(
     mixed: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     Path("taken").write_text("a file, not a folder", encoding="utf-8")
-    monkeypatch.setattr(workers, "run_batch", lambda *_: pytest.fail("a case was run"))
+    monkeypatch.setattr(pool, "run_batch", lambda *_: pytest.fail("a case was run"))
     assert main(["run", "mixed.yaml", "--ep", "cpu", "--report-dir", "taken"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("dmlconf: --report-dir: cannot create taken")

@@ -1,6 +1,7 @@
 """The commands that only read (results.json, case files) and the pytest plugin's import never load onnxruntime or
-onnx: each runs in a fresh interpreter where importing either is refused and recorded, and must do its whole job
-with no attempt recorded (an ImportError swallowed on the way would still be seen)."""
+onnx (the plugin's import not NumPy either): each runs in a fresh interpreter where importing them is refused and
+recorded, and must do its whole job with no attempt recorded (an ImportError swallowed on the way would still be
+seen)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import importlib.abc, json, sys
 attempts = []
 class Refuse(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("onnx", "onnxruntime"):
+        if name.split(".")[0] in BLOCKED:
             attempts.append(name)
             raise ImportError(f"{name} is blocked by the test")
         return None
@@ -31,9 +32,20 @@ sys.meta_path.insert(0, Refuse())
 REPORT = "\n    print('ATTEMPTS ' + json.dumps(attempts))\n"
 
 
-def _child(body: str, cwd: Path) -> tuple[int, list[str], str]:
+HEAVY = ("onnx", "onnxruntime")
+WAIVERS = REPO / "reports" / "known-failures.yaml"
+
+
+def _child(body: str, cwd: Path, blocked: tuple[str, ...] = HEAVY) -> tuple[int, list[str], str]:
     """Runs ``body`` after the blocker; (its exit code, the blocked imports it attempted, its output)."""
-    code = BLOCKER + "try:\n" + "".join(f"    {line}\n" for line in body.splitlines()) + "finally:" + REPORT
+    code = (
+        f"BLOCKED = {blocked!r}\n"
+        + BLOCKER
+        + "try:\n"
+        + "".join(f"    {line}\n" for line in body.splitlines())
+        + "finally:"
+        + REPORT
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=300)
     marker = [line for line in done.stdout.splitlines() if line.startswith("ATTEMPTS ")]
     assert marker, done.stdout + done.stderr
@@ -48,15 +60,23 @@ def _dmlconf(args: list[str], cwd: Path) -> tuple[int, list[str], str]:
     "args",
     [
         ["report", "RESULTS", "--out-dir", "OUT"],
+        ["report", "RESULTS", "--out-dir", "OUT", "--waivers", "WAIVERS"],
         ["diff", "RESULTS", "OTHER", "--markdown", "OUT/diff.md"],
         ["merge", "RESULTS", "--report-dir", "OUT"],
         ["validate", "CASES"],
         ["coverage", "CASES", "--output", "OUT/coverage.md"],
+        ["coverage", "CASES", "--quick", "--output", "OUT/coverage.md"],
     ],
-    ids=lambda args: args[0],
+    ids=["report", "report-waivers", "diff", "merge", "validate", "coverage", "coverage-quick"],
 )
 def test_reading_commands_load_neither_onnxruntime_nor_onnx(args: list[str], tmp_path: Path) -> None:
-    places = {"RESULTS": str(RESULTS), "OTHER": str(OTHER), "CASES": str(REPO / "cases"), "OUT": str(tmp_path)}
+    places = {
+        "RESULTS": str(RESULTS),
+        "OTHER": str(OTHER),
+        "CASES": str(REPO / "cases"),
+        "OUT": str(tmp_path),
+        "WAIVERS": str(WAIVERS),
+    }
     for key, value in places.items():
         args = [arg.replace(key, value) for arg in args]
     code, attempts, output = _dmlconf(args, tmp_path)
@@ -71,9 +91,16 @@ def test_the_blocker_sees_a_command_that_runs_cases(tmp_path: Path) -> None:
     assert "onnxruntime" in attempts or "onnx" in attempts, output
 
 
-def test_the_pytest_plugin_imports_neither(tmp_path: Path) -> None:
-    code, attempts, output = _child("import conformance.pytest_plugin.plugin", tmp_path)
+def test_the_pytest_plugin_imports_neither_nor_numpy(tmp_path: Path) -> None:
+    code, attempts, output = _child("import conformance.pytest_plugin.plugin", tmp_path, (*HEAVY, "numpy"))
     assert (code, attempts) == (0, []), output
+
+
+def test_the_blocker_sees_a_plugin_that_runs_a_case(tmp_path: Path) -> None:
+    """The pytest path can fail too: running a case needs onnxruntime, and the attempt is recorded."""
+    args = [str(EXAMPLES), "--ep", "cpu", "--in-process", "-q", "-p", "no:cacheprovider", "-k", "example-1"]
+    _, attempts, output = _child(f"import pytest\nsys.exit(pytest.main({args!r}))", tmp_path)
+    assert "onnxruntime" in attempts or "onnx" in attempts, output
 
 
 def test_collecting_cases_under_pytest_imports_neither(tmp_path: Path) -> None:

@@ -31,8 +31,10 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = str(REPO / "cases" / "top_k1" / "spec_examples.yaml")
 
 
-def test_every_flag_is_declared_once() -> None:
-    flags = Counter(flag for option in OPTIONS.values() for flag in (*option.flags, *option.deprecated))
+@pytest.mark.parametrize("where", [*COMMANDS, PYTEST])
+def test_no_front_end_sees_a_flag_twice(where: str) -> None:
+    rows = [option for option in OPTIONS.values() if where in option.where]
+    flags = Counter(flag for option in rows for flag in (*option.flags, *option.deprecated))
     assert [flag for flag, count in flags.items() if count > 1] == []
 
 
@@ -85,6 +87,38 @@ def test_a_bad_value_is_one_usage_line(args: list[str], message: str, capsys: py
     assert main(["run", EXAMPLES, *args]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith(f"dmlconf: {message}"), err
+
+
+def test_an_empty_feature_level_is_no_target() -> None:
+    """``--feature-level "$FL"`` with FL unset: as the option left out (the old CLI's reading)."""
+    assert checked(vars(_parser("run").parse_args(["--feature-level", ""])), "run")["feature_level"] is None
+
+
+def test_fuzz_takes_its_last_ep_and_any_seed() -> None:
+    values = checked(
+        vars(_parser("fuzz").parse_args(["--operator", "TOP_K1", "--ep", "bogus", "--ep", "cpu", "--seed", "-1"])),
+        "fuzz",
+    )
+    assert (values["fuzz_ep"], values["seed"]) == (EpSpec("cpu", CPU), -1)
+
+
+def test_a_value_set_in_code_is_checked_too() -> None:
+    """A conftest may set ``config.option.max_elements = 0``: checked as the same text would be."""
+    with pytest.raises(OptionError, match="--max-elements: must be at least 1, got 0"):
+        checked({"max_elements": 0}, PYTEST)
+
+
+def test_a_parser_s_lists_are_its_own() -> None:
+    first = checked(vars(_parser("run").parse_args([])), "run")
+    first["ep"].append("changed")
+    assert checked(vars(_parser("run").parse_args([])), "run")["ep"] == []
+
+
+def test_only_the_old_spelling_warns(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _parser("run").parse_args(["--case-timeout", "5"]).case_timeout == "5"
+    assert capsys.readouterr().err == ""
+    assert _parser("run").parse_args(["--timeout", "5"]).case_timeout == "5"
+    assert capsys.readouterr().err == "run: warning: --timeout is deprecated, use --case-timeout\n"
 
 
 def test_fuzz_refuses_a_time_of_zero(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""report_junit: JUnit XML from hand-made results and from the committed H100 run, parsed back with ElementTree."""
+"""report/junit.py: JUnit XML from hand-made results and from the committed H100 run, parsed back with ElementTree."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from conformance.problems import first_line
 
 
 def fuzz_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    (ep,) = chosen_eps(args.ep[-1:])  # as argparse's plain options, the last one given
+    (ep,) = chosen_eps([args.fuzz_ep] if args.fuzz_ep else [])
     operator = Operator(args.operator)
     print(f"fuzzing {operator.value} on {ep.text} for {args.time:g} s, seed {args.seed}")
     outcome = fuzz(operator, ep, args.time, args.seed, args.out, args.special, args.shrink_examples)

@@ -18,6 +18,7 @@ import logging
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from conformance.cli.shared import EXIT_FAILED, EXIT_USAGE, UsageError
 from conformance.problems import CaseFileError
@@ -44,50 +45,52 @@ class Command:
 
 
 CASES = "case files or directories (default: cases/)"
-COMMAND_TABLE: Mapping[str, Command] = {
-    "validate": Command(
-        "check case files against the spec; exit 0 valid, 2 invalid",
-        (Positional("paths", "+", "PATH"),),
-        "conformance.cli.commands",
-        "validate_command",
-    ),
-    "run": Command(
-        "run cases on execution providers and write reports",
-        (Positional("paths", "*", "PATH", CASES),),
-        "conformance.cli.run",
-        "run_command",
-    ),
-    "coverage": Command(
-        "map the spec's clauses to the cases that exercise them (Markdown)",
-        (Positional("paths", "*", "PATH", CASES),),
-        "conformance.cli.commands",
-        "coverage_command",
-    ),
-    "report": Command(
-        "render reports from a results.json without running anything",
-        (Positional("results", None, "RESULTS.json"),),
-        "conformance.cli.reports",
-        "report_command",
-    ),
-    "diff": Command(
-        "compare two runs: regressions, fixes, new and removed cases, drift",
-        (Positional("old", None, "OLD.json"), Positional("new", None, "NEW.json")),
-        "conformance.cli.reports",
-        "diff_command",
-    ),
-    "merge": Command(
-        "combine results.json files of shards or machines into one run",
-        (Positional("results", "+", "RESULTS.json"),),
-        "conformance.cli.reports",
-        "merge_command",
-    ),
-    "fuzz": Command(
-        "random valid cases on an EP; a mismatch is shrunk to a case file",
-        (),
-        "conformance.cli.fuzz",
-        "fuzz_command",
-    ),
-}
+COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
+    {
+        "validate": Command(
+            "check case files against the spec; exit 0 valid, 2 invalid",
+            (Positional("paths", "+", "PATH"),),
+            "conformance.cli.commands",
+            "validate_command",
+        ),
+        "run": Command(
+            "run cases on execution providers and write reports",
+            (Positional("paths", "*", "PATH", CASES),),
+            "conformance.cli.run",
+            "run_command",
+        ),
+        "coverage": Command(
+            "map the spec's clauses to the cases that exercise them (Markdown)",
+            (Positional("paths", "*", "PATH", CASES),),
+            "conformance.cli.commands",
+            "coverage_command",
+        ),
+        "report": Command(
+            "render reports from a results.json without running anything",
+            (Positional("results", None, "RESULTS.json"),),
+            "conformance.cli.reports",
+            "report_command",
+        ),
+        "diff": Command(
+            "compare two runs: regressions, fixes, new and removed cases, drift",
+            (Positional("old", None, "OLD.json"), Positional("new", None, "NEW.json")),
+            "conformance.cli.reports",
+            "diff_command",
+        ),
+        "merge": Command(
+            "combine results.json files of shards or machines into one run",
+            (Positional("results", "+", "RESULTS.json"),),
+            "conformance.cli.reports",
+            "merge_command",
+        ),
+        "fuzz": Command(
+            "random valid cases on an EP; a mismatch is shrunk to a case file",
+            (),
+            "conformance.cli.fuzz",
+            "fuzz_command",
+        ),
+    }
+)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -149,7 +149,11 @@ def _run_suite(
 
 
 def _report(
-    args: argparse.Namespace, env: dict[str, Any], results: list[Result], planned: int, waivers: list[Waiver] | None
+    args: argparse.Namespace,
+    env: dict[str, Any],
+    results: Sequence[Result],
+    planned: int,
+    waivers: list[Waiver] | None,
 ) -> int:
     if len(results) < planned:  # recorded, so that every report of this results.json says the run failed
         print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)

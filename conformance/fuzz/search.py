@@ -9,7 +9,10 @@ shrinks to the same case however fast the machine is (Hypothesis itself also sto
 which only candidates slower than 0.75 s each, at the default budget, can reach).
 
 Candidates are parsed from the same document the case file is written from (no YAML round trip per draw); the
-written file is then read back and run again, and the outcome says whether it reproduces.
+written file is then read back and run again, and the outcome says whether it reproduces. Each candidate runs in
+this process through ``run.runner.run_entry``, not through the worker pool that ``dmlconf run`` and pytest share:
+Hypothesis calls it thousands of times and must see its result at once, and a crash here ends a search that its
+reproduce command then runs under ``dmlconf run``'s protection.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import shlex
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from conformance.cases.limits import (
@@ -39,7 +40,7 @@ DEFAULT_TIMEOUT = 300.0  # seconds without progress: above the largest library c
 DEFAULT_PACK = 64
 SHRINK_EXAMPLES = 400  # candidates run while shrinking: enough for the strategies' shapes to reach their minimum
 PYTEST = "pytest"  # the plugin's options, beside the dmlconf commands'
-REPORT_FORMATS = {"html": "report.html", "md": "summary.md", "junit": "junit.xml"}
+REPORT_FORMATS: Mapping[str, str] = MappingProxyType({"html": "report.html", "md": "summary.md", "junit": "junit.xml"})
 
 
 def shard(text: str) -> tuple[int, int]:
@@ -53,17 +54,24 @@ class OptionError(ValueError):
     """An option's value that its check refused: ``--flag: reason``, one line."""
 
 
-def whole_number(least: int) -> Callable[[str], int]:
+def whole_number(least: int | None) -> Callable[[str], int]:
+    """A whole number's check, with a lower bound where ``least`` is one."""
+
     def check(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise ValueError(f"not a whole number: {text!r}") from None
-        if value < least:
+        if least is not None and value < least:
             raise ValueError(f"must be at least {least}, got {value}")
         return value
 
     return check
+
+
+def feature_level(text: str) -> FeatureLevel | None:
+    """--feature-level's check; an empty value is no target, as the option left out (``--feature-level "$FL"``)."""
+    return FeatureLevel.parse(text) if text.strip() else None
 
 
 def seconds(above_zero: bool) -> Callable[[str], float]:
@@ -109,19 +117,26 @@ class Option:
         return self.flags[-1]
 
     def value(self, given: Any) -> Any:
-        """The checked value of what a parser stored (text, or a list of texts); a default passes as it is."""
-        if self.check is None:
+        """The checked value of what a parser stored: the default as it is (a repeatable option's, none given, is
+        an empty list), anything else through ``check``, as text (a conftest may have set a number)."""
+        if self.repeat:
+            items = [] if given is None else list(given)
+            return [self._checked(item) for item in items]
+        if given is None or given == self.default or self.check is None:
             return given
+        return self._checked(given)
+
+    def _checked(self, given: Any) -> Any:
+        if self.check is None or not isinstance(given, str | int | float):
+            return given  # already a value (a list given by a conftest, of EpSpec say)
         try:
-            if self.repeat and isinstance(given, list):
-                return [self.check(item) if isinstance(item, str) else item for item in given]
-            return self.check(given) if isinstance(given, str) else given
+            return self.check(str(given))
         except ValueError as error:
             raise OptionError(f"{self.name}: {error}") from None
 
 
 def _options(*rows: Option) -> Mapping[str, Option]:
-    return {row.dest: row for row in rows}
+    return MappingProxyType({row.dest: row for row in rows})
 
 
 COMMANDS = ("validate", "run", "coverage", "report", "diff", "merge", "fuzz")  # dmlconf's, in its help's order
@@ -133,8 +148,7 @@ OPTIONS: Mapping[str, Option] = _options(
         ("--ep",),
         "cpu, cuda, dml, webgpu, a full EP name or a plugin library path, with options as ALIAS:key=value,...; "
         "repeatable (default: the best available)",
-        frozenset({_RUN, _FUZZ, PYTEST}),
-        default=[],
+        frozenset({_RUN, PYTEST}),
         metavar="EP",
         check=parse_ep,
         repeat=True,
@@ -145,7 +159,7 @@ OPTIONS: Mapping[str, Option] = _options(
         "(default: for dml, what the installed DirectML supports; for other EPs, none)",
         frozenset({_RUN, PYTEST}),
         metavar="FL",
-        check=FeatureLevel.parse,
+        check=feature_level,
     ),
     Option(
         ("--max-elements",),
@@ -206,7 +220,7 @@ OPTIONS: Mapping[str, Option] = _options(
     ),
     Option(
         ("--report-dir",),
-        "where the results and reports go (default: reports/)",
+        "where the results and reports go (run's default: reports/; merge needs it)",
         frozenset({_RUN, _MERGE}),
         default="reports",
         metavar="DIR",
@@ -292,6 +306,14 @@ OPTIONS: Mapping[str, Option] = _options(
         metavar="FILE",
     ),
     Option(
+        ("--ep",),
+        "the EP, as for run (default: the best available); given more than once, the last",
+        frozenset({_FUZZ}),
+        metavar="EP",
+        check=parse_ep,
+        key="fuzz_ep",
+    ),
+    Option(
         ("--operator",),
         "the operator to fuzz",
         frozenset({_FUZZ}),
@@ -312,7 +334,7 @@ OPTIONS: Mapping[str, Option] = _options(
         frozenset({_FUZZ}),
         default=0,
         metavar="N",
-        check=whole_number(0),
+        check=whole_number(None),
     ),
     Option(
         ("--out",),
@@ -344,40 +366,48 @@ class _Adder(Protocol):
     def __call__(self, *flags: str, **settings: Any) -> Any: ...
 
 
-class _Deprecated(argparse.Action):
-    """Stores the value, and says on stderr that the spelling used is going away (argparse's ``deprecated`` keyword
-    is Python 3.13's)."""
+def _deprecated(option: Option) -> type[argparse.Action]:
+    """An argparse action that stores the value and, where one of ``option``'s old spellings was typed, says on
+    stderr which spelling replaces it (argparse's own ``deprecated`` keyword is Python 3.13's)."""
 
-    def __call__(
-        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
-    ) -> None:
-        canonical = self.option_strings[0]
-        if option is not None and option != canonical:
-            print(f"{parser.prog}: warning: {option} is deprecated, use {canonical}", file=sys.stderr)
-        setattr(namespace, self.dest, values)
+    class Deprecated(argparse.Action):
+        def __call__(
+            self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, typed: str | None = None
+        ) -> None:
+            if typed in option.deprecated:
+                print(f"{parser.prog}: warning: {typed} is deprecated, use {option.name}", file=sys.stderr)
+            setattr(namespace, self.dest, values)
+
+    return Deprecated
+
+
+def _settings(option: Option, where: str) -> dict[str, Any]:
+    """What ``add_argument``/``addoption`` is told of ``option`` in ``where``: values are kept as text, and
+    checked by ``checked``, so that both front-ends report a bad value in the same words."""
+    settings: dict[str, Any] = {"dest": option.dest, "help": option.help}
+    if option.flag:
+        return settings | {"action": "store_true", "default": False}
+    settings |= {"default": option.default, "metavar": option.metavar}
+    settings |= {"action": "append"} if option.repeat else {}
+    settings |= {"choices": option.choices} if option.choices else {}
+    settings |= {"required": True} if where in option.required_in else {}
+    return settings
 
 
 def add_options(add: _Adder, where: str) -> None:
     """Every option of ``where`` (a dmlconf command or PYTEST), through ``add``: a parser's ``add_argument`` or a
-    pytest group's ``addoption``. Values are kept as text here and checked by ``checked``, so that both front-ends
-    report a bad value in the same words."""
+    pytest group's ``addoption``. Old spellings are offered to dmlconf only: pytest's names did not change."""
     for option in OPTIONS.values():
         if where not in option.where:
             continue
-        settings: dict[str, Any] = {"dest": option.dest, "help": option.help}
-        if option.flag:
-            settings |= {"action": "store_true", "default": False}
-        else:
-            settings |= {"default": option.default, "metavar": option.metavar}
-            settings |= {"action": "append"} if option.repeat else {}
-            settings |= {"choices": option.choices} if option.choices else {}
-            settings |= {"required": True} if where in option.required_in else {}
-        if option.deprecated and where != PYTEST:
-            settings |= {"action": _Deprecated} if not option.flag and not option.repeat else {}
-            settings["help"] += f" ({', '.join(option.deprecated)}: the old spelling, deprecated)"
-            add(*option.flags, *option.deprecated, **settings)
-        else:
+        settings = _settings(option, where)
+        if not option.deprecated or where == PYTEST:
             add(*option.flags, **settings)
+            continue
+        if option.flag or option.repeat:
+            raise ValueError(f"{option.name}: an old spelling is supported for options that take one value")
+        settings["help"] += f" ({', '.join(option.deprecated)}: the old spelling, deprecated)"
+        add(*option.flags, *option.deprecated, **settings | {"action": _deprecated(option)})
 
 
 def checked(values: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -393,16 +423,18 @@ def checked(values: Mapping[str, Any], where: str) -> dict[str, Any]:
 def run_options(values: Mapping[str, Any], directml: DirectML | None, threads: int | None = None) -> RunOptions:
     """``RunOptions`` from checked option values (``dmlconf run``'s or pytest's: an option a front-end lacks takes
     its default) and the installed DirectML, where an EP of the run is DirectML."""
+
+    def get(name: str) -> Any:
+        return values.get(name, OPTIONS[name].default)
+
     return RunOptions(
-        feature_level=values.get("feature_level"),
-        max_elements=values.get("max_elements", DEFAULT_MAX_ELEMENTS),
+        feature_level=get("feature_level"),
+        max_elements=get("max_elements"),
         directml_level=directml.feature_level if directml else None,
-        artifacts=values.get("artifacts"),
-        pack=values.get("pack", DEFAULT_PACK),
+        artifacts=get("artifacts"),
+        pack=get("pack"),
         threads=threads,
-        file_limits=FileLimits(
-            values.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES), values.get("max_nodes", DEFAULT_MAX_NODES)
-        ),
+        file_limits=FileLimits(get("max_file_bytes"), get("max_nodes")),
     )
 
 

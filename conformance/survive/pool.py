@@ -22,7 +22,7 @@ from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.results import Result
 from conformance.run.batch import Unwatched, run_batch
-from conformance.run.options import RunOptions, cores_share
+from conformance.run.options import DEFAULT_TIMEOUT, RunOptions, cores_share
 from conformance.survive.supervisor import Supervisor, Task, WorkerStartError
 
 CHUNK = 8  # cases per window without packing: enough to hide a worker's round trip, small enough to balance
@@ -62,7 +62,7 @@ class Ran:
     """What a run gave: ``results``, entry-major, the unbroken prefix of the pairs planned (all of them unless the run
     was cut short); ``interrupted``: by Ctrl-C; ``stopped``: why it could not go on (workers that would not start)."""
 
-    results: list[Result]
+    results: tuple[Result, ...]
     interrupted: bool = False
     stopped: str | None = None
 
@@ -86,13 +86,13 @@ def run_pairs(
     advance: Callable[[], None],
     supervisor: Supervisor | None = None,
     *,
-    timeout: float | None = None,
     done: Mapping[int, Result] | None = None,
     record: Record | None = None,
 ) -> Ran:
     """Every (entry, EP) result, entry-major as a sequential run orders them; ``advance`` and ``record`` after each
     one. ``done``: pairs already finished (--resume), not run again. With ``jobs`` >= 1 the tasks run on
-    ``supervisor`` where given (the caller closes it), else on one started here with ``timeout``."""
+    ``supervisor`` where given (the caller closes it, and chose its timeout), else on one started here with the
+    default timeout. ``jobs`` 0: in this process, unprotected (``--in-process``, ``-j 0``)."""
     finished = dict(done or {})
 
     def arrived(pair: int, result: Result) -> None:
@@ -112,10 +112,10 @@ def run_pairs(
         elif supervisor is not None:
             supervisor.run(tasks, options, arrived)
         else:
-            with Supervisor(jobs, timeout) as own:
+            with Supervisor(jobs, DEFAULT_TIMEOUT) as own:
                 own.run(tasks, options, arrived)
     except KeyboardInterrupt:  # the caller says the run was interrupted, with what finished
         interrupted = True
     except WorkerStartError as error:  # as interrupted: what finished is written, and the run fails
         stopped = str(error)
-    return Ran(_prefix(finished, len(entries) * len(eps)), interrupted, stopped)
+    return Ran(tuple(_prefix(finished, len(entries) * len(eps))), interrupted, stopped)
