@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import sys
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from conformance.ep.execute import DISABLE_CPU_FALLBACK, RECORD_ASSIGNMENT, exec
 from conformance.ep.lower import Lowering, lower
 from conformance.ep.placement import PlacedNode, check_placement, lowering_op_types
 from conformance.ep.providers import CPU, CUDA, DML, EpSpec, parse_ep
+from conformance.ep.wine.chain import ChainMissing
 from conformance.model import (
     Activation,
     AxisDirection,
@@ -87,8 +89,17 @@ def test_int8_topk_does_run_on_cpu() -> None:
 def test_an_unavailable_ep_is_an_error_not_a_cpu_run(name: str) -> None:
     if name in AVAILABLE:
         pytest.skip(f"{name} is available here")
+    if name == DML and sys.platform != "win32":
+        pytest.skip("off Windows DirectML runs in the runner under Wine (test_wine_chain.py)")
     with pytest.raises(ExecutionError, match=f"{name} is not available"):
         execute(topk(), EpSpec(name.lower(), name))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="DirectML is native on Windows")
+def test_dml_off_windows_without_the_chain_names_the_missing_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DMLCONF_VKD3D_PROTON", raising=False)
+    with pytest.raises(ChainMissing, match="^DMLCONF_VKD3D_PROTON is not set: name a folder holding vkd3d-proton"):
+        execute(topk(), parse_ep("dml"))
 
 
 @pytest.mark.skipif("AzureExecutionProvider" not in AVAILABLE, reason="needs an EP without a TopK kernel")

@@ -89,6 +89,12 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
             "conformance.cli.fuzz",
             "fuzz_command",
         ),
+        "doctor": Command(
+            "check every link of the DirectML chain (Wine, vkd3d-proton, the device, DirectML); exit 0 when it works",
+            (),
+            "conformance.cli.doctor",
+            "doctor_command",
+        ),
     }
 )
 

@@ -25,7 +25,10 @@ from conformance.cli.shared import (
     print_problems,
 )
 from conformance.coverage.mapping import quick
-from conformance.ep.providers import EpSpec, directml_for
+from conformance.ep.directml import DirectML
+from conformance.ep.dml_here import directml_for
+from conformance.ep.providers import EpSpec
+from conformance.ep.wine.chain import ChainMissing
 from conformance.gate.summary import summarize
 from conformance.gate.waivers import Waiver, apply_waivers, overall_failed
 from conformance.report.console import render_console
@@ -39,14 +42,24 @@ from conformance.survive.supervisor import Supervisor
 log = logging.getLogger(__name__)
 
 
+def _directml(eps: Sequence[EpSpec]) -> DirectML | None:
+    """The run's DirectML where an EP is DirectML (off Windows, asked of the device through the runner); a usage
+    error naming the missing piece where the chain is not there."""
+    try:
+        return directml_for(list(eps))
+    except ChainMissing as error:
+        raise UsageError(f"--ep dml: {error}") from None
+
+
 def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     eps = chosen_eps(args.ep)
     existing(args.paths or ["cases"])  # before the workers start: a wrong path costs nothing
+    directml = _directml(eps)  # so is a missing piece of the DirectML chain
     if args.jobs < 1:
-        return _run_suite(args, argv, eps, None)
+        return _run_suite(args, argv, eps, None, directml)
     # Started before the case files are read, so that the workers' imports overlap the reading.
     with Supervisor(args.jobs, args.case_timeout or None) as supervisor:
-        return _run_suite(args, argv, eps, supervisor)
+        return _run_suite(args, argv, eps, supervisor, directml)
 
 
 def _selected(args: argparse.Namespace) -> Suite | None:
@@ -113,6 +126,7 @@ def _run_suite(
     argv: Sequence[str],
     eps: list[EpSpec],
     supervisor: Supervisor | None,
+    directml: DirectML | None,
 ) -> int:
     suite = _selected(args)
     if suite is None:
@@ -120,7 +134,6 @@ def _run_suite(
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
     _within_limit(args, suite, eps)
-    directml = directml_for(eps)
     options = run_options(vars(args), directml)
     _folders(args)
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on

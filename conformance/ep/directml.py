@@ -18,6 +18,7 @@ import struct
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from conformance.model import FeatureLevel
 
@@ -109,10 +110,16 @@ class DirectML:
     version: str | None
     source: str
     feature_level: FeatureLevel | None
+    identity: Mapping[str, Any] | None = (
+        None  # under Wine: the chain and the device as DirectML saw it (wine/device.py)
+    )
 
-    def to_json(self) -> dict[str, str | None]:
+    def to_json(self) -> dict[str, Any]:
         level = str(self.feature_level) if self.feature_level else None
-        return {"version": self.version, "source": self.source, "feature_level": level}
+        found: dict[str, Any] = {"version": self.version, "source": self.source, "feature_level": level}
+        if self.identity is not None:
+            found["chain"] = dict(self.identity)
+        return found
 
 
 def fixed_file_version(block: bytes) -> str | None:

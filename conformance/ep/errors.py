@@ -31,5 +31,10 @@ class ExecutionError(Exception):
     """Anything else that went wrong in onnxruntime."""
 
 
+class ProcessDied(ExecutionError):
+    """The process that ran the case for us (the DirectML runner) ended while we waited on it: the case's verdict is
+    a CRASH, or DEVICE_LOST where the message (its last words) says so."""
+
+
 def device_lost(text: str) -> bool:
     return DEVICE_LOST_TEXT.search(text) is not None

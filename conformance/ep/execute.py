@@ -17,42 +17,37 @@ Nothing may silently run on the CPU instead:
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import numpy as np
-import onnx
 import onnxruntime as ort  # type: ignore[import-untyped]
 from onnx import TensorProto, helper
 
+from conformance.ep.dml_here import dml_through_wine
 from conformance.ep.errors import ExecutionError, NotSupported
 from conformance.ep.graph import IR_VERSION, Array
 from conformance.ep.lower import Lowering
 from conformance.ep.placement import check_placement, lowering_op_types, recorded_placement
 from conformance.ep.providers import CPU, CUDA, DML, EpSpec, is_plugin, plugin_devices
+from conformance.ep.rules import (
+    DISABLE_CPU_FALLBACK,  # noqa: F401 - tests read the rules' names here
+    FALLBACK_REFUSED,
+    KEEP_NODES,
+    RECORD_ASSIGNMENT,  # noqa: F401
+    config_entries,
+    missing_kernel,
+    one_line,
+    optimization_level,
+    wrapper_fallback,
+)
 from conformance.ep.sessions import Opened, Sessions
+from conformance.ep.wine.client import Runners
+from conformance.ep.wine.session import open_in_runner
 
 log = logging.getLogger(__name__)
-
-RECORD_ASSIGNMENT = "session.record_ep_graph_assignment_info"
-DISABLE_CPU_FALLBACK = "session.disable_cpu_ep_fallback"
-_FALLBACK_REFUSED = "fallback to CPU EP has been explicitly disabled"
-_NO_KERNEL = re.compile(r"Could not find an implementation for (\S+?) node")
-# With CPU fallback disabled, a node that no allowed EP can take is left unassigned and the session fails here.
-_UNASSIGNED = re.compile(r"Provider type for (\S+) node with name '([^']*)' is not set")
-# Level-1 rules that would delete our nodes before they are placed (DirectML runs at level 2).
-_KEEP_NODES = (
-    "EliminateIdentity",
-    "EliminateSlice",
-    "NoopElimination",
-    "ConstantFolding",
-    "EliminateDropout",
-    "LayerNormFusion",  # would turn the MVN decomposition into LayerNormalization (DirectML's MVN2) at level 2
-    "SimplifiedLayerNormFusion",
-)
 
 
 @dataclass(frozen=True)
@@ -61,20 +56,14 @@ class Execution:
     placement: Mapping[str, str]  # node name -> EP name that ran it, from onnxruntime's record
 
 
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split())
-
-
 def _session_options(ep: EpSpec, devices: Sequence[Any], strict: bool, threads: int | None = None) -> Any:
     options = ort.SessionOptions()
     if threads is not None:  # else onnxruntime's default: one intra-op thread per physical core
         options.intra_op_num_threads = threads
     options.log_severity_level = 4  # failures come back as exceptions; ORT's own log would only repeat them
-    options.add_session_config_entry(RECORD_ASSIGNMENT, "1")
-    if ep.name != CPU and strict:
-        options.add_session_config_entry(DISABLE_CPU_FALLBACK, "1")
-    level = ort.GraphOptimizationLevel
-    options.graph_optimization_level = level.ORT_ENABLE_EXTENDED if ep.name == DML else level.ORT_DISABLE_ALL
+    for key, value in config_entries(ep, strict).items():
+        options.add_session_config_entry(key, value)
+    options.graph_optimization_level = ort.GraphOptimizationLevel(optimization_level(ep))
     if ep.name == DML:  # required by the DirectML EP
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.enable_mem_pattern = False
@@ -98,17 +87,10 @@ def _session(lowering: Lowering, ep: EpSpec, devices: Sequence[Any], strict: boo
         _session_options(ep, devices, strict, threads),
         providers=_providers(ep),
         enable_fallback=0,
-        disabled_optimizers=list(_KEEP_NODES),
+        disabled_optimizers=list(KEEP_NODES),
     )
     session.disable_fallback()
     return session
-
-
-def _input_types(lowering: Lowering) -> str:
-    graph = onnx.load_from_string(lowering.model).graph
-    return ", ".join(
-        f"{onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)} {i.name}" for i in graph.input
-    )
 
 
 def _diagnose(
@@ -118,41 +100,17 @@ def _diagnose(
     try:
         session = _session(lowering, ep, devices, strict=False, threads=threads)
     except Exception as second:  # onnxruntime's own exception types
-        missing = missing_kernel(_one_line(second), lowering, ep_name)
+        missing = missing_kernel(one_line(second), lowering, ep_name)
         if missing is not None:
             return missing
-        return ExecutionError(f"{ep_name} refused {lowering.name}: {_one_line(error)} ({_one_line(second)})")
+        return ExecutionError(f"{ep_name} refused {lowering.name}: {one_line(error)} ({one_line(second)})")
     if not is_plugin(ep) and ep_name not in session.get_providers():
-        return wrapper_fallback(lowering, ep_name, _one_line(error))
+        return wrapper_fallback(lowering, ep_name, one_line(error))
     try:
         check_placement(recorded_placement(session), lowering.nodes, ep_name)
     except (NotSupported, ExecutionError) as found:
         return found
-    return ExecutionError(f"{ep_name} refused {lowering.name}: {_one_line(error)}")
-
-
-def wrapper_fallback(lowering: Lowering, ep_name: str, text: str) -> NotSupported:
-    """The EP could not create the session: onnxruntime's Python wrapper would print "Falling back to
-    ['CPUExecutionProvider'] and retrying" and run every node on the CPU; here that is NOT_SUPPORTED, saying so."""
-    return NotSupported(
-        f"{ep_name} could not create a session for {lowering.name} ({text}); onnxruntime's Python wrapper would fall "
-        f"back to {CPU} and retry (switched off here): {', '.join(lowering.nodes)} would have run on {CPU}",
-        "ep_not_started",
-    )
-
-
-def missing_kernel(text: str, lowering: Lowering, ep_name: str) -> NotSupported | None:
-    """NotSupported when onnxruntime's message says no kernel took a node (on the EP, or on any EP allowed)."""
-    missing = _NO_KERNEL.search(text)
-    if missing:
-        return NotSupported(f"no {missing.group(1)} kernel for {_input_types(lowering)} on {ep_name}: {text}")
-    unassigned = _UNASSIGNED.search(text)
-    if unassigned:
-        return NotSupported(
-            f"{ep_name} took no {unassigned.group(1)} node '{unassigned.group(2)}' for "
-            f"{_input_types(lowering)} (no kernel; CPU fallback is disabled): {text}"
-        )
-    return None
+    return ExecutionError(f"{ep_name} refused {lowering.name}: {one_line(error)}")
 
 
 def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], threads: int | None) -> Any:
@@ -174,11 +132,11 @@ def _refusal(
 ) -> Exception:
     """What a refused session means: a missing kernel, nodes the EP left to the CPU, an EP that did not start, or
     an ERROR of this case."""
-    text = _one_line(error)
+    text = one_line(error)
     missing = missing_kernel(text, lowering, ep_name)
     if missing is not None:
         return missing
-    if _FALLBACK_REFUSED in text:
+    if FALLBACK_REFUSED in text:
         return _diagnose(lowering, ep, ep_name, devices, error, threads)
     if ep_name != CPU and not _starts(ep, devices):
         return wrapper_fallback(lowering, ep_name, text)
@@ -222,16 +180,19 @@ def _target(ep: EpSpec) -> tuple[str, list[Any]]:
     try:
         name, devices = plugin_devices(ep)
     except Exception as error:  # ImportError or onnxruntime's registration error
-        raise ExecutionError(f"the {ep.alias} plugin EP could not be loaded: {_one_line(error)}") from error
+        raise ExecutionError(f"the {ep.alias} plugin EP could not be loaded: {one_line(error)}") from error
     if not devices:
         raise ExecutionError(f"the {ep.alias} plugin EP ({name}) found no device on this machine")
     return name, devices[:1]
 
 
-def open_session(lowering: Lowering, ep: EpSpec, threads: int | None = None) -> Opened:
+def open_session(lowering: Lowering, ep: EpSpec, threads: int | None = None, runners: Runners | None = None) -> Opened:
     """A fallback-free session for ``lowering`` on ``ep``; NotSupported or ExecutionError saying why there is none.
 
-    ``threads``: the session's intra-op threads (None: onnxruntime's default)."""
+    ``threads``: the session's intra-op threads (None: onnxruntime's default). ``runners``: the process's DirectML
+    runner, where DirectML is not native (a runner of its own otherwise, for this session alone)."""
+    if dml_through_wine(ep):
+        return open_in_runner(lowering, ep, runners if runners is not None else Runners(), threads)
     ep_name, devices = _target(ep)
     session = _create(lowering, ep, ep_name, devices, threads)
     return Opened(session, ep_name, tuple(recorded_placement(session)))
@@ -243,7 +204,7 @@ def run_session(opened: Opened, lowering: Lowering) -> dict[str, Array]:
     try:
         values = opened.session.run(names, dict(lowering.feeds))
     except Exception as error:  # onnxruntime's own exception types
-        raise ExecutionError(f"{lowering.name} failed on {opened.ep_name}: {_one_line(error)}") from error
+        raise ExecutionError(f"{lowering.name} failed on {opened.ep_name}: {one_line(error)}") from error
     return {lowering.outputs[name]: np.asarray(value) for name, value in zip(names, values, strict=True)}
 
 
@@ -252,7 +213,11 @@ def execute(lowering: Lowering, ep: EpSpec, sessions: Sessions | None = None, th
 
     ``sessions`` keeps sessions for reuse: a case whose model is one already opened on ``ep`` runs in that session.
     ``threads``: a new session's intra-op threads (None: onnxruntime's default)."""
-    create = partial(open_session, threads=threads)
-    opened = sessions.open(lowering, ep, create) if sessions is not None else create(lowering, ep)
-    placement = check_placement(opened.records, lowering.nodes, opened.ep_name, lowering_op_types(lowering))
-    return Execution(outputs=run_session(opened, lowering), placement=placement)
+    sessions = sessions if sessions is not None else Sessions(capacity=0)
+    opened = sessions.open(lowering, ep, partial(open_session, threads=threads, runners=sessions.runners))
+    op_types = lowering_op_types(lowering)
+    if opened.known is not None:  # checked before running, where the record comes with the session
+        check_placement(opened.known, lowering.nodes, opened.ep_name, op_types)
+    outputs = run_session(opened, lowering)
+    placement = check_placement(opened.records, lowering.nodes, opened.ep_name, op_types)
+    return Execution(outputs=outputs, placement=placement)

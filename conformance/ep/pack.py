@@ -26,7 +26,7 @@ from conformance.ep.errors import ExecutionError, NotSupported
 from conformance.ep.execute import Execution
 from conformance.ep.graph import IR_VERSION, Array
 from conformance.ep.lower import Lowering
-from conformance.ep.placement import PlacedNode, check_placement, lowering_op_types
+from conformance.ep.placement import DML_FUSED, PlacedNode, check_placement, lowering_op_types
 
 PACK_MAX_ELEMENTS = 1 << 16  # a case is packed only when its inputs and outputs hold at most this many elements
 PACKED = "packed"
@@ -124,6 +124,8 @@ def _suspects(record: PlacedNode, lowerings: Sequence[Lowering]) -> frozenset[in
 def _own_records(records: Sequence[PlacedNode], lowerings: Sequence[Lowering]) -> list[list[PlacedNode]]:
     """The record split by case, names without their prefix.
 
+    DirectML records the partition it fused as one ``DmlFusedNode_*`` of no case's name: it is every case's record
+    (with CPU fallback disabled, a node DirectML did not take would have refused the session instead).
     onnxruntime leaves unnamed both the nodes it expands from an ONNX function (HardSwish -> HardSigmoid, Mul) and
     the Casts it inserts around an op with no float16 kernel. Such a node goes to the one case that could have it
     (``_suspects``); with several, Unattributed names them (the caller packs them apart), with none, the pack fails.
@@ -131,6 +133,10 @@ def _own_records(records: Sequence[PlacedNode], lowerings: Sequence[Lowering]) -
     owned: list[list[PlacedNode]] = [[] for _ in lowerings]
     for record in records:
         place = _place(record.name, len(lowerings))
+        if place is None and record.op_type.startswith(DML_FUSED):
+            for own in owned:  # DirectML's partition, one node for the nodes of many cases: each case's record
+                own.append(record)
+            continue
         if place is None:
             suspects = _suspects(record, lowerings)
             if len(suspects) != 1:

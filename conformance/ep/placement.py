@@ -16,6 +16,10 @@ from conformance.ep.lower import Lowering
 
 log = logging.getLogger(__name__)
 
+DML_FUSED = (
+    "DmlFused"  # DirectML's EP names what it fused: DmlFused<Op> (an activation fused in), DmlFusedNode_* (a partition)
+)
+
 
 @dataclass(frozen=True)
 class PlacedNode:
@@ -50,7 +54,7 @@ def lowering_op_types(lowering: Lowering) -> frozenset[str]:
 
 def _of_lowering(op_type: str, op_types: frozenset[str]) -> bool:
     """A recorded node is the lowering's: one of its op types, or DirectML's fusion of them (``DmlFused*``)."""
-    return op_type in op_types or op_type.startswith("DmlFused")
+    return op_type in op_types or op_type.startswith(DML_FUSED)
 
 
 def check_placement(

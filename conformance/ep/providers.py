@@ -122,11 +122,6 @@ def check_options(name: str, options: Mapping[str, str]) -> None:
         raise ValueError(f"CUDA option device_id={options['device_id']!r}: expected a non-negative whole number")
 
 
-def directml_for(eps: list[EpSpec]) -> dml.DirectML | None:
-    """The installed DirectML (version, feature level) when one of ``eps`` is DirectML; else None."""
-    return dml.detect() if any(ep.name == DML for ep in eps) else None
-
-
 @functools.cache
 def register_library(registration_name: str, path: str) -> tuple[str, ...]:
     """Register a plugin EP library once per process; the EP names whose devices it brought."""

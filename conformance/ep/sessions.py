@@ -1,5 +1,6 @@
-"""Sessions kept for reuse within a run: cases whose lowering is the same model (the same structure: operator,
-attributes, shapes and data types; only the data differs, since data are graph inputs) run in one session.
+"""Sessions kept for reuse within a run, and the DirectML runner they are opened in where DirectML is not native:
+cases whose lowering is the same model (the same structure: operator, attributes, shapes and data types; only the
+data differs, since data are graph inputs) run in one session.
 
 At most one session is open at a time, and it is closed before a session for another model is created, so that no
 case runs beside another case's session. An EP may keep state for as long as any of its sessions lives: the WebGPU
@@ -22,6 +23,7 @@ from typing import Any
 from conformance.ep.lower import Lowering
 from conformance.ep.placement import PlacedNode
 from conformance.ep.providers import EpSpec
+from conformance.ep.wine.client import Runners
 
 CAPACITY = 1  # open sessions held at once: one, so that no case runs beside another case's session
 
@@ -32,16 +34,24 @@ class Opened:
 
     session: Any
     ep_name: str  # the EP name the record must show
-    records: tuple[PlacedNode, ...]
+    known: tuple[PlacedNode, ...] | None  # recorded as the session was created; None: known after its first run
+
+    @property
+    def records(self) -> tuple[PlacedNode, ...]:
+        """Where the session's nodes ran: as created, or (the DirectML runner's, from a profile) after a run."""
+        if self.known is not None:
+            return self.known
+        return tuple(self.session.records or ())
 
 
 class Sessions:
     """At most ``capacity`` open sessions (0: none kept), the least recently used closed before another is created;
     counts what it saved."""
 
-    def __init__(self, capacity: int = CAPACITY) -> None:
+    def __init__(self, capacity: int = CAPACITY, runners: Runners | None = None) -> None:
         self._open: OrderedDict[tuple[str, str, bytes], Opened] = OrderedDict()
         self._capacity = capacity
+        self.runners = runners if runners is not None else Runners()  # the process's DirectML runner, where needed
         self.created = 0
         self.reused = 0
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from conformance.ep.providers import EpSpec, best_available_ep, directml_for
+from conformance.ep.dml_here import directml_for
+from conformance.ep.providers import EpSpec, best_available_ep
 from conformance.model import Status
 from conformance.pytest_plugin.xdist import CaseFileCollectionStop, worker_threads
 from conformance.run.options import PYTEST, OptionError, RunOptions, add_options, checked, distinct_eps, run_options
@@ -71,7 +72,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except OptionError as error:
         raise pytest.UsageError(str(error)) from None
     eps = distinct_eps(values["ep"])
-    options = run_options(values, directml_for(eps), threads=worker_threads(config))
+    try:
+        directml = directml_for(eps)  # a missing piece of the DirectML chain (a ValueError) is a usage error too
+    except ValueError as error:
+        raise pytest.UsageError(f"--ep dml: {error}") from None
+    options = run_options(values, directml, threads=worker_threads(config))
     in_process = bool(config.getoption("in_process"))
     config.stash[_SETTINGS] = _Settings(tuple(eps), options, values["case_timeout"] or None, in_process)
     if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (xdist.py)

@@ -13,8 +13,8 @@ run without packing runs it:
 
 So every verdict but PASS comes from a case's own session, and a case can only differ from an unpacked run by
 passing in a pack and failing alone, which benchmarks/throughput.py looks for on the GPUs (docs/performance.md).
-DirectML is not packed: its EP fuses a partition into one DML graph and may record it as one node, so the record
-could not be split per case (and it has not been run: no Windows machine).
+DirectML fuses its partition into one DML graph and records it as one ``DmlFusedNode_*``, which is every case's
+record (pack.py): with CPU fallback disabled, a case DirectML cannot take refuses the packed session instead.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from conformance.cases.parse import Entry
 from conformance.ep.errors import device_lost
 from conformance.ep.execute import open_session, run_session
 from conformance.ep.pack import Unattributed, named_cases, opset_of, pack, packable, signature, unpack
-from conformance.ep.providers import DML, EpSpec
+from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.model import Status
 from conformance.problems import first_line
@@ -93,8 +93,11 @@ def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions
     half = Split(apart=frozenset(range(len(group) // 2)))
     try:
         packed = pack(lowerings)
-        opened = sessions.open(packed, ep, partial(open_session, threads=options.session_threads(small=True)))
-        executions = unpack(lowerings, run_session(opened, packed), opened.records, opened.ep_name)
+        opened = sessions.open(
+            packed, ep, partial(open_session, threads=options.session_threads(small=True), runners=sessions.runners)
+        )
+        outputs = run_session(opened, packed)  # before the record: the DirectML runner's comes with the first run
+        executions = unpack(lowerings, outputs, opened.records, opened.ep_name)
     except Unattributed as error:
         log.debug("a pack of %d failed: %s", len(group), error)
         return Split(apart=error.suspects) if 0 < len(error.suspects) < len(group) else half
@@ -154,8 +157,8 @@ def _run_group(
     return [results[place] for place in range(len(group))]
 
 
-def _packing(ep: EpSpec, options: RunOptions) -> bool:
-    return options.pack > 1 and ep.name != DML
+def _packing(options: RunOptions) -> bool:
+    return options.pack > 1
 
 
 def run_batch(
@@ -171,7 +174,7 @@ def run_batch(
         prepared = prepare(entry, ep, options)
         if isinstance(prepared, Result):
             results[index] = prepared
-        elif _packing(ep, options) and packable(prepared.lowering):
+        elif _packing(options) and packable(prepared.lowering):
             waiting.setdefault(opset_of(prepared.lowering), []).append((index, prepared))
             continue
         else:

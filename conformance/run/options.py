@@ -139,8 +139,17 @@ def _options(*rows: Option) -> Mapping[str, Option]:
     return MappingProxyType({row.dest: row for row in rows})
 
 
-COMMANDS = ("validate", "run", "coverage", "report", "diff", "merge", "fuzz")  # dmlconf's, in its help's order
-_VALIDATE, _RUN, _COVERAGE, _REPORT, _DIFF, _MERGE, _FUZZ = COMMANDS
+COMMANDS = (
+    "validate",
+    "run",
+    "coverage",
+    "report",
+    "diff",
+    "merge",
+    "fuzz",
+    "doctor",
+)  # dmlconf's, in its help's order
+_VALIDATE, _RUN, _COVERAGE, _REPORT, _DIFF, _MERGE, _FUZZ, _DOCTOR = COMMANDS
 _READING = frozenset({_VALIDATE, _RUN, _COVERAGE})  # the commands that read case files
 
 OPTIONS: Mapping[str, Option] = _options(

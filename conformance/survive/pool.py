@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from conformance.cases.parse import Entry
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
+from conformance.ep.wine.client import Runners
 from conformance.results import Result
 from conformance.run.batch import Unwatched, run_batch
 from conformance.run.options import DEFAULT_TIMEOUT, RunOptions, cores_share
@@ -107,8 +108,14 @@ def run_pairs(
     interrupted, stopped = False, None
     try:
         if jobs < 1:
-            for task in tasks:
-                run_batch(task.entries, task.ep, options, Sessions(), _InProcess(task.pairs, arrived))
+            runners = Runners()
+            try:
+                for task in tasks:
+                    run_batch(
+                        task.entries, task.ep, options, Sessions(runners=runners), _InProcess(task.pairs, arrived)
+                    )
+            finally:
+                runners.close()
         elif supervisor is not None:
             supervisor.run(tasks, options, arrived)
         else:

@@ -26,6 +26,7 @@ from typing import Any
 from conformance.cases.parse import Entry
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
+from conformance.ep.wine.client import Runners
 from conformance.model import Status
 from conformance.results import Result
 from conformance.run.batch import run_batch
@@ -68,9 +69,11 @@ def _stderr_to(path: str) -> None:
     faulthandler.enable(sys.stderr)
 
 
-def _run_task(conn: Connection, task: int, entries: Sequence[Entry], ep: EpSpec, options: RunOptions) -> None:
+def _run_task(
+    conn: Connection, task: int, entries: Sequence[Entry], ep: EpSpec, options: RunOptions, runners: Runners
+) -> None:
     os.ftruncate(2, 0)  # the stderr kept is this task's: the file stays small over a long run
-    run_batch(entries, ep, options, Sessions(), _Reporter(conn, task, [e.id for e in entries]))
+    run_batch(entries, ep, options, Sessions(runners=runners), _Reporter(conn, task, [e.id for e in entries]))
     conn.send(("task_done", task))
 
 
@@ -98,6 +101,7 @@ def worker_main(conn: Connection, stderr_path: str) -> None:
     _stderr_to(stderr_path)
     provoke_at_start()
     conn.send(("ready",))
+    runners = Runners()  # the DirectML runner, where one is needed: started once, serving every task of this worker
     while True:
         try:
             message: tuple[Any, ...] = conn.recv()
@@ -107,6 +111,6 @@ def worker_main(conn: Connection, stderr_path: str) -> None:
             return
         _, task, entries, ep, options = message
         try:
-            _run_task(conn, task, entries, ep, options)
+            _run_task(conn, task, entries, ep, options, runners)
         except (BrokenPipeError, EOFError, OSError):
             return

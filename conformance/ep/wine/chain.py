@@ -1,0 +1,261 @@
+"""The pieces of DirectML on Linux, found and staged: Wine, vkd3d-proton, the onnxruntime-directml wheel's DLLs, an X
+display, a Wine prefix and the runner built from dmlrunner.c.
+
+Where each piece comes from (docs/directml-on-linux.md says why each is needed):
+
+- ``DMLCONF_WINE``: the Wine loader; default ``wine64``, else ``wine``, on PATH.
+- ``DMLCONF_VKD3D_PROTON``: a folder with vkd3d-proton's x64 ``d3d12.dll`` and ``d3d12core.dll``, always loaded with
+  ``WINEDLLOVERRIDES=d3d12,d3d12core=n`` (Wine's own d3d12 hung InstanceNormalization on the H100).
+- ``DMLCONF_ORT_DIRECTML_WHEEL``: the onnxruntime-directml ``win_amd64`` wheel; default, the one in the cache,
+  downloaded with pip on first use.
+- ``DISPLAY``: Wine reaches Vulkan through its X11 driver, so an X server (Xvfb will do) must be there.
+- ``WINEPREFIX``: default, a prefix in the cache, made with ``wineboot -i`` on first use.
+- ``x86_64-w64-mingw32-gcc`` builds the runner once; the cache keeps it by the source's hash.
+
+The cache is ``DMLCONF_CACHE``, default ``$XDG_CACHE_HOME/dml-conformance`` (``~/.cache/dml-conformance``). A missing
+piece is a ``ChainMissing``: one line naming it and what to do, which the CLI turns into a usage error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+ORT_DIRECTML_VERSION = "1.24.4"  # the wheel fetched when none is named: its DirectML.dll is 1.15.4
+RUNNER_SOURCE = "dmlrunner.c"
+RUNNER = "dmlrunner.exe"
+COMPILER = "x86_64-w64-mingw32-gcc"
+WHEEL_DLLS = ("onnxruntime.dll", "DirectML.dll", "onnxruntime_providers_shared.dll")
+VKD3D_DLLS = ("d3d12.dll", "d3d12core.dll")
+DLL_OVERRIDE = "d3d12,d3d12core=n"
+TRANSPORT = "wine+vkd3d-proton"
+_WINEBOOT_SECONDS = 300
+_BUILD_SECONDS = 120
+
+
+class ChainMissing(ValueError):
+    """A piece of the chain is absent or unusable: one line naming it and what to do."""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Where each piece of the chain is; ``folder`` holds the runner and the five DLLs side by side."""
+
+    wine: str
+    vkd3d_proton: Path
+    wheel: Path
+    display: str
+    prefix: Path
+    folder: Path
+
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The runner's environment: ``base`` with the prefix, the display and the DLL override that keeps Wine's
+        own d3d12 out (appended, so that it wins over any override the user has)."""
+        env = dict(base)
+        overrides = env.get("WINEDLLOVERRIDES", "")
+        env["WINEDLLOVERRIDES"] = f"{overrides};{DLL_OVERRIDE}" if overrides else DLL_OVERRIDE
+        env["WINEPREFIX"] = str(self.prefix)
+        env["DISPLAY"] = self.display
+        env.setdefault("WINEDEBUG", "-all")
+        env.setdefault("WINE_D3D_CONFIG", "renderer=vulkan")  # DXGI names the real Vulkan device
+        env.setdefault("VKD3D_SHADER_CACHE_PATH", "0")  # no shared cache file between concurrent runners
+        return env
+
+    def command(self) -> list[str]:
+        return [self.wine, str(self.folder / RUNNER), "."]
+
+
+def cache_folder(environ: Mapping[str, str]) -> Path:
+    given = environ.get("DMLCONF_CACHE")
+    if given:
+        return Path(given)
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "dml-conformance"
+
+
+def find_wine(environ: Mapping[str, str]) -> str:
+    given = environ.get("DMLCONF_WINE")
+    if given:
+        found = shutil.which(given)
+        if found is None:
+            raise ChainMissing(f"DMLCONF_WINE={given}: no such program")
+        return found
+    for name in ("wine64", "wine"):
+        found = shutil.which(name)
+        if found is not None:
+            return found
+    raise ChainMissing(
+        "Wine is not installed (no wine64 or wine on PATH, DMLCONF_WINE unset): "
+        "apt-get install wine wine64 (Wine 8 or newer)"
+    )
+
+
+def find_vkd3d_proton(environ: Mapping[str, str]) -> Path:
+    given = environ.get("DMLCONF_VKD3D_PROTON")
+    if not given:
+        raise ChainMissing(
+            "DMLCONF_VKD3D_PROTON is not set: name a folder holding vkd3d-proton's x64 d3d12.dll and d3d12core.dll "
+            "(docs/directml-on-linux.md)"
+        )
+    folder = Path(given)
+    missing = [name for name in VKD3D_DLLS if not (folder / name).is_file()]
+    if missing:
+        raise ChainMissing(f"DMLCONF_VKD3D_PROTON={given}: no {' or '.join(missing)} there")
+    return folder
+
+
+def find_display(environ: Mapping[str, str]) -> str:
+    display = environ.get("DISPLAY", "")
+    if not display:
+        raise ChainMissing(
+            "DISPLAY is not set: Wine reaches Vulkan through X11; start one (Xvfb :93 -screen 0 640x480x24 &) and "
+            "export DISPLAY=:93"
+        )
+    return display
+
+
+def _downloaded(cache: Path) -> Path | None:
+    found = sorted((cache / "wheels").glob(f"onnxruntime_directml-{ORT_DIRECTML_VERSION}-*win_amd64.whl"))
+    return found[-1] if found else None
+
+
+def find_wheel(environ: Mapping[str, str], cache: Path, download: bool) -> Path:
+    """The wheel named by DMLCONF_ORT_DIRECTML_WHEEL, else the cache's, else (``download``) one pip fetches."""
+    given = environ.get("DMLCONF_ORT_DIRECTML_WHEEL")
+    if given:
+        if not zipfile.is_zipfile(given):
+            raise ChainMissing(f"DMLCONF_ORT_DIRECTML_WHEEL={given}: not a wheel")
+        return Path(given)
+    found = _downloaded(cache)
+    if found is not None or not download:
+        if found is None:
+            raise ChainMissing(f"no onnxruntime-directml {ORT_DIRECTML_VERSION} wheel in {cache / 'wheels'}")
+        return found
+    log.info("downloading onnxruntime-directml %s (win_amd64) into %s", ORT_DIRECTML_VERSION, cache / "wheels")
+    command = [
+        sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+        "--platform", "win_amd64", "--python-version", "3.12", "--implementation", "cp",
+        "--dest", str(cache / "wheels"), f"onnxruntime-directml=={ORT_DIRECTML_VERSION}",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    found = _downloaded(cache)
+    if done.returncode != 0 or found is None:
+        last = (done.stderr.strip().splitlines() or ["no wheel came"])[-1]
+        raise ChainMissing(
+            f"cannot download onnxruntime-directml {ORT_DIRECTML_VERSION} for win_amd64 ({last}); "
+            "set DMLCONF_ORT_DIRECTML_WHEEL to a downloaded wheel"
+        )
+    return found
+
+
+def _runner_source() -> bytes:
+    return resources.files("conformance.ep.wine").joinpath(RUNNER_SOURCE).read_bytes()
+
+
+def _digest(*parts: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(hashlib.sha256(part).digest())
+    return digest.hexdigest()[:16]
+
+
+def _file_digest(path: Path) -> bytes:
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").digest()
+
+
+def build_runner(cache: Path) -> Path:
+    """dmlrunner.exe built from the shipped source, kept in the cache by the source's hash."""
+    source = _runner_source()
+    built = cache / "runner" / _digest(source) / RUNNER
+    if built.is_file():
+        return built
+    compiler = shutil.which(COMPILER)
+    if compiler is None:
+        raise ChainMissing(
+            f"{COMPILER} is not installed (it builds the runner once): apt-get install gcc-mingw-w64-x86-64"
+        )
+    built.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=built.parent) as work:
+        (Path(work) / RUNNER_SOURCE).write_bytes(source)
+        command = [compiler, "-O2", "-s", RUNNER_SOURCE, "-o", RUNNER, "-lversion"]
+        done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=_BUILD_SECONDS, check=False)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise ChainMissing(f"{COMPILER} could not build the runner: {last}")
+        os.replace(Path(work) / RUNNER, built)
+    return built
+
+
+def _stage(runner: Path, wheel: Path, vkd3d: Path, cache: Path) -> Path:
+    """A folder with the runner, the wheel's three DLLs and vkd3d-proton's two, named by their contents' hash."""
+    key = _digest(_file_digest(runner), _file_digest(wheel), *(_file_digest(vkd3d / n) for n in VKD3D_DLLS))
+    folder = cache / "staged" / key
+    if all((folder / name).is_file() for name in (RUNNER, *WHEEL_DLLS, *VKD3D_DLLS)):
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=folder.parent))
+    with zipfile.ZipFile(wheel) as archive:
+        members = {Path(name).name: name for name in archive.namelist() if name.startswith("onnxruntime/capi/")}
+        absent = [name for name in WHEEL_DLLS if name not in members]
+        if absent:
+            shutil.rmtree(work)
+            raise ChainMissing(f"{wheel}: not an onnxruntime-directml win_amd64 wheel (no {', '.join(absent)})")
+        for name in WHEEL_DLLS:
+            (work / name).write_bytes(archive.read(members[name]))
+    for name in VKD3D_DLLS:
+        shutil.copyfile(vkd3d / name, work / name)
+    shutil.copyfile(runner, work / RUNNER)
+    try:
+        work.rename(folder)
+    except OSError:  # another process staged it first
+        shutil.rmtree(work, ignore_errors=True)
+    return folder
+
+
+def ensure_prefix(wine: str, prefix: Path, environ: Mapping[str, str]) -> None:
+    """A Wine prefix at ``prefix``: one that is there is used as it is; else ``wineboot -i`` makes it (seconds)."""
+    if (prefix / "system.reg").is_file():
+        return
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(environ) | {"WINEPREFIX": str(prefix), "WINEDLLOVERRIDES": "mscoree,mshtml=", "WINEDEBUG": "-all"}
+    log.info("creating the Wine prefix %s", prefix)
+    try:
+        done = subprocess.run(
+            [wine, "wineboot", "-i"], env=env, capture_output=True, text=True, timeout=_WINEBOOT_SECONDS, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise ChainMissing(f"wineboot -i did not finish in {_WINEBOOT_SECONDS} s making the prefix {prefix}") from None
+    if done.returncode != 0 or not (prefix / "system.reg").is_file():
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise ChainMissing(f"wineboot could not make the Wine prefix {prefix}: {last}")
+
+
+def find_chain(environ: Mapping[str, str] | None = None, prepare: bool = True) -> Chain:
+    """Every piece found, and (``prepare``) the runner built, the folder staged and the prefix made; ChainMissing
+    naming the first piece that is not there. Without ``prepare`` nothing is downloaded, built or made."""
+    env = os.environ if environ is None else environ
+    cache = cache_folder(env)
+    wine = find_wine(env)
+    vkd3d = find_vkd3d_proton(env)
+    display = find_display(env)
+    wheel = find_wheel(env, cache, download=prepare)
+    prefix = Path(env.get("WINEPREFIX") or cache / "wine-prefix")
+    if not prepare:
+        return Chain(wine, vkd3d, wheel, display, prefix, cache / "staged")
+    runner = build_runner(cache)
+    folder = _stage(runner, wheel, vkd3d, cache)
+    ensure_prefix(wine, prefix, env)
+    return Chain(wine, vkd3d, wheel, display, prefix, folder)

@@ -1,0 +1,136 @@
+"""What DirectML runs on when it runs under Wine: the runner's description of the device (DXGI adapter, D3D12
+device, DirectML's own highest feature level, the DLLs' file versions) and the translation beneath it (Wine,
+vkd3d-proton, the Vulkan driver), as a run's DirectML identity.
+
+The feature level a run gates cases on is the one DirectML answers on the device (IDMLDevice::CheckFeatureSupport),
+not one derived from its version; the version table's level is recorded beside it, so a difference shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from conformance.ep.directml import DirectML, feature_level_for
+from conformance.ep.wine.chain import TRANSPORT, VKD3D_DLLS, Chain
+from conformance.ep.wine.client import Runner
+from conformance.model import FeatureLevel
+
+log = logging.getLogger(__name__)
+
+_QUERY_SECONDS = 30
+_VERSION_TEXT = re.compile(rb"\x00(\d+\.\d+\.\d+)\x00")
+VULKAN_FIELDS = ("deviceName", "driverName", "driverInfo", "driverVersion", "apiVersion", "deviceType")
+
+
+def _output(command: list[str], env: Mapping[str, str] | None = None) -> str:
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=_QUERY_SECONDS,
+            check=False,
+            env=None if env is None else dict(env),
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        log.debug("%s: %s", command[0], error)
+        return ""
+    return done.stdout
+
+
+def wine_version(wine: str) -> str:
+    return _output([wine, "--version"]).strip()
+
+
+def vkd3d_proton_version(folder: Path) -> str | None:
+    """vkd3d-proton's version as d3d12core.dll carries it: a bare "3.0.1" among its strings (no version resource)."""
+    try:
+        found = _VERSION_TEXT.search((folder / "d3d12core.dll").read_bytes())
+    except OSError:
+        return None
+    return found.group(1).decode() if found else None
+
+
+def parse_vulkaninfo(text: str) -> list[dict[str, str]]:
+    """The devices of ``vulkaninfo --summary`` (its "GPUn:" blocks), with the fields of VULKAN_FIELDS."""
+    devices: list[dict[str, str]] = []
+    for line in text.splitlines():
+        if re.match(r"^GPU\d+:", line.strip()):
+            devices.append({})
+            continue
+        key, sep, value = line.partition("=")
+        if devices and sep and key.strip() in VULKAN_FIELDS:
+            devices[-1][key.strip()] = value.strip()
+    return devices
+
+
+def vulkan_devices() -> list[dict[str, str]]:
+    """The Vulkan devices this machine's loader offers (``VK_DRIVER_FILES`` and all), where vulkaninfo is installed."""
+    program = shutil.which("vulkaninfo")
+    return parse_vulkaninfo(_output([program, "--summary"])) if program else []
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything that stands between DirectML and the hardware, and the device as DirectML saw it."""
+    index = described.get("adapter_index", 0)
+    adapters = described.get("adapters") or []
+    adapter = next((a for a in adapters if isinstance(a, dict) and a.get("index") == index), None)
+    files = described.get("files") or {}
+    return {
+        "transport": TRANSPORT,
+        "wine": wine_version(chain.wine),
+        "vkd3d_proton": {
+            "version": vkd3d_proton_version(chain.vkd3d_proton),
+            "folder": str(chain.vkd3d_proton),
+            "sha256": {name: _sha256(chain.vkd3d_proton / name) for name in VKD3D_DLLS},
+        },
+        "vulkan_driver_files": os.environ.get("VK_DRIVER_FILES") or os.environ.get("VK_ICD_FILENAMES"),
+        "vulkan_devices": vulkan_devices(),
+        "adapter": adapter,
+        "d3d12_feature_level": described.get("d3d12_feature_level"),
+        "shader_model": described.get("shader_model"),
+        "dml_feature_level": described.get("dml_feature_level") or None,
+        "onnxruntime_dll": files.get("onnxruntime.dll") or None,
+        "directml_dll": files.get("DirectML.dll") or None,
+        "onnxruntime": described.get("onnxruntime"),
+        "wheel": chain.wheel.name,
+        "error": described.get("error"),
+    }
+
+
+def _three_parts(version: str | None) -> str | None:
+    return ".".join(version.split(".")[:3]) if version else None
+
+
+def directml_of(identity: Mapping[str, Any]) -> DirectML:
+    """The run's DirectML from the chain's identity: DirectML.dll's version, and the feature level the device
+    answered (None where it could not be asked, with the reason as its source)."""
+    version = _three_parts(identity.get("directml_dll"))
+    answered = identity.get("dml_feature_level")
+    level = FeatureLevel.parse(answered) if answered else None
+    source = "DirectML.dll file version under Wine; feature level asked of the device (IDMLDevice::CheckFeatureSupport)"
+    if level is None:
+        source = f"DirectML.dll file version under Wine; feature level not answered: {identity.get('error') or '?'}"
+    try:
+        table = str(feature_level_for(version)) if version else None
+    except ValueError:
+        table = None
+    return DirectML(version, source, level, identity={**identity, "feature_level_by_version_table": table})
+
+
+def describe(runner: Runner, adapter: int) -> DirectML:
+    """The DirectML a run through ``runner`` uses, asked of the adapter its sessions use."""
+    return directml_of(chain_identity(runner.chain, runner.describe(adapter)))

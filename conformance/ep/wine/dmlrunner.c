@@ -1,0 +1,697 @@
+/* dmlrunner.c - the harness's DirectML runner: a small Windows program, started once per harness worker under Wine
+ * (or on Windows), that loads the genuine onnxruntime.dll and DirectML.dll from the onnxruntime-directml wheel and
+ * serves framed requests on stdin/stdout. conformance/ep/wine/protocol.py is the other side; its docstring is the
+ * protocol's reference.
+ *
+ * Build: x86_64-w64-mingw32-gcc -O2 -s dmlrunner.c -o dmlrunner.exe -ld3d12 -ldxgi -lversion (chain.py does it).
+ *
+ * No onnxruntime header is used: the OrtApi function table is append-only, so each entry's position never changes
+ * (onnxruntime_c_api.h); the positions and signatures below are taken from it, and GetApi is asked for the lowest
+ * API version that has every entry used (RUNNER_ORT_API_VERSION), so that any onnxruntime.dll from 1.19 on serves.
+ * The DirectML device is created through DirectML.dll's exported DMLCreateDevice; the one IDMLDevice method used
+ * (CheckFeatureSupport) is called through its vtable slot (DirectML.h), so no DirectML header is needed either.
+ *
+ * Stdout carries the protocol alone: the handle is duplicated first, and the C runtime's stdout is pointed at
+ * stderr, so that nothing a DLL prints can corrupt a frame.
+ */
+#define COBJMACROS
+#define INITGUID
+#include <windows.h>
+#include <d3d12.h>
+#include <dxgi1_6.h>
+#include <fcntl.h>
+#include <io.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- ONNX Runtime C API: the entries used, by their position in struct OrtApi (onnxruntime_c_api.h) ---- */
+#define RUNNER_ORT_API_VERSION 12 /* the newest entry used: SessionOptionsAppendExecutionProvider (API 12, ORT 1.12) */
+
+typedef struct OrtStatus OrtStatus;
+typedef struct OrtEnv OrtEnv;
+typedef struct OrtSession OrtSession;
+typedef struct OrtSessionOptions OrtSessionOptions;
+typedef struct OrtMemoryInfo OrtMemoryInfo;
+typedef struct OrtValue OrtValue;
+typedef struct OrtRunOptions OrtRunOptions;
+typedef struct OrtTensorTypeAndShapeInfo OrtTensorTypeAndShapeInfo;
+typedef struct OrtAllocator OrtAllocator;
+
+typedef struct OrtApiBase {
+  const void *(__stdcall *GetApi)(uint32_t version);
+  const char *(__stdcall *GetVersionString)(void);
+} OrtApiBase;
+
+enum {
+  SLOT_GetErrorMessage = 2,
+  SLOT_CreateEnv = 3,
+  SLOT_CreateSessionFromArray = 8,
+  SLOT_Run = 9,
+  SLOT_CreateSessionOptions = 10,
+  SLOT_EnableProfiling = 14,
+  SLOT_DisableMemPattern = 17,
+  SLOT_SetSessionExecutionMode = 13,
+  SLOT_SetSessionLogSeverityLevel = 22,
+  SLOT_SetSessionGraphOptimizationLevel = 23,
+  SLOT_SetIntraOpNumThreads = 24,
+  SLOT_CreateTensorWithDataAsOrtValue = 49,
+  SLOT_GetTensorMutableData = 51,
+  SLOT_GetTensorElementType = 60,
+  SLOT_GetDimensionsCount = 61,
+  SLOT_GetDimensions = 62,
+  SLOT_GetTensorShapeElementCount = 64,
+  SLOT_GetTensorTypeAndShape = 65,
+  SLOT_CreateCpuMemoryInfo = 69,
+  SLOT_GetAllocatorWithDefaultOptions = 78,
+  SLOT_AllocatorFree = 76,
+  SLOT_ReleaseEnv = 92,
+  SLOT_ReleaseStatus = 93,
+  SLOT_ReleaseMemoryInfo = 94,
+  SLOT_ReleaseSession = 95,
+  SLOT_ReleaseValue = 96,
+  SLOT_ReleaseTensorTypeAndShapeInfo = 99,
+  SLOT_ReleaseSessionOptions = 100,
+  SLOT_SessionEndProfiling = 110,
+  SLOT_AddSessionConfigEntry = 130,
+  SLOT_SessionOptionsAppendExecutionProvider = 216,
+};
+
+typedef const char *(__stdcall *GetErrorMessage_t)(const OrtStatus *);
+typedef OrtStatus *(__stdcall *CreateEnv_t)(int level, const char *logid, OrtEnv **);
+typedef OrtStatus *(__stdcall *CreateSessionFromArray_t)(const OrtEnv *, const void *, size_t, const OrtSessionOptions *,
+                                                         OrtSession **);
+typedef OrtStatus *(__stdcall *Run_t)(OrtSession *, const OrtRunOptions *, const char *const *, const OrtValue *const *,
+                                      size_t, const char *const *, size_t, OrtValue **);
+typedef OrtStatus *(__stdcall *CreateSessionOptions_t)(OrtSessionOptions **);
+typedef OrtStatus *(__stdcall *EnableProfiling_t)(OrtSessionOptions *, const wchar_t *);
+typedef OrtStatus *(__stdcall *DisableMemPattern_t)(OrtSessionOptions *);
+typedef OrtStatus *(__stdcall *SetSessionExecutionMode_t)(OrtSessionOptions *, int);
+typedef OrtStatus *(__stdcall *SetInt_t)(OrtSessionOptions *, int);
+typedef OrtStatus *(__stdcall *CreateTensorWithDataAsOrtValue_t)(const OrtMemoryInfo *, void *, size_t, const int64_t *,
+                                                                  size_t, int, OrtValue **);
+typedef OrtStatus *(__stdcall *GetTensorMutableData_t)(OrtValue *, void **);
+typedef OrtStatus *(__stdcall *GetTensorElementType_t)(const OrtTensorTypeAndShapeInfo *, int *);
+typedef OrtStatus *(__stdcall *GetDimensionsCount_t)(const OrtTensorTypeAndShapeInfo *, size_t *);
+typedef OrtStatus *(__stdcall *GetDimensions_t)(const OrtTensorTypeAndShapeInfo *, int64_t *, size_t);
+typedef OrtStatus *(__stdcall *GetTensorShapeElementCount_t)(const OrtTensorTypeAndShapeInfo *, size_t *);
+typedef OrtStatus *(__stdcall *GetTensorTypeAndShape_t)(const OrtValue *, OrtTensorTypeAndShapeInfo **);
+typedef OrtStatus *(__stdcall *CreateCpuMemoryInfo_t)(int allocator_type, int mem_type, OrtMemoryInfo **);
+typedef OrtStatus *(__stdcall *GetAllocatorWithDefaultOptions_t)(OrtAllocator **);
+typedef OrtStatus *(__stdcall *AllocatorFree_t)(OrtAllocator *, void *);
+typedef void(__stdcall *Release_t)(void *);
+typedef OrtStatus *(__stdcall *SessionEndProfiling_t)(OrtSession *, OrtAllocator *, char **);
+typedef OrtStatus *(__stdcall *AddSessionConfigEntry_t)(OrtSessionOptions *, const char *, const char *);
+typedef OrtStatus *(__stdcall *AppendExecutionProvider_t)(OrtSessionOptions *, const char *, const char *const *,
+                                                          const char *const *, size_t);
+
+static void *const *ort;  /* the OrtApi table */
+#define ORT(name) ((name##_t)ort[SLOT_##name])
+#define ORT_RELEASE(name, p) ((Release_t)ort[SLOT_Release##name])((void *)(p))
+
+/* ---- DirectML: DMLCreateDevice and IDMLDevice::CheckFeatureSupport (DirectML.h) ---- */
+DEFINE_GUID(IID_IDMLDevice_, 0x6dbd6437, 0x96fd, 0x423f, 0xa9, 0x8c, 0xae, 0x5e, 0x7c, 0x2a, 0x57, 0x3f);
+typedef HRESULT(WINAPI *DMLCreateDevice_t)(ID3D12Device *, UINT flags, REFIID, void **);
+typedef HRESULT(WINAPI *D3D12CreateDevice_t)(IUnknown *, D3D_FEATURE_LEVEL, REFIID, void **);
+typedef HRESULT(WINAPI *CreateDXGIFactory1_t)(REFIID, void **);
+/* IUnknown (3 slots), IDMLObject (GetPrivateData, SetPrivateData, SetPrivateDataInterface, SetName), then
+ * IDMLDevice::CheckFeatureSupport: slot 7. */
+typedef HRESULT(STDMETHODCALLTYPE *CheckFeatureSupport_t)(void *self, int feature, UINT query_size, const void *query,
+                                                          UINT data_size, void *data);
+#define DML_FEATURE_FEATURE_LEVELS 1
+typedef struct { UINT count; const int *levels; } DmlQueryFeatureLevels;
+typedef struct { int max_supported; } DmlDataFeatureLevels;
+static const int DML_LEVELS[] = {0x6400, 0x6300, 0x6200, 0x6100, 0x6000, 0x5200, 0x5100, 0x5000,
+                                 0x4100, 0x4000, 0x3100, 0x3000, 0x2100, 0x2000, 0x1000};
+
+/* ---- frames ---- */
+enum { OP_DESCRIBE = 1, OP_OPEN = 2, OP_RUN = 3, OP_CLOSE = 4 };
+enum { ST_OK = 0, ST_ORT = 1, ST_EP = 2, ST_BAD = 3 };
+enum { MAX_SESSIONS = 64, MAX_NAMES = 4096, MAX_DIMS = 16 };
+
+static HANDLE in_handle, out_handle;
+
+static void die(const char *what) {
+  fprintf(stderr, "dmlrunner: %s\n", what);
+  fflush(stderr);
+  ExitProcess(1);
+}
+
+static int read_exact(void *buffer, size_t size) { /* 1 = read, 0 = end of input before the first byte */
+  char *at = buffer;
+  size_t done = 0;
+  while (done < size) {
+    DWORD chunk = 0, want = (DWORD)((size - done) > (1u << 30) ? (1u << 30) : (size - done));
+    if (!ReadFile(in_handle, at + done, want, &chunk, NULL) || chunk == 0) {
+      if (done == 0) return 0;
+      die("input ended inside a frame");
+    }
+    done += chunk;
+  }
+  return 1;
+}
+
+static void write_exact(const void *buffer, size_t size) {
+  const char *at = buffer;
+  while (size > 0) {
+    DWORD chunk = 0, want = (DWORD)(size > (1u << 30) ? (1u << 30) : size);
+    if (!WriteFile(out_handle, at, want, &chunk, NULL) || chunk == 0) die("cannot write a reply (the harness is gone)");
+    at += chunk;
+    size -= chunk;
+  }
+}
+
+/* A request: its bytes and a read cursor. */
+typedef struct { unsigned char *data; size_t size, at; } Frame;
+
+static void need(Frame *f, size_t n) {
+  if (f->size - f->at < n) die("a request is shorter than its fields say");
+}
+static uint32_t get_u32(Frame *f) { uint32_t v; need(f, 4); memcpy(&v, f->data + f->at, 4); f->at += 4; return v; }
+static int64_t get_i64(Frame *f) { int64_t v; need(f, 8); memcpy(&v, f->data + f->at, 8); f->at += 8; return v; }
+static uint64_t get_u64(Frame *f) { uint64_t v; need(f, 8); memcpy(&v, f->data + f->at, 8); f->at += 8; return v; }
+static const unsigned char *get_bytes(Frame *f, uint64_t *size) {
+  *size = get_u64(f);
+  need(f, (size_t)*size);
+  const unsigned char *p = f->data + f->at;
+  f->at += (size_t)*size;
+  return p;
+}
+/* A string is u32 length + bytes, without a terminator; returned as a new NUL-terminated copy. */
+static char *get_str(Frame *f) {
+  uint32_t n = get_u32(f);
+  need(f, n);
+  char *s = malloc((size_t)n + 1);
+  if (!s) die("out of memory");
+  memcpy(s, f->data + f->at, n);
+  s[n] = 0;
+  f->at += n;
+  return s;
+}
+
+/* A reply is built in a growing buffer, then sent as one frame. */
+typedef struct { unsigned char *data; size_t size, cap; } Out;
+
+static void put(Out *o, const void *p, size_t n) {
+  if (o->size + n > o->cap) {
+    size_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->size + n) cap *= 2;
+    o->data = realloc(o->data, cap);
+    if (!o->data) die("out of memory");
+    o->cap = cap;
+  }
+  memcpy(o->data + o->size, p, n);
+  o->size += n;
+}
+static void put_u8(Out *o, uint8_t v) { put(o, &v, 1); }
+static void put_u32(Out *o, uint32_t v) { put(o, &v, 4); }
+static void put_i64(Out *o, int64_t v) { put(o, &v, 8); }
+static void put_u64(Out *o, uint64_t v) { put(o, &v, 8); }
+static void put_str(Out *o, const char *s) { size_t n = strlen(s); put_u32(o, (uint32_t)n); put(o, s, n); }
+static void put_bytes(Out *o, const void *p, uint64_t n) { put_u64(o, n); put(o, p, (size_t)n); }
+
+static void send_frame(Out *o) {
+  uint32_t n = (uint32_t)o->size;
+  if ((size_t)n != o->size) die("a reply over 4 GiB");
+  write_exact(&n, 4);
+  write_exact(o->data, o->size);
+  free(o->data);
+  o->data = NULL;
+  o->size = o->cap = 0;
+}
+
+static void send_error(int status, const char *message) {
+  Out o = {0};
+  put_u8(&o, (uint8_t)status);
+  put_str(&o, message);
+  send_frame(&o);
+}
+
+/* An OrtStatus as an error reply; 1 when there was one (and it is released). */
+static int ort_failed(OrtStatus *status, int kind) {
+  if (!status) return 0;
+  send_error(kind, ORT(GetErrorMessage)(status));
+  ORT_RELEASE(Status, status);
+  return 1;
+}
+
+/* ---- JSON text for describe ---- */
+static void json_text(Out *o, const char *s) {
+  put(o, "\"", 1);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    char esc[8];
+    if (c == '"' || c == '\\') { esc[0] = '\\'; esc[1] = (char)c; put(o, esc, 2); }
+    else if (c < 0x20) { snprintf(esc, sizeof esc, "\\u%04x", c); put(o, esc, 6); }
+    else put(o, &c, 1);
+  }
+  put(o, "\"", 1);
+}
+static void json_key(Out *o, const char *key, int *first) {
+  if (!*first) put(o, ",", 1);
+  *first = 0;
+  json_text(o, key);
+  put(o, ":", 1);
+}
+static void json_str(Out *o, const char *key, const char *value, int *first) { json_key(o, key, first); json_text(o, value); }
+static void json_num(Out *o, const char *key, double value, int *first) {
+  char b[64];
+  json_key(o, key, first);
+  snprintf(b, sizeof b, "%.17g", value);
+  put(o, b, strlen(b));
+}
+static void json_wide(Out *o, const char *key, const wchar_t *value, int *first) {
+  char b[512];
+  if (!WideCharToMultiByte(CP_UTF8, 0, value, -1, b, sizeof b, NULL, NULL)) b[0] = 0;
+  json_str(o, key, b, first);
+}
+
+static double now_ms(void) {
+  LARGE_INTEGER f, c;
+  QueryPerformanceFrequency(&f);
+  QueryPerformanceCounter(&c);
+  return (double)c.QuadPart * 1000.0 / (double)f.QuadPart;
+}
+
+/* The file version of a loaded module ("1.15.4.0"), or "" where it has none. */
+static void module_version(const char *module, char *text, size_t size) {
+  wchar_t path[MAX_PATH];
+  DWORD handle = 0, n;
+  text[0] = 0;
+  HMODULE m = GetModuleHandleA(module);
+  if (!m || !GetModuleFileNameW(m, path, MAX_PATH)) return;
+  n = GetFileVersionInfoSizeW(path, &handle);
+  if (!n) return;
+  void *block = malloc(n);
+  VS_FIXEDFILEINFO *info = NULL;
+  UINT len = 0;
+  if (block && GetFileVersionInfoW(path, 0, n, block) && VerQueryValueW(block, L"\\", (void **)&info, &len) && info)
+    snprintf(text, size, "%lu.%lu.%lu.%lu", (unsigned long)HIWORD(info->dwFileVersionMS),
+             (unsigned long)LOWORD(info->dwFileVersionMS), (unsigned long)HIWORD(info->dwFileVersionLS),
+             (unsigned long)LOWORD(info->dwFileVersionLS));
+  free(block);
+}
+
+static const char *d3d_level_text(D3D_FEATURE_LEVEL level) {
+  switch ((int)level) {
+    case 0xc200: return "12_2";
+    case 0xc100: return "12_1";
+    case 0xc000: return "12_0";
+    case 0xb100: return "11_1";
+    case 0xb000: return "11_0";
+    default: return "?";
+  }
+}
+
+/* describe: the DXGI adapters, the D3D12 device on adapter ``index`` (feature level, shader model), DirectML's own
+ * highest feature level on it, and the file versions of the DLLs; a JSON object. A step that fails says so in an
+ * "error" member and the later steps are skipped. */
+static void describe(Frame *f) {
+  uint32_t index = get_u32(f);
+  Out j = {0};
+  int first = 1, any = 1;
+  char text[256];
+  put(&j, "{", 1);
+  json_str(&j, "onnxruntime", ((const OrtApiBase *(__stdcall *)(void))GetProcAddress(GetModuleHandleA("onnxruntime.dll"), "OrtGetApiBase"))()->GetVersionString(), &first);
+  json_num(&j, "ort_api_version", RUNNER_ORT_API_VERSION, &first);
+
+  HMODULE dxgi = LoadLibraryA("dxgi.dll");
+  CreateDXGIFactory1_t cf = dxgi ? (CreateDXGIFactory1_t)GetProcAddress(dxgi, "CreateDXGIFactory1") : NULL;
+  IDXGIFactory1 *factory = NULL;
+  IDXGIAdapter1 *chosen = NULL;
+  json_key(&j, "adapters", &first);
+  put(&j, "[", 1);
+  if (cf && SUCCEEDED(cf(&IID_IDXGIFactory1, (void **)&factory))) {
+    IDXGIAdapter1 *a;
+    for (UINT i = 0; IDXGIFactory1_EnumAdapters1(factory, i, &a) == S_OK; i++) {
+      DXGI_ADAPTER_DESC1 d;
+      int inner = 1;
+      IDXGIAdapter1_GetDesc1(a, &d);
+      if (i) put(&j, ",", 1);
+      put(&j, "{", 1);
+      json_num(&j, "index", i, &inner);
+      json_wide(&j, "description", d.Description, &inner);
+      json_num(&j, "vendor_id", d.VendorId, &inner);
+      json_num(&j, "device_id", d.DeviceId, &inner);
+      json_num(&j, "revision", d.Revision, &inner);
+      json_num(&j, "dedicated_video_memory_mib", (double)(d.DedicatedVideoMemory >> 20), &inner);
+      json_num(&j, "shared_system_memory_mib", (double)(d.SharedSystemMemory >> 20), &inner);
+      json_num(&j, "flags", d.Flags, &inner);
+      put(&j, "}", 1);
+      if (i == index) chosen = a;
+      else IDXGIAdapter1_Release(a);
+    }
+  }
+  put(&j, "]", 1);
+  json_num(&j, "adapter_index", index, &first);
+  if (!chosen) {
+    json_str(&j, "error", factory ? "no DXGI adapter at that index" : "CreateDXGIFactory1 failed", &first);
+    any = 0;
+  }
+
+  ID3D12Device *device = NULL;
+  if (any) {
+    HMODULE d3d = LoadLibraryA("d3d12.dll");
+    D3D12CreateDevice_t create = d3d ? (D3D12CreateDevice_t)GetProcAddress(d3d, "D3D12CreateDevice") : NULL;
+    double t = now_ms();
+    HRESULT hr = create ? create((IUnknown *)chosen, D3D_FEATURE_LEVEL_11_0, &IID_ID3D12Device, (void **)&device) : E_FAIL;
+    json_num(&j, "d3d12_create_ms", now_ms() - t, &first);
+    if (FAILED(hr)) {
+      snprintf(text, sizeof text, "D3D12CreateDevice failed: HRESULT 0x%08lx", (unsigned long)hr);
+      json_str(&j, "error", text, &first);
+      any = 0;
+    }
+  }
+  if (any) {
+    D3D_FEATURE_LEVEL asked[] = {(D3D_FEATURE_LEVEL)0xc200, D3D_FEATURE_LEVEL_12_1, D3D_FEATURE_LEVEL_12_0,
+                                 D3D_FEATURE_LEVEL_11_1, D3D_FEATURE_LEVEL_11_0};
+    D3D12_FEATURE_DATA_FEATURE_LEVELS levels = {5, asked, D3D_FEATURE_LEVEL_11_0};
+    if (SUCCEEDED(ID3D12Device_CheckFeatureSupport(device, D3D12_FEATURE_FEATURE_LEVELS, &levels, sizeof levels)))
+      json_str(&j, "d3d12_feature_level", d3d_level_text(levels.MaxSupportedFeatureLevel), &first);
+    for (int sm = 0x69; sm >= 0x60; sm--) { /* the highest shader model the device answers for */
+      D3D12_FEATURE_DATA_SHADER_MODEL model = {(D3D_SHADER_MODEL)sm};
+      if (SUCCEEDED(ID3D12Device_CheckFeatureSupport(device, D3D12_FEATURE_SHADER_MODEL, &model, sizeof model))) {
+        snprintf(text, sizeof text, "%d.%d", (int)model.HighestShaderModel >> 4, (int)model.HighestShaderModel & 15);
+        json_str(&j, "shader_model", text, &first);
+        break;
+      }
+    }
+    HMODULE dml = LoadLibraryA("DirectML.dll");
+    DMLCreateDevice_t dcd = dml ? (DMLCreateDevice_t)GetProcAddress(dml, "DMLCreateDevice") : NULL;
+    void **dml_device = NULL;
+    double t = now_ms();
+    HRESULT hr = dcd ? dcd(device, 0, &IID_IDMLDevice_, (void **)&dml_device) : E_FAIL;
+    json_num(&j, "dml_create_ms", now_ms() - t, &first);
+    if (FAILED(hr)) {
+      snprintf(text, sizeof text, "DMLCreateDevice failed: HRESULT 0x%08lx", (unsigned long)hr);
+      json_str(&j, "error", text, &first);
+    } else {
+      CheckFeatureSupport_t check = (CheckFeatureSupport_t)((void **)*dml_device)[7];
+      int best = 0;
+      for (size_t i = 0; i < sizeof DML_LEVELS / sizeof DML_LEVELS[0] && !best; i++) {
+        DmlQueryFeatureLevels query = {1, &DML_LEVELS[i]};
+        DmlDataFeatureLevels data = {0};
+        if (SUCCEEDED(check(dml_device, DML_FEATURE_FEATURE_LEVELS, sizeof query, &query, sizeof data, &data)) &&
+            data.max_supported == DML_LEVELS[i])
+          best = DML_LEVELS[i];
+      }
+      snprintf(text, sizeof text, "%d_%d", best >> 12, (best >> 8) & 15);
+      json_str(&j, "dml_feature_level", best ? text : "", &first);
+      ((Release_t)((void **)*dml_device)[2])(dml_device);
+    }
+    ID3D12Device_Release(device);
+  }
+  if (chosen) IDXGIAdapter1_Release(chosen);
+  if (factory) IDXGIFactory1_Release(factory);
+  json_key(&j, "files", &first);
+  put(&j, "{", 1);
+  int inner = 1;
+  const char *modules[] = {"onnxruntime.dll", "DirectML.dll", "d3d12.dll", "d3d12core.dll", "dxgi.dll"};
+  for (size_t i = 0; i < sizeof modules / sizeof modules[0]; i++) {
+    module_version(modules[i], text, sizeof text);
+    json_str(&j, modules[i], text, &inner);
+  }
+  put(&j, "}}", 2);
+  put_u8(&j, 0); /* a terminator, so the text can be sent as a C string */
+  Out o = {0};
+  put_u8(&o, ST_OK);
+  put_str(&o, (const char *)j.data);
+  free(j.data);
+  send_frame(&o);
+}
+
+/* ---- sessions ---- */
+typedef struct { OrtSession *session; int profiled; } Slot;
+static Slot slots[MAX_SESSIONS];
+static OrtEnv *env;
+static OrtMemoryInfo *cpu_memory;
+static wchar_t profile_prefix[MAX_PATH];
+
+/* open: the model's bytes, the DirectML EP's provider options, session config entries, the graph optimization level
+ * and the intra-op threads (0: onnxruntime's default). Replies the session's number; ST_EP where the EP could not be
+ * appended (its device was not created), ST_ORT where the session was refused. */
+static void open_session(Frame *f) {
+  uint64_t model_size;
+  const unsigned char *model = get_bytes(f, &model_size);
+  uint32_t n_options = get_u32(f);
+  if (n_options > MAX_NAMES) die("too many options");
+  char **keys = calloc(n_options + 1, sizeof *keys), **values = calloc(n_options + 1, sizeof *values);
+  for (uint32_t i = 0; i < n_options; i++) { keys[i] = get_str(f); values[i] = get_str(f); }
+  uint32_t n_config = get_u32(f);
+  if (n_config > MAX_NAMES) die("too many config entries");
+  char **config = calloc(2 * (size_t)n_config + 1, sizeof *config);
+  for (uint32_t i = 0; i < 2 * n_config; i++) config[i] = get_str(f);
+  uint32_t level = get_u32(f), threads = get_u32(f);
+  int slot = -1;
+  for (int i = 0; i < MAX_SESSIONS && slot < 0; i++)
+    if (!slots[i].session) slot = i;
+
+  OrtSessionOptions *so = NULL;
+  OrtSession *session = NULL;
+  wchar_t prefix[MAX_PATH + 32];
+  if (slot < 0) { send_error(ST_BAD, "too many open sessions"); goto done; }
+  if (ort_failed(ORT(CreateSessionOptions)(&so), ST_ORT)) goto done;
+  swprintf(prefix, MAX_PATH + 32, L"%ls_%d", profile_prefix, slot);
+  if (ort_failed(ORT(DisableMemPattern)(so), ST_ORT) || ort_failed(ORT(SetSessionExecutionMode)(so, 0), ST_ORT) ||
+      ort_failed(((SetInt_t)ort[SLOT_SetSessionLogSeverityLevel])(so, 4), ST_ORT) ||
+      ort_failed(((SetInt_t)ort[SLOT_SetSessionGraphOptimizationLevel])(so, (int)level), ST_ORT) ||
+      ort_failed(ORT(EnableProfiling)(so, prefix), ST_ORT))
+    goto done;
+  if (threads && ort_failed(((SetInt_t)ort[SLOT_SetIntraOpNumThreads])(so, (int)threads), ST_ORT)) goto done;
+  for (uint32_t i = 0; i < n_config; i++)
+    if (ort_failed(ORT(AddSessionConfigEntry)(so, config[2 * i], config[2 * i + 1]), ST_ORT)) goto done;
+  if (ort_failed(((AppendExecutionProvider_t)ort[SLOT_SessionOptionsAppendExecutionProvider])(
+                     so, "DML", (const char *const *)keys, (const char *const *)values, n_options),
+                 ST_EP))
+    goto done;
+  if (ort_failed(ORT(CreateSessionFromArray)(env, model, (size_t)model_size, so, &session), ST_ORT)) goto done;
+  slots[slot].session = session;
+  slots[slot].profiled = 0;
+  {
+    Out o = {0};
+    put_u8(&o, ST_OK);
+    put_u32(&o, (uint32_t)slot);
+    send_frame(&o);
+  }
+done:
+  if (so) ORT_RELEASE(SessionOptions, so);
+  for (uint32_t i = 0; i < n_options; i++) { free(keys[i]); free(values[i]); }
+  for (uint32_t i = 0; i < 2 * n_config; i++) free(config[i]);
+  free(keys);
+  free(values);
+  free(config);
+}
+
+static size_t element_size(int type) {
+  switch (type) {
+    case 2: case 3: case 9: return 1;                 /* uint8, int8, bool */
+    case 4: case 5: case 10: case 16: return 2;       /* uint16, int16, float16, bfloat16 */
+    case 1: case 6: case 12: return 4;                /* float, int32, uint32 */
+    case 7: case 11: case 13: return 8;               /* int64, double, uint64 */
+    default: return 0;
+  }
+}
+
+static Slot *session_of(Frame *f) {
+  uint32_t id = get_u32(f);
+  if (id >= MAX_SESSIONS || !slots[id].session) {
+    send_error(ST_BAD, "no such session");
+    return NULL;
+  }
+  return &slots[id];
+}
+
+/* The profile's JSON text of the session's first run (profiling then ends): where each node ran. */
+static void put_profile(Out *o, Slot *slot) {
+  OrtAllocator *allocator = NULL;
+  char *name = NULL;
+  OrtStatus *status = ORT(GetAllocatorWithDefaultOptions)(&allocator);
+  if (!status) status = ORT(SessionEndProfiling)(slot->session, allocator, &name);
+  slot->profiled = 1;
+  if (status) {
+    put_u8(o, 2);
+    put_str(o, ORT(GetErrorMessage)(status));
+    ORT_RELEASE(Status, status);
+    return;
+  }
+  FILE *file = fopen(name, "rb");
+  if (!file) {
+    put_u8(o, 2);
+    put_str(o, "the profile file could not be opened");
+  } else {
+    fseek(file, 0, SEEK_END);
+    long n = ftell(file);
+    fseek(file, 0, SEEK_SET);
+    char *text = malloc(n > 0 ? (size_t)n : 1);
+    size_t got = text ? fread(text, 1, (size_t)(n > 0 ? n : 0), file) : 0;
+    fclose(file);
+    put_u8(o, 1);
+    put_bytes(o, text, got);
+    free(text);
+    DeleteFileA(name);
+  }
+  ORT(AllocatorFree)(allocator, name);
+}
+
+/* run: named inputs (element type, shape, bytes) and the output names; replies each output's element type, shape and
+ * bytes, then, after a session's first run, its profile. */
+static void run(Frame *f) {
+  Slot *slot = session_of(f);
+  if (!slot) return;
+  uint32_t n_in = get_u32(f);
+  if (n_in > MAX_NAMES) die("too many inputs");
+  char **in_names = calloc(n_in + 1, sizeof *in_names);
+  OrtValue **in_values = calloc(n_in + 1, sizeof *in_values);
+  void **in_data = calloc(n_in + 1, sizeof *in_data);
+  uint32_t n_out = 0;
+  char **out_names = NULL;
+  OrtValue **out_values = NULL;
+  Out o = {0};
+  int failed = 0;
+  for (uint32_t i = 0; i < n_in && !failed; i++) {
+    in_names[i] = get_str(f);
+    int type = (int)get_u32(f);
+    uint32_t rank = get_u32(f);
+    int64_t dims[MAX_DIMS];
+    if (rank > MAX_DIMS) die("too many dimensions");
+    for (uint32_t d = 0; d < rank; d++) dims[d] = get_i64(f);
+    uint64_t size;
+    const unsigned char *bytes = get_bytes(f, &size);
+    in_data[i] = malloc(size ? (size_t)size : 1); /* ORT reads it in place: copied out of the request, aligned */
+    if (!in_data[i]) die("out of memory");
+    memcpy(in_data[i], bytes, (size_t)size);
+    failed = ort_failed(ORT(CreateTensorWithDataAsOrtValue)(cpu_memory, in_data[i], (size_t)size, dims, rank, type,
+                                                            &in_values[i]),
+                        ST_ORT);
+  }
+  if (!failed) {
+    n_out = get_u32(f);
+    if (n_out > MAX_NAMES) die("too many outputs");
+    out_names = calloc(n_out + 1, sizeof *out_names);
+    out_values = calloc(n_out + 1, sizeof *out_values);
+    for (uint32_t i = 0; i < n_out; i++) out_names[i] = get_str(f);
+    double t = now_ms();
+    failed = ort_failed(ORT(Run)(slot->session, NULL, (const char *const *)in_names, (const OrtValue *const *)in_values,
+                                 n_in, (const char *const *)out_names, n_out, out_values),
+                        ST_ORT);
+    t = now_ms() - t;
+    if (!failed) {
+      put_u8(&o, ST_OK);
+      put_u32(&o, n_out);
+      for (uint32_t i = 0; i < n_out && !failed; i++) {
+        OrtTensorTypeAndShapeInfo *info = NULL;
+        int type = 0;
+        size_t rank = 0, count = 0;
+        int64_t dims[MAX_DIMS];
+        void *data = NULL;
+        OrtStatus *status = ORT(GetTensorTypeAndShape)(out_values[i], &info);
+        if (!status) status = ORT(GetTensorElementType)(info, &type);
+        if (!status) status = ORT(GetDimensionsCount)(info, &rank);
+        if (!status && rank > MAX_DIMS) die("an output of too many dimensions");
+        if (!status) status = ORT(GetDimensions)(info, dims, rank);
+        if (!status) status = ORT(GetTensorShapeElementCount)(info, &count);
+        if (!status) status = ORT(GetTensorMutableData)(out_values[i], &data);
+        if (info) ORT_RELEASE(TensorTypeAndShapeInfo, info);
+        if (status || !element_size(type)) {
+          free(o.data);
+          o = (Out){0};
+          if (status) ort_failed(status, ST_ORT);
+          else send_error(ST_BAD, "an output of an element type the runner cannot send");
+          failed = 1;
+          break;
+        }
+        put_u32(&o, (uint32_t)type);
+        put_u32(&o, (uint32_t)rank);
+        for (size_t d = 0; d < rank; d++) put_i64(&o, dims[d]);
+        put_bytes(&o, data, (uint64_t)count * element_size(type));
+      }
+      if (!failed) {
+        char ms[32];
+        snprintf(ms, sizeof ms, "%.3f", t);
+        put_str(&o, ms);
+        if (slot->profiled) put_u8(&o, 0);
+        else put_profile(&o, slot);
+        send_frame(&o);
+      }
+    }
+  }
+  for (uint32_t i = 0; i < n_in; i++) {
+    if (in_values[i]) ORT_RELEASE(Value, in_values[i]);
+    free(in_data[i]);
+    free(in_names[i]);
+  }
+  for (uint32_t i = 0; i < n_out; i++) {
+    if (out_values && out_values[i]) ORT_RELEASE(Value, out_values[i]);
+    free(out_names[i]);
+  }
+  free(in_names);
+  free(in_values);
+  free(in_data);
+  free(out_names);
+  free(out_values);
+}
+
+static void close_session(Frame *f) {
+  Slot *slot = session_of(f);
+  if (!slot) return;
+  ORT_RELEASE(Session, slot->session);
+  slot->session = NULL;
+  Out o = {0};
+  put_u8(&o, ST_OK);
+  send_frame(&o);
+}
+
+int main(int argc, char **argv) {
+  /* Keep the protocol's stdout for ourselves; everything else that writes to stdout goes to stderr. */
+  HANDLE process = GetCurrentProcess();
+  in_handle = GetStdHandle(STD_INPUT_HANDLE);
+  if (!DuplicateHandle(process, GetStdHandle(STD_OUTPUT_HANDLE), process, &out_handle, 0, FALSE, DUPLICATE_SAME_ACCESS))
+    die("cannot take stdout");
+  SetStdHandle(STD_OUTPUT_HANDLE, GetStdHandle(STD_ERROR_HANDLE));
+  _dup2(_fileno(stderr), _fileno(stdout));
+  setvbuf(stderr, NULL, _IONBF, 0);
+
+  /* Profiles go to the folder named by the first argument (else the current one). */
+  swprintf(profile_prefix, MAX_PATH, L"%hs\\dmlrunner_%lu", argc > 1 ? argv[1] : ".", (unsigned long)GetCurrentProcessId());
+
+  HMODULE dll = LoadLibraryA("onnxruntime.dll");
+  if (!dll) {
+    char b[96];
+    snprintf(b, sizeof b, "LoadLibrary onnxruntime.dll failed: error %lu", (unsigned long)GetLastError());
+    die(b);
+  }
+  const OrtApiBase *(__stdcall *get_base)(void) = (const OrtApiBase *(__stdcall *)(void))GetProcAddress(dll, "OrtGetApiBase");
+  if (!get_base) die("onnxruntime.dll has no OrtGetApiBase");
+  ort = get_base()->GetApi(RUNNER_ORT_API_VERSION);
+  if (!ort) die("onnxruntime.dll does not serve the ORT API version the runner needs");
+  if (ort_failed(ORT(CreateEnv)(3, "dmlrunner", &env), ST_ORT)) die("CreateEnv failed");
+  if (ort_failed(ORT(CreateCpuMemoryInfo)(1 /* OrtArenaAllocator */, 0 /* OrtMemTypeDefault */, &cpu_memory), ST_ORT)) die("CreateCpuMemoryInfo failed");
+
+  /* Ready: the first frame says which onnxruntime answered. */
+  {
+    Out o = {0};
+    put_u8(&o, ST_OK);
+    put_str(&o, get_base()->GetVersionString());
+    send_frame(&o);
+  }
+  for (;;) {
+    uint32_t size;
+    if (!read_exact(&size, 4)) break; /* the harness closed our stdin: done */
+    Frame f = {malloc(size ? size : 1), size, 0};
+    if (!f.data) die("out of memory");
+    if (size && !read_exact(f.data, size)) die("input ended inside a frame");
+    uint8_t op;
+    need(&f, 1);
+    op = f.data[f.at++];
+    switch (op) {
+      case OP_DESCRIBE: describe(&f); break;
+      case OP_OPEN: open_session(&f); break;
+      case OP_RUN: run(&f); break;
+      case OP_CLOSE: close_session(&f); break;
+      default: die("unknown request");
+    }
+    free(f.data);
+  }
+  ExitProcess(0); /* no teardown: the device's release is the driver's business at exit */
+}

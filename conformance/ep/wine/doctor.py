@@ -1,0 +1,165 @@
+"""Every link of the DirectML-under-Wine chain checked in order, one ``Link`` each, stopping at the first broken one:
+what ``dmlconf doctor`` prints. Checking also prepares: the wheel is downloaded, the runner built and the Wine prefix
+made, so that a run after a clean doctor starts at once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from conformance.ep.graph import GraphBuilder
+from conformance.ep.wine import chain as parts
+from conformance.ep.wine.client import Runner, RunnerDied
+from conformance.ep.wine.device import chain_identity, vkd3d_proton_version, vulkan_devices, wine_version
+from conformance.ep.wine.protocol import ProtocolError, Refused
+from conformance.ep.wine.session import RunnerSession
+
+# DML_TOP_K1's example 3 (the spec page): ties take the lower index first.
+_TOPK_INPUT = np.array([[[[1, 2, 2, 3], [3, 4, 5, 5], [6, 6, 6, 6]]]], np.float32)
+_TOPK_VALUES = np.array([[[[3, 2, 2], [5, 5, 4], [6, 6, 6]]]], np.float32)
+_TOPK_INDICES = np.array([[[[3, 1, 2], [2, 3, 1], [0, 1, 2]]]], np.int64)
+
+
+@dataclass(frozen=True)
+class Link:
+    name: str
+    ok: bool
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{'ok  ' if self.ok else 'FAIL'} {self.name + ':':<22} {self.detail}"
+
+
+class Broken(Exception):
+    """A link that does not hold: its one-line reason."""
+
+
+def _display(environ: Mapping[str, str]) -> str:
+    display = parts.find_display(environ)
+    number = display.rpartition(":")[2].split(".")[0]
+    if display.startswith(":") and number.isdigit() and not Path(f"/tmp/.X11-unix/X{number}").exists():
+        raise Broken(f"DISPLAY={display}, but no X server listens there (start Xvfb {display} -screen 0 640x480x24 &)")
+    return f"DISPLAY={display}"
+
+
+def _topk_model() -> bytes:
+    g = GraphBuilder()
+    x = g.input("X", _TOPK_INPUT)
+    k = g.const("K", np.array([3], np.int64))
+    values, indices = g.node("TopK", [x, k], 2, axis=3, largest=1, sorted=1)
+    return g.model([("V", values, 1, [1, 1, 3, 3]), ("I", indices, 7, [1, 1, 3, 3])])
+
+
+def _topk(runner: Runner) -> str:
+    config = {"session.disable_cpu_ep_fallback": "1"}
+    start = time.perf_counter()
+    session = RunnerSession(runner, runner.open(_topk_model(), {"device_id": "0"}, config, 2, 0))
+    values, indices = session.run(["V", "I"], {"X": _TOPK_INPUT})
+    seconds = time.perf_counter() - start
+    if not (np.array_equal(values, _TOPK_VALUES) and np.array_equal(indices, _TOPK_INDICES)):
+        raise Broken(f"TopK gave {values.tolist()} / {indices.tolist()}, not the spec's example 3")
+    where = ", ".join(f"{r.op_type} on {r.ep}" for r in session.records or ())
+    return f"spec example 3 exact (values and indices) in {seconds * 1000:.0f} ms; {where or 'no placement record'}"
+
+
+def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
+    """Each link, in the order the chain uses them; after a broken one, nothing more is tried."""
+    env = os.environ if environ is None else environ
+    cache = parts.cache_folder(env)
+    found: dict[str, object] = {}
+
+    def wine() -> str:
+        found["wine"] = parts.find_wine(env)
+        return f"{wine_version(str(found['wine'])) or 'version unknown'} ({found['wine']})"
+
+    def vkd3d() -> str:
+        folder = parts.find_vkd3d_proton(env)
+        found["vkd3d"] = folder
+        return f"vkd3d-proton {vkd3d_proton_version(folder) or '(version unknown)'} in {folder}"
+
+    def wheel() -> str:
+        found["wheel"] = parts.find_wheel(env, cache, download=True)
+        return str(found["wheel"])
+
+    def runner_build() -> str:
+        return f"{parts.build_runner(cache)} (built with {parts.COMPILER}, cached by its source's hash)"
+
+    def prefix() -> str:
+        where = Path(env.get("WINEPREFIX") or cache / "wine-prefix")
+        parts.ensure_prefix(str(found["wine"]), where, env)
+        return str(where)
+
+    def start() -> str:
+        chain = parts.find_chain(env)
+        runner = Runner(chain)
+        found["runner"] = runner
+        return f"dmlrunner.exe started under Wine in {runner.start_seconds:.2f} s; onnxruntime {runner.onnxruntime}"
+
+    def vulkan() -> str:
+        devices = vulkan_devices()
+        named = "; ".join(f"{d.get('deviceName', '?')} ({d.get('driverName', '?')} {d.get('driverInfo', '')})".strip()
+                          for d in devices)  # fmt: skip
+        icd = env.get("VK_DRIVER_FILES") or env.get("VK_ICD_FILENAMES") or "the loader's default ICDs"
+        return f"{named or 'vulkaninfo not installed: devices not listed'}; ICD: {icd}"
+
+    def d3d12() -> str:
+        runner = found["runner"]
+        assert isinstance(runner, Runner)
+        described = runner.describe(0)
+        identity = chain_identity(runner.chain, described)
+        found["identity"] = identity
+        adapter = identity["adapter"] or {}
+        if "d3d12_feature_level" not in described:
+            raise Broken(str(described.get("error") or "no D3D12 device"))
+        return (
+            f"adapter 0 '{adapter.get('description', '?')}' (vendor 0x{int(adapter.get('vendor_id', 0)):04x}); "
+            f"feature level {described['d3d12_feature_level']}, shader model {described.get('shader_model', '?')}, "
+            f"created in {described.get('d3d12_create_ms', 0):.0f} ms"
+        )
+
+    def directml() -> str:
+        identity = found["identity"]
+        assert isinstance(identity, dict)
+        if not identity.get("dml_feature_level"):
+            raise Broken(str(identity.get("error") or "DirectML answered no feature level"))
+        return (
+            f"DirectML.dll {identity['directml_dll']}, onnxruntime.dll {identity['onnxruntime_dll']}: "
+            f"feature level {identity['dml_feature_level']} (asked of the device)"
+        )
+
+    def topk() -> str:
+        runner = found["runner"]
+        assert isinstance(runner, Runner)
+        try:
+            return _topk(runner)
+        finally:
+            runner.stop()
+
+    steps: list[tuple[str, Callable[[], str]]] = [
+        ("Wine", wine),
+        ("vkd3d-proton", vkd3d),
+        ("onnxruntime-directml", wheel),
+        ("runner", runner_build),
+        ("display", lambda: _display(env)),
+        ("Wine prefix", prefix),
+        ("Vulkan", vulkan),
+        ("runner start", start),
+        ("D3D12 device", d3d12),
+        ("DirectML device", directml),
+        ("one-node TopK", topk),
+    ]
+    for name, step in steps:
+        try:
+            yield Link(name, True, step())
+        except (Broken, parts.ChainMissing, RunnerDied, Refused, ProtocolError, OSError) as error:
+            yield Link(name, False, " ".join(str(error).split()) or type(error).__name__)
+            runner = found.get("runner")
+            if isinstance(runner, Runner):
+                runner.stop()
+            return

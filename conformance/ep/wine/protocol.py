@@ -1,0 +1,188 @@
+"""The DirectML runner's framed protocol (dmlrunner.c is the other side), as bytes in and out: no process here.
+
+A frame is a little-endian u32 length and that many bytes. A request's first byte is its operation; a reply's first
+byte is its status (0 ok; 1 onnxruntime refused; 2 the EP could not be appended, its device was not created; 3 a
+request the runner could not serve), and an error reply holds one string, the message. Fields: u8, u32, u64, i64;
+a string is a u32 length and UTF-8 bytes; a blob is a u64 length and bytes.
+
+- ready (sent by the runner once started, unasked): ok, the onnxruntime version string.
+- describe (1): u32 adapter index -> ok, a JSON object (adapters, D3D12 device, DirectML feature level, DLL versions).
+- open (2): blob model, u32 n + n (key, value) EP options, u32 n + n (key, value) config entries, u32 graph
+  optimization level, u32 intra-op threads (0: default) -> ok, u32 session.
+- run (3): u32 session, u32 n + n inputs (string name, u32 ONNX element type, u32 rank, rank x i64 dims, blob
+  bytes), u32 n + n output names -> ok, u32 n + n outputs (u32 type, u32 rank, dims, blob), string run
+  milliseconds, u8 whether a profile follows, and then a blob, the profile's JSON (the session's first run only:
+  profiling then ends) or u8 2 and a string saying why there is none.
+- close (4): u32 session -> ok.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Array = npt.NDArray[Any]  # as ep/graph.py's, which imports onnx: describing a device must not
+
+DESCRIBE, OPEN, RUN, CLOSE = 1, 2, 3, 4
+OK, ORT_REFUSED, EP_NOT_APPENDED, BAD_REQUEST = 0, 1, 2, 3
+
+# ONNX element types (onnx.proto's TensorProto.DataType) <-> NumPy: what crosses the pipe.
+ELEMENT_TYPES: Mapping[int, np.dtype] = {
+    1: np.dtype(np.float32),
+    2: np.dtype(np.uint8),
+    3: np.dtype(np.int8),
+    4: np.dtype(np.uint16),
+    5: np.dtype(np.int16),
+    6: np.dtype(np.int32),
+    7: np.dtype(np.int64),
+    9: np.dtype(np.bool_),
+    10: np.dtype(np.float16),
+    11: np.dtype(np.float64),
+    12: np.dtype(np.uint32),
+    13: np.dtype(np.uint64),
+}
+_TYPE_OF = {dtype: code for code, dtype in ELEMENT_TYPES.items()}
+
+
+class ProtocolError(Exception):
+    """A reply that does not parse: the runner and the harness disagree on the protocol."""
+
+
+class Refused(Exception):
+    """An error reply: ``status`` says whose refusal (ORT_REFUSED, EP_NOT_APPENDED, BAD_REQUEST)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Writer:
+    def __init__(self, operation: int) -> None:
+        self.parts: list[bytes] = [struct.pack("<B", operation)]
+
+    def u32(self, value: int) -> Writer:
+        self.parts.append(struct.pack("<I", value))
+        return self
+
+    def text(self, value: str) -> Writer:
+        data = value.encode("utf-8")
+        self.parts += [struct.pack("<I", len(data)), data]
+        return self
+
+    def blob(self, value: bytes | memoryview) -> Writer:
+        self.parts += [struct.pack("<Q", len(value)), bytes(value)]
+        return self
+
+    def pairs(self, items: Mapping[str, str]) -> Writer:
+        self.u32(len(items))
+        for key, value in items.items():
+            self.text(key).text(value)
+        return self
+
+    def frame(self) -> bytes:
+        payload = b"".join(self.parts)
+        return struct.pack("<I", len(payload)) + payload
+
+
+class Reader:
+    """A reply's fields in order; ProtocolError where it is shorter than they say."""
+
+    def __init__(self, payload: bytes) -> None:
+        self.data, self.at = memoryview(payload), 0
+
+    def _take(self, size: int) -> memoryview:
+        if self.at + size > len(self.data):
+            raise ProtocolError(f"a reply of {len(self.data)} bytes ended early (wanted {size} at {self.at})")
+        chunk = self.data[self.at : self.at + size]
+        self.at += size
+        return chunk
+
+    def u8(self) -> int:
+        return int(self._take(1)[0])
+
+    def u32(self) -> int:
+        return int(struct.unpack("<I", self._take(4))[0])
+
+    def i64(self) -> int:
+        return int(struct.unpack("<q", self._take(8))[0])
+
+    def text(self) -> str:
+        return bytes(self._take(self.u32())).decode("utf-8", "replace")
+
+    def blob(self) -> memoryview:
+        return self._take(int(struct.unpack("<Q", self._take(8))[0]))
+
+
+def checked(payload: bytes) -> Reader:
+    """The reply's reader past an ok status; Refused for an error reply."""
+    reader = Reader(payload)
+    status = reader.u8()
+    if status != OK:
+        raise Refused(status, reader.text())
+    return reader
+
+
+def describe_request(adapter: int) -> bytes:
+    return Writer(DESCRIBE).u32(adapter).frame()
+
+
+def open_request(
+    model: bytes, ep_options: Mapping[str, str], config: Mapping[str, str], optimization_level: int, threads: int
+) -> bytes:
+    return Writer(OPEN).blob(model).pairs(ep_options).pairs(config).u32(optimization_level).u32(threads).frame()
+
+
+def element_type(array: Array) -> int:
+    try:
+        return _TYPE_OF[array.dtype]
+    except KeyError:
+        raise ValueError(f"the runner takes no {array.dtype} tensor") from None
+
+
+def run_request(session: int, feeds: Mapping[str, Array], names: Sequence[str]) -> bytes:
+    writer = Writer(RUN).u32(session).u32(len(feeds))
+    for name, value in feeds.items():
+        array = np.ascontiguousarray(value)
+        writer.text(name).u32(element_type(array)).u32(array.ndim)
+        writer.parts.append(struct.pack(f"<{array.ndim}q", *array.shape))
+        writer.blob(array.data.cast("B") if array.size else b"")
+    writer.u32(len(names))
+    for name in names:
+        writer.text(name)
+    return writer.frame()
+
+
+def close_request(session: int) -> bytes:
+    return Writer(CLOSE).u32(session).frame()
+
+
+@dataclass(frozen=True)
+class RunReply:
+    outputs: list[Array]
+    milliseconds: float
+    profile: str | None  # the profile's JSON after a session's first run
+    no_profile: str | None = None  # why there is none, where one was due
+
+
+def read_run(payload: bytes) -> RunReply:
+    reader = checked(payload)
+    outputs = []
+    for _ in range(reader.u32()):
+        code = reader.u32()
+        if code not in ELEMENT_TYPES:
+            raise ProtocolError(f"an output of ONNX element type {code}")
+        dims = [reader.i64() for _ in range(reader.u32())]
+        data = reader.blob()
+        outputs.append(np.frombuffer(bytes(data), ELEMENT_TYPES[code]).reshape(dims))
+    milliseconds = float(reader.text())
+    flag = reader.u8()
+    if flag == 1:
+        return RunReply(outputs, milliseconds, bytes(reader.blob()).decode("utf-8", "replace"))
+    if flag == 2:
+        return RunReply(outputs, milliseconds, None, reader.text())
+    return RunReply(outputs, milliseconds, None)
