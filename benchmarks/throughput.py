@@ -6,6 +6,7 @@ two pipelines gave identical results.
     python benchmarks/throughput.py --ep cuda --pack 64  # on a GPU EP (reference rows only for built-in EPs)
     python benchmarks/throughput.py --ep cuda --passing  # only the cases that PASS: no pack falls back
     python benchmarks/throughput.py --ep cuda --jobs 8   # both pipelines on 8 worker processes (-j 8's windows)
+    python benchmarks/throughput.py --ep dml             # DirectML: in-process on Windows, else its runner under Wine
 
 With ``--jobs N`` both pipelines run in N spawned workers, in windows of ``--pack`` cases as ``-j N`` does; each
 worker imports everything and makes a first session on the EP (a device context) before the timing, as the
@@ -20,6 +21,7 @@ packed at least 10x the cases per second of one session per case on the CUDA EP,
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import multiprocessing
 import time
@@ -34,10 +36,12 @@ from tabulate import tabulate
 
 from conformance.cases.parse import Entry
 from conformance.cases.suite import collect
+from conformance.ep.dml_here import dml_through_wine
 from conformance.ep.execute import _providers
 from conformance.ep.pack import packable
 from conformance.ep.providers import EpSpec, is_plugin, parse_ep
 from conformance.ep.sessions import Sessions
+from conformance.ep.wine.client import Runners
 from conformance.model import Status
 from conformance.results import Result
 from conformance.run.batch import run_batch
@@ -72,8 +76,14 @@ def onnxruntime_alone(prepared: Sequence[Prepared], ep: EpSpec) -> float:
     return time.perf_counter() - start
 
 
+@functools.cache
+def _runners() -> Runners:
+    """This process's DirectML runner (under Wine), shared by every window as a worker shares it."""
+    return Runners()
+
+
 def _window(entries: Sequence[Entry], ep: EpSpec, pack: int, reuse: bool) -> tuple[list[Result], int]:
-    sessions = Sessions() if reuse else Sessions(capacity=0)
+    sessions = Sessions(runners=_runners()) if reuse else Sessions(capacity=0, runners=_runners())
     results = run_batch(entries, ep, RunOptions(pack=pack), sessions)
     for result in results:
         json.dumps(result.to_json())  # recording a result is part of the per-case cost
@@ -137,7 +147,7 @@ def main() -> None:
         one_time, one, _ = pipeline(entries, ep, 1, reuse=False, pool=pool)
     rows: list[list[object]] = []
     alone = None
-    if not is_plugin(ep) and pool is None:  # one process: against the pipelines in one process only
+    if not is_plugin(ep) and not dml_through_wine(ep) and pool is None:  # in this process, in one process only
         alone = onnxruntime_alone(prepared, ep)
         rows.append(["onnxruntime: session + run per case", alone, len(prepared) / alone, 1.0, "", ""])
     packed_time, packed, packed_sessions = pipeline(entries, ep, args.pack, reuse=True, pool=pool)

@@ -91,14 +91,14 @@ def test_an_unavailable_ep_is_an_error_not_a_cpu_run(name: str) -> None:
         pytest.skip(f"{name} is available here")
     if name == DML and sys.platform != "win32":
         pytest.skip("off Windows DirectML runs in the runner under Wine (test_wine_chain.py)")
-    with pytest.raises(ExecutionError, match=f"{name} is not available"):
+    with pytest.raises(ExecutionError, match=rf"{name} is not available"):
         execute(topk(), EpSpec(name.lower(), name))
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="DirectML is native on Windows")
 def test_dml_off_windows_without_the_chain_names_the_missing_piece(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DMLCONF_VKD3D_PROTON", raising=False)
-    with pytest.raises(ChainMissing, match="^DMLCONF_VKD3D_PROTON is not set: name a folder holding vkd3d-proton"):
+    with pytest.raises(ChainMissing, match=r"^DMLCONF_VKD3D_PROTON is not set: name a folder holding vkd3d-proton"):
         execute(topk(), parse_ep("dml"))
 
 
@@ -185,7 +185,7 @@ def test_check_placement() -> None:
     assert check_placement(records, nodes, CUDA) == dict.fromkeys(nodes, CUDA)
     with pytest.raises(NotSupported, match=r"^Relu node 'Relu_1' was placed on CPUExecutionProvider, not CUDA"):
         check_placement([*records[:1], PlacedNode("Relu_1", "Relu", CPU), records[2]], nodes, CUDA)
-    with pytest.raises(ExecutionError, match="no placement"):
+    with pytest.raises(ExecutionError, match=r"no placement"):
         check_placement([], nodes, CUDA)
     # a node onnxruntime deleted before partitioning ran nowhere; the others still prove where they ran
     assert check_placement(records[:2], nodes, CUDA) == {"Cast_0": CUDA, "Relu_1": CUDA}
@@ -199,7 +199,7 @@ def test_check_placement() -> None:
     rewritten = [PlacedNode("LayerNorm_fused", "LayerNormalization", DML)]
     with pytest.raises(ExecutionError, match=r"rewrote the lowering.*LayerNormalization node 'LayerNorm_fused'"):
         check_placement(rewritten, ("ReduceMean_0", "Sub_1"), DML, frozenset({"ReduceMean", "Sub"}))
-    with pytest.raises(NotSupported, match="placed on CPUExecutionProvider, not DmlExecutionProvider"):
+    with pytest.raises(NotSupported, match=r"placed on CPUExecutionProvider, not DmlExecutionProvider"):
         check_placement([*fused, PlacedNode("Relu_1", "Relu", CPU)], ("InstanceNormalization_0", "Relu_1"), DML)
     # the CPU EP's missing float16 Relu: onnxruntime widens it with unnamed Casts (InsertCastTransformer)
     widened = [PlacedNode("", "Cast", CPU), PlacedNode("Relu_1", "Relu", CPU), PlacedNode("", "Cast", CPU)]
@@ -215,27 +215,27 @@ def test_float16_relu_on_cpu_is_not_supported() -> None:
     x = np.array([[[1, 2, 4], [-3, 0, 3]]], np.float16)
     lowering = lower(case, {"InputTensor": x}, CPU)
     assert isinstance(lowering, Lowering)
-    with pytest.raises(NotSupported, match="no float16 kernel"):
+    with pytest.raises(NotSupported, match=r"no float16 kernel"):
         execute(lowering, parse_ep("cpu"))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("onnxruntime_ep_webgpu") is not None, reason="the package is here")
 def test_webgpu_without_its_package_is_an_error() -> None:
-    with pytest.raises(ExecutionError, match="webgpu plugin EP could not be loaded"):
+    with pytest.raises(ExecutionError, match=r"webgpu plugin EP could not be loaded"):
         execute(topk(), parse_ep("webgpu"))
 
 
 def test_a_plugin_library_that_does_not_load_is_an_error() -> None:
-    with pytest.raises(ExecutionError, match="could not be loaded"):
+    with pytest.raises(ExecutionError, match=r"could not be loaded"):
         execute(topk(), parse_ep("/nonexistent/libnot_an_ep.so"))
 
 
 def test_onnxruntime_failures_are_execution_errors() -> None:
     good = topk()
-    with pytest.raises(ExecutionError, match="could not create a CPUExecutionProvider session"):
+    with pytest.raises(ExecutionError, match=r"could not create a CPUExecutionProvider session"):
         execute(Lowering("junk", b"not a model", {}, {}, ("n",)), parse_ep("cpu"))
     wrong_shape = {"InputTensor": np.zeros((1, 1, 3, 5), np.float32)}
-    with pytest.raises(ExecutionError, match="TopK-11 failed on CPUExecutionProvider"):
+    with pytest.raises(ExecutionError, match=r"TopK-11 failed on CPUExecutionProvider"):
         execute(Lowering(good.name, good.model, wrong_shape, good.outputs, good.nodes), parse_ep("cpu"))
 
 
@@ -262,7 +262,7 @@ def test_an_ep_that_cannot_start_is_not_supported_naming_the_cpu(monkeypatch: py
 
 def test_the_cpu_ep_failing_to_start_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ort, "InferenceSession", _FailingEp)
-    with pytest.raises(ExecutionError, match="could not create a CPUExecutionProvider session"):
+    with pytest.raises(ExecutionError, match=r"could not create a CPUExecutionProvider session"):
         execute(topk(), parse_ep("cpu"))
 
 

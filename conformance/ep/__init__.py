@@ -1,9 +1,11 @@
 """Execution providers: the one stage that imports onnx and onnxruntime, so that nothing else loads them.
 
 ``providers`` names an EP (light: onnxruntime is imported by the functions that ask it); ``directml`` holds
-DirectML's options and feature level; ``graph``, ``lower`` and ``lower_mvn1`` build the ONNX model; ``execute``,
-``sessions`` and ``pack`` run it; ``placement`` proves where each node ran; ``errors`` says how a run failed (device
-lost included); ``dml_operators`` names the DML operator a model reaches; ``device`` describes the hardware.
+DirectML's options and feature level, ``dml_here`` where DirectML runs (in this process on Windows, else in
+``wine/``, the genuine DLLs in a runner under Wine + vkd3d-proton); ``graph``, ``lower`` and ``lower_mvn1`` build the
+ONNX model; ``rules`` are the session rules every session follows; ``execute``, ``sessions`` and ``pack`` run it;
+``placement`` proves where each node ran; ``errors`` says how a run failed (device lost included);
+``dml_operators`` names the DML operator a model reaches; ``device`` describes the hardware.
 
 May import: the core only.
 """

@@ -121,6 +121,15 @@ def _suspects(record: PlacedNode, lowerings: Sequence[Lowering]) -> frozenset[in
     )
 
 
+def _shared_partitions(fused: Sequence[PlacedNode]) -> list[PlacedNode]:
+    """The pack's DirectML partitions as each case records them: one entry naming the first and last partition where
+    all ran on one EP (a case's record need not list the 64 partitions of its pack), else each partition."""
+    if len(fused) < 2 or len({r.ep for r in fused}) != 1:
+        return list(fused)
+    name = f"{fused[0].name}..{fused[-1].name} ({len(fused)} partitions of the pack)"
+    return [PlacedNode(name, DML_FUSED, fused[0].ep)]
+
+
 def _own_records(records: Sequence[PlacedNode], lowerings: Sequence[Lowering]) -> list[list[PlacedNode]]:
     """The record split by case, names without their prefix.
 
@@ -131,11 +140,14 @@ def _own_records(records: Sequence[PlacedNode], lowerings: Sequence[Lowering]) -
     (``_suspects``); with several, Unattributed names them (the caller packs them apart), with none, the pack fails.
     """
     owned: list[list[PlacedNode]] = [[] for _ in lowerings]
+    count = len(lowerings)
+    fused = [r for r in records if r.op_type.startswith(DML_FUSED) and _place(r.name, count) is None]
+    shared = _shared_partitions(fused)
+    for own in owned:  # DirectML's partitions, nodes of no one case: every case's record
+        own += shared
     for record in records:
-        place = _place(record.name, len(lowerings))
+        place = _place(record.name, count)
         if place is None and record.op_type.startswith(DML_FUSED):
-            for own in owned:  # DirectML's partition, one node for the nodes of many cases: each case's record
-                own.append(record)
             continue
         if place is None:
             suspects = _suspects(record, lowerings)

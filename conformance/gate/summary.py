@@ -111,6 +111,24 @@ def _ep_line(ep: Mapping[str, Any]) -> str:
     return line
 
 
+def chain_line(chain: Mapping[str, Any]) -> str:
+    """DirectML under Wine, read bottom-up as what ran on what: "DirectML 1.15.4 (onnxruntime.dll ...) on
+    vkd3d-proton 3.0.1 on wine-8.0 on 'NVIDIA H100 80GB HBM3' (Vulkan driver ...)": Microsoft's code, then each layer
+    of translation, never a Windows driver."""
+    adapter = chain.get("adapter") or {}
+    vkd3d = chain.get("vkd3d_proton") or {}
+    device = f"'{adapter.get('description', '?')}'"
+    if chain.get("vulkan_driver"):
+        device += f" (Vulkan driver {chain['vulkan_driver']})"
+    return (
+        f"DirectML {chain.get('directml_dll') or '?'} with onnxruntime.dll {chain.get('onnxruntime_dll') or '?'}"
+        f" ({chain.get('wheel') or '?'}) on vkd3d-proton {vkd3d.get('version') or '?'} on {chain.get('wine') or 'Wine'}"
+        f" on {device}; D3D12 feature level {chain.get('d3d12_feature_level') or '?'}, shader model "
+        f"{chain.get('shader_model') or '?'}, DML feature level {chain.get('dml_feature_level') or '?'} (asked of the "
+        f"device); transport {chain.get('transport')}"
+    )
+
+
 def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """The report header: which device, which software, which EPs, which command."""
     gpus = env.get("gpus") or []
@@ -119,7 +137,11 @@ def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         ("GPU", "; ".join(_gpu_line(g) for g in gpus) if gpus else "none found (nvidia-smi / Win32_VideoController)")
     ]
     lines.append(("onnxruntime", f"{env.get('onnxruntime')} ({packages})" if packages else str(env.get("onnxruntime"))))
-    lines += [(f"EP {ep.get('label')}", _ep_line(ep)) for ep in env.get("eps") or []]
+    for ep in env.get("eps") or []:
+        lines.append((f"EP {ep.get('label')}", _ep_line(ep)))
+        chain = (ep.get("directml") or {}).get("chain")
+        if chain:
+            lines.append((f"DirectML chain of {ep.get('label')}", chain_line(chain)))
     lines.append(("platform", f"{env.get('platform')}, Python {env.get('python')}, numpy {env.get('numpy')}"))
     return tuple(lines)
 

@@ -198,15 +198,20 @@ def waived_keys(gate: Gate) -> dict[tuple[str, str], str]:
 
 
 def _gpus(environment: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(name, driver_version) of each GPU; results.json is read back from disk, so odd entries are skipped."""
+    """(name, driver_version) of each GPU, and of the adapter DirectML ran on under Wine (its Vulkan device and
+    driver: lavapipe is no GPU the OS lists); results.json is read back from disk, so odd entries are skipped."""
     gpus = environment.get("gpus")
-    if not isinstance(gpus, list):
-        return []
-    return [
+    found = [
         (gpu["name"], gpu["driver_version"])
-        for gpu in gpus
+        for gpu in (gpus if isinstance(gpus, list) else [])
         if isinstance(gpu, Mapping) and isinstance(gpu.get("name"), str) and isinstance(gpu.get("driver_version"), str)
     ]
+    for ep in environment.get("eps") or []:
+        chain = ((ep.get("directml") or {}).get("chain") or {}) if isinstance(ep, Mapping) else {}
+        adapter = chain.get("adapter") if isinstance(chain, Mapping) else None
+        if isinstance(adapter, Mapping) and isinstance(adapter.get("description"), str):
+            found.append((adapter["description"], str(chain.get("vulkan_driver") or "")))
+    return found
 
 
 def _on_this_machine(waiver: Waiver, gpus: Sequence[tuple[str, str]]) -> bool:

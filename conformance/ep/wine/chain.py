@@ -87,13 +87,14 @@ def cache_folder(environ: Mapping[str, str]) -> Path:
 
 def find_wine(environ: Mapping[str, str]) -> str:
     given = environ.get("DMLCONF_WINE")
+    path = environ.get("PATH", os.defpath)
     if given:
-        found = shutil.which(given)
+        found = shutil.which(given, path=path)
         if found is None:
             raise ChainMissing(f"DMLCONF_WINE={given}: no such program")
         return found
     for name in ("wine64", "wine"):
-        found = shutil.which(name)
+        found = shutil.which(name, path=path)
         if found is not None:
             return found
     raise ChainMissing(

@@ -89,6 +89,8 @@ def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]
     adapters = described.get("adapters") or []
     adapter = next((a for a in adapters if isinstance(a, dict) and a.get("index") == index), None)
     files = described.get("files") or {}
+    vulkan = vulkan_devices()
+    same = next((d for d in vulkan if adapter and d.get("deviceName") == adapter.get("description")), None)
     return {
         "transport": TRANSPORT,
         "wine": wine_version(chain.wine),
@@ -98,7 +100,8 @@ def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]
             "sha256": {name: _sha256(chain.vkd3d_proton / name) for name in VKD3D_DLLS},
         },
         "vulkan_driver_files": os.environ.get("VK_DRIVER_FILES") or os.environ.get("VK_ICD_FILENAMES"),
-        "vulkan_devices": vulkan_devices(),
+        "vulkan_devices": vulkan,
+        "vulkan_driver": f"{same.get('driverName', '')} {same.get('driverInfo', '')}".strip() if same else None,
         "adapter": adapter,
         "d3d12_feature_level": described.get("d3d12_feature_level"),
         "shader_model": described.get("shader_model"),

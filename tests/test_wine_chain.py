@@ -1,0 +1,125 @@
+"""DirectML for real: the genuine onnxruntime-directml DLLs in the runner under Wine + vkd3d-proton, on whatever Vulkan
+device the machine has (lavapipe in CI). Expected values come from the spec's examples (the case files' ``expected:``)
+and from the oracle; the known DirectML findings are the waiver file's, so an unexpected one fails.
+
+Skipped, with the missing piece named, where the chain is not set up (README: "DirectML on Linux"); in CI (CI=true)
+an absent chain is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.ep.wine.chain import ChainMissing, find_chain
+from conformance.ep.wine.client import Runner, RunnerDied, Runners
+
+REPO = Path(__file__).resolve().parent.parent
+SPEC_EXAMPLES = ["cases/top_k1/spec_examples.yaml", "cases/slice1/spec_examples.yaml"]
+DML = "DmlExecutionProvider"
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="DirectML is native on Windows: no Wine chain")
+
+
+@pytest.fixture(scope="module")
+def chain_ready() -> None:
+    try:
+        find_chain()
+    except ChainMissing as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must have the DirectML chain: {error}")
+        pytest.skip(f"no DirectML chain here: {error}")
+
+
+def _dmlconf(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "conformance", *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def _results(folder: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    return loaded
+
+
+def test_doctor_prints_every_link_of_the_chain(chain_ready: None) -> None:
+    done = _dmlconf("doctor")
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout + done.stderr
+    links = [line.split(":")[0].split(None, 1) for line in lines[:-1]]
+    assert [status for status, _ in links] == ["ok"] * 11
+    assert [name for _, name in links] == [
+        "Wine", "vkd3d-proton", "onnxruntime-directml", "runner", "display", "Wine prefix", "Vulkan",
+        "runner start", "D3D12 device", "DirectML device", "one-node TopK",
+    ]  # fmt: skip
+    assert "spec example 3 exact" in lines[-2] and f"on {DML}" in lines[-2]
+    assert lines[-1] == "the DirectML chain works: --ep dml runs the genuine DirectML here"
+
+
+def test_the_spec_examples_pass_on_directml(chain_ready: None, tmp_path: Path) -> None:
+    done = _dmlconf("run", *SPEC_EXAMPLES, "--ep", "dml", "--report-dir", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = _results(tmp_path)
+    assert [(r["case"].rpartition("::")[2], r["status"]) for r in found["results"]] == [
+        ("example-1", "PASS"), ("example-2-different-axis", "PASS"), ("example-3-tied-values", "PASS"),
+        ("example-4-increasing", "PASS"), ("example-1-positive-strides", "PASS"),
+        ("example-2-negative-strides", "PASS"),
+    ]  # fmt: skip
+    for result in found["results"]:  # every node DirectML's own, by onnxruntime's profile
+        assert result["placement"] and set(result["placement"].values()) == {DML}, result["case"]
+    chain = found["environment"]["eps"][0]["directml"]["chain"]
+    assert chain["transport"] == "wine+vkd3d-proton"
+    assert chain["wine"].startswith("wine-") and chain["directml_dll"].startswith("1.")
+    assert chain["dml_feature_level"] == found["environment"]["eps"][0]["target_feature_level"]
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "wine+vkd3d-proton" in summary and chain["adapter"]["description"] in summary
+
+
+def test_the_quick_selection_on_directml_has_only_known_failures(chain_ready: None, tmp_path: Path) -> None:
+    waivers = str(REPO / "reports" / "known-failures.yaml")
+    done = _dmlconf("run", "--quick", "--ep", "dml", "--waivers", waivers, "--report-dir", str(tmp_path))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    statuses = {r["status"] for r in _results(tmp_path)["results"]}
+    assert "PASS" in statuses and "ERROR" not in statuses
+
+
+def test_the_pytest_plugin_runs_directml_cases(chain_ready: None) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", SPEC_EXAMPLES[0], "--ep", "dml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "4 passed" in done.stdout
+
+
+def test_a_node_directml_does_not_take_is_named_not_run_on_the_cpu(chain_ready: None, tmp_path: Path) -> None:
+    mvn = "cases/mean_variance_normalization1/library.yaml"
+    done = _dmlconf("run", mvn, "-k", "activation[GELU-FLOAT32", "--ep", "dml", "--report-dir", str(tmp_path))
+    (result,) = _results(tmp_path)["results"]
+    assert done.returncode == 0, done.stderr  # NOT_SUPPORTED is no failure of the gate: the report says what ran where
+    assert (result["status"], result["failure_kind"]) == ("NOT_SUPPORTED", "placed_elsewhere")
+    assert result["message"] == "Gelu node 'Gelu_1' was placed on CPUExecutionProvider, not DmlExecutionProvider"
+
+
+def test_a_killed_runner_is_said_so_and_the_next_one_starts(chain_ready: None) -> None:
+    runners = Runners()
+    try:
+        runner: Runner = runners.get()
+        os.kill(runner._process.pid, signal.SIGKILL)
+        with pytest.raises(RunnerDied, match=r"^the DirectML runner \(pid \d+\) was killed by SIGKILL"):
+            runner.describe(0)
+        again = runners.get()
+        assert again is not runner and again.describe(0)["dml_feature_level"]
+    finally:
+        runners.close()
