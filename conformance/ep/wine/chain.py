@@ -227,8 +227,10 @@ def _stage(runner: Path, wheel: Path, vkd3d: Path, cache: Path) -> Path:
 
 
 def ensure_prefix(wine: str, prefix: Path, environ: Mapping[str, str]) -> None:
-    """A Wine prefix at ``prefix``: one that is there is used as it is; else ``wineboot -i`` makes it (seconds)."""
-    if (prefix / "system.reg").is_file():
+    """A Wine prefix at ``prefix``: one that is there is used as it is; else ``wineboot -i`` makes it (seconds).
+    A prefix is there once it has ``drive_c``: wineserver writes the registry files (system.reg) only later, when it
+    exits, so a prefix made a moment ago may not have them yet."""
+    if (prefix / "drive_c").is_dir():
         return
     prefix.parent.mkdir(parents=True, exist_ok=True)
     env = dict(environ) | {"WINEPREFIX": str(prefix), "WINEDLLOVERRIDES": "mscoree,mshtml=", "WINEDEBUG": "-all"}
@@ -239,7 +241,7 @@ def ensure_prefix(wine: str, prefix: Path, environ: Mapping[str, str]) -> None:
         )
     except subprocess.TimeoutExpired:
         raise ChainMissing(f"wineboot -i did not finish in {_WINEBOOT_SECONDS} s making the prefix {prefix}") from None
-    if done.returncode != 0 or not (prefix / "system.reg").is_file():
+    if done.returncode != 0 or not (prefix / "drive_c").is_dir():
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise ChainMissing(f"wineboot could not make the Wine prefix {prefix}: {last}")
 

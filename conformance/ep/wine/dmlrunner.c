@@ -75,6 +75,7 @@ enum {
   SLOT_ReleaseSessionOptions = 100,
   SLOT_SessionEndProfiling = 110,
   SLOT_AddSessionConfigEntry = 130,
+  SLOT_GetExecutionProviderApi = 195,
   SLOT_SessionOptionsAppendExecutionProvider = 216,
 };
 
@@ -105,6 +106,12 @@ typedef OrtStatus *(__stdcall *SessionEndProfiling_t)(OrtSession *, OrtAllocator
 typedef OrtStatus *(__stdcall *AddSessionConfigEntry_t)(OrtSessionOptions *, const char *, const char *);
 typedef OrtStatus *(__stdcall *AppendExecutionProvider_t)(OrtSessionOptions *, const char *, const char *const *,
                                                           const char *const *, size_t);
+typedef OrtStatus *(__stdcall *GetExecutionProviderApi_t)(const char *, uint32_t, const void **);
+/* OrtDmlApi (dml_provider_factory.h): its first two entries, SessionOptionsAppendExecutionProvider_DML and _DML1. */
+typedef struct {
+  OrtStatus *(__stdcall *AppendDML)(OrtSessionOptions *, int device_id);
+  OrtStatus *(__stdcall *AppendDML1)(OrtSessionOptions *, void *dml_device, ID3D12CommandQueue *queue);
+} OrtDmlApi_;
 
 static void *const *ort;  /* the OrtApi table */
 #define ORT(name) ((name##_t)ort[SLOT_##name])
@@ -293,6 +300,53 @@ static void module_version(const char *module, char *text, size_t size) {
   free(block);
 }
 
+/* A D3D12 device on DXGI adapter ``index`` (as onnxruntime's device_id path makes one: feature level 11_0); the
+ * adapter is returned too where ``adapter`` is given. The HRESULT says why there is none. */
+static HRESULT make_device(UINT index, IDXGIAdapter1 **adapter, ID3D12Device **device) {
+  HMODULE dxgi = LoadLibraryA("dxgi.dll"), d3d = LoadLibraryA("d3d12.dll");
+  CreateDXGIFactory1_t cf = dxgi ? (CreateDXGIFactory1_t)GetProcAddress(dxgi, "CreateDXGIFactory1") : NULL;
+  D3D12CreateDevice_t create = d3d ? (D3D12CreateDevice_t)GetProcAddress(d3d, "D3D12CreateDevice") : NULL;
+  IDXGIFactory1 *factory = NULL;
+  IDXGIAdapter1 *found = NULL;
+  HRESULT hr = cf && create ? cf(&IID_IDXGIFactory1, (void **)&factory) : E_NOINTERFACE;
+  if (SUCCEEDED(hr)) hr = IDXGIFactory1_EnumAdapters1(factory, index, &found);
+  if (SUCCEEDED(hr)) hr = create((IUnknown *)found, D3D_FEATURE_LEVEL_11_0, &IID_ID3D12Device, (void **)device);
+  if (factory) IDXGIFactory1_Release(factory);
+  if (found && adapter && SUCCEEDED(hr)) *adapter = found;
+  else if (found) IDXGIAdapter1_Release(found);
+  return hr;
+}
+
+/* One D3D12 device, direct queue and DirectML device per adapter for the runner's life, handed to every session
+ * (SessionOptionsAppendExecutionProvider_DML1): a device per session, as the provider-options path makes them,
+ * exhausted NVIDIA's driver under vkd3d-proton after about 250 sessions (887A0004 from every later one). */
+typedef struct { int adapter; ID3D12Device *device; ID3D12CommandQueue *queue; void *dml; } Shared;
+static Shared shared[8];
+
+static const Shared *shared_device(int index, char *why, size_t size) {
+  Shared *slot = NULL;
+  for (int i = 0; i < 8 && !slot; i++)
+    if (shared[i].dml && shared[i].adapter == index) return &shared[i];
+  for (int i = 0; i < 8 && !slot; i++)
+    if (!shared[i].dml) slot = &shared[i];
+  if (!slot) { snprintf(why, size, "too many adapters"); return NULL; }
+  D3D12_COMMAND_QUEUE_DESC desc = {0};
+  desc.Type = D3D12_COMMAND_LIST_TYPE_DIRECT;
+  HMODULE dml = LoadLibraryA("DirectML.dll");
+  DMLCreateDevice_t dcd = dml ? (DMLCreateDevice_t)GetProcAddress(dml, "DMLCreateDevice") : NULL;
+  HRESULT hr = make_device((UINT)index, NULL, &slot->device);
+  if (FAILED(hr)) { snprintf(why, size, "D3D12CreateDevice on adapter %d failed: HRESULT 0x%08lx", index, (unsigned long)hr); return NULL; }
+  hr = ID3D12Device_CreateCommandQueue(slot->device, &desc, &IID_ID3D12CommandQueue, (void **)&slot->queue);
+  if (SUCCEEDED(hr)) hr = dcd ? dcd(slot->device, 0, &IID_IDMLDevice_, &slot->dml) : E_NOINTERFACE;
+  if (FAILED(hr)) {
+    snprintf(why, size, "the DirectML device on adapter %d could not be made: HRESULT 0x%08lx", index, (unsigned long)hr);
+    slot->dml = NULL;
+    return NULL;
+  }
+  slot->adapter = index;
+  return slot;
+}
+
 static const char *d3d_level_text(D3D_FEATURE_LEVEL level) {
   switch ((int)level) {
     case 0xc200: return "12_2";
@@ -352,10 +406,8 @@ static void describe(Frame *f) {
 
   ID3D12Device *device = NULL;
   if (any) {
-    HMODULE d3d = LoadLibraryA("d3d12.dll");
-    D3D12CreateDevice_t create = d3d ? (D3D12CreateDevice_t)GetProcAddress(d3d, "D3D12CreateDevice") : NULL;
     double t = now_ms();
-    HRESULT hr = create ? create((IUnknown *)chosen, D3D_FEATURE_LEVEL_11_0, &IID_ID3D12Device, (void **)&device) : E_FAIL;
+    HRESULT hr = make_device(index, NULL, &device);
     json_num(&j, "d3d12_create_ms", now_ms() - t, &first);
     if (FAILED(hr)) {
       snprintf(text, sizeof text, "D3D12CreateDevice failed: HRESULT 0x%08lx", (unsigned long)hr);
@@ -461,10 +513,21 @@ static void open_session(Frame *f) {
   if (threads && ort_failed(((SetInt_t)ort[SLOT_SetIntraOpNumThreads])(so, (int)threads), ST_ORT)) goto done;
   for (uint32_t i = 0; i < n_config; i++)
     if (ort_failed(ORT(AddSessionConfigEntry)(so, config[2 * i], config[2 * i + 1]), ST_ORT)) goto done;
-  if (ort_failed(((AppendExecutionProvider_t)ort[SLOT_SessionOptionsAppendExecutionProvider])(
-                     so, "DML", (const char *const *)keys, (const char *const *)values, n_options),
-                 ST_EP))
-    goto done;
+  if (n_options == 1 && !strcmp(keys[0], "device_id")) { /* the adapter alone: the runner's shared device */
+    char why[160];
+    const OrtDmlApi_ *dml_api = NULL;
+    const Shared *device = shared_device(atoi(values[0]), why, sizeof why);
+    if (!device) { send_error(ST_EP, why); goto done; }
+    if (ort_failed(((GetExecutionProviderApi_t)ort[SLOT_GetExecutionProviderApi])("DML", RUNNER_ORT_API_VERSION,
+                                                                                  (const void **)&dml_api),
+                   ST_EP) ||
+        ort_failed(dml_api->AppendDML1(so, device->dml, device->queue), ST_EP))
+      goto done;
+  } else if (ort_failed(((AppendExecutionProvider_t)ort[SLOT_SessionOptionsAppendExecutionProvider])(
+                            so, "DML", (const char *const *)keys, (const char *const *)values, n_options),
+                        ST_EP)) {
+    goto done; /* other options (a preference, a filter, metacommands off): the EP makes its own device */
+  }
   if (ort_failed(ORT(CreateSessionFromArray)(env, model, (size_t)model_size, so, &session), ST_ORT)) goto done;
   slots[slot].session = session;
   slots[slot].profiled = 0;

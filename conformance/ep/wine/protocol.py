@@ -7,7 +7,8 @@ a string is a u32 length and UTF-8 bytes; a blob is a u64 length and bytes.
 
 - ready (sent by the runner once started, unasked): ok, the onnxruntime version string.
 - describe (1): u32 adapter index -> ok, a JSON object (adapters, D3D12 device, DirectML feature level, DLL versions).
-- open (2): blob model, u32 n + n (key, value) EP options, u32 n + n (key, value) config entries, u32 graph
+- open (2): blob model, u32 n + n (key, value) EP options (``device_id`` alone: the runner's shared device for that
+  adapter; else onnxruntime's provider-options path), u32 n + n (key, value) config entries, u32 graph
   optimization level, u32 intra-op threads (0: default) -> ok, u32 session.
 - run (3): u32 session, u32 n + n inputs (string name, u32 ONNX element type, u32 rank, rank x i64 dims, blob
   bytes), u32 n + n output names -> ok, u32 n + n outputs (u32 type, u32 rank, dims, blob), string run

@@ -1,11 +1,12 @@
 """Sessions in the DirectML runner, opened with the rules every session follows (rules.py) and refused in the same
 words as in-process sessions; where their nodes ran is read from the profile of each session's first run.
 
-The EP is appended as onnxruntime-directml's Python API appends it, through the C API's generic
-``SessionOptionsAppendExecutionProvider("DML", options)`` (DMLProviderFactoryCreator::CreateFromProviderOptions),
-with one difference: where the options pick no adapter (no ``device_id``, ``performance_preference`` or
-``device_filter``), ``device_id=0`` is named, because onnxruntime then enumerates adapters through DXCore, which Wine
-does not have; ``device_id`` takes DXGI's adapter of that index, the one ``describe`` describes.
+Where the options pick no adapter (no ``device_id``, ``performance_preference`` or ``device_filter``), ``device_id=0``
+is named, because onnxruntime would enumerate adapters through DXCore, which Wine does not have; ``device_id`` takes
+DXGI's adapter of that index, the one ``describe`` describes. With ``device_id`` alone the runner hands every session
+its one device for that adapter (``SessionOptionsAppendExecutionProvider_DML1``); with other options it appends the EP
+as onnxruntime-directml's Python API does, through ``SessionOptionsAppendExecutionProvider("DML", options)``, which
+makes a device per session (dmlrunner.c says why the shared device is the default).
 """
 
 from __future__ import annotations
