@@ -8,11 +8,13 @@ an absent chain is a failure, never a skip.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +125,24 @@ def test_a_killed_runner_is_said_so_and_the_next_one_starts(chain_ready: None) -
         assert again is not runner and again.describe(0)["dml_feature_level"]
     finally:
         runners.close()
+
+
+def _ended(pid: int) -> bool:
+    """The process is gone, or a zombie waiting to be reaped: it ran to its end."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    except OSError:
+        return True
+    return "\nState:\tZ" in status
+
+
+def test_a_runner_nobody_holds_ends(chain_ready: None) -> None:
+    runner = Runner(find_chain())
+    pid = runner._process.pid
+    assert not _ended(pid)
+    del runner
+    gc.collect()
+    deadline = time.monotonic() + 30
+    while not _ended(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _ended(pid)  # its stdin was closed with it: the runner saw the end of its input and exited

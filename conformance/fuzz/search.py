@@ -34,6 +34,7 @@ from conformance.cases.load import Document, load_document
 from conformance.cases.parse import Entry, parse_document
 from conformance.cases.validate import validate
 from conformance.ep.providers import EpSpec
+from conformance.ep.sessions import Sessions
 from conformance.fuzz import strategies as fuzz_strategies
 from conformance.model import Case, Operator, Status
 from conformance.problems import first_line
@@ -97,6 +98,8 @@ class _Search:
     ep: EpSpec
     options: RunOptions
     shrink_examples: int = SHRINK_EXAMPLES
+    # each candidate in a session of its own (none kept), in one DirectML runner for the whole search where needed
+    sessions: Sessions = field(default_factory=lambda: Sessions(capacity=0))
     examples: int = 0
     shrunk: int = 0  # candidates run since the first failure
     signature: tuple[Status, str | None] | None = None
@@ -119,7 +122,7 @@ class _Search:
         problems = validate(entry, self.options.max_elements) if isinstance(entry, Case) else []
         if problems:
             raise AssertionError(f"the strategy drew an invalid case: {problems[0]}")
-        result = run_entry(entry, self.ep, self.options)
+        result = run_entry(entry, self.ep, self.options, self.sessions)
         self.examples += 1
         signature = (result.status, result.failure_kind)
         if result.status in FAILING and self.signature in (None, signature):
@@ -166,6 +169,15 @@ def fuzz(
     start = time.monotonic()
     options = RunOptions()
     search = _Search(operator, ep, options, shrink_examples)
+    try:
+        return _search(search, seconds, seed, special, out_dir, start)
+    finally:
+        search.sessions.runners.close()
+
+
+def _search(search: _Search, seconds: float, seed: int, special: bool, out_dir: str, start: float) -> FuzzOutcome:
+    """The search's batches until a mismatch or the time is up; the mismatch written and run again."""
+    operator, ep, options, shrink_examples = search.operator, search.ep, search.options, search.shrink_examples
     batch = 0
     while time.monotonic() - start < seconds:
         if _batch(search, seed * 1_000_003 + batch, special):
@@ -177,7 +189,7 @@ def fuzz(
     command = fuzz_command(operator, ep, seconds, seed, special, shrink_examples)
     path = _write_found(operator, ep, search.failing, out_dir, f"seed{seed}{'-special' if special else ''}", command)
     found = search.failing[1]
-    again = run_entry(read_case(path), ep, options)
+    again = run_entry(read_case(path), ep, options, search.sessions)
     reproduced = (again.status, again.failure_kind) == (found.status, found.failure_kind)
     reproduce = _reproduce(path, ep)
     return FuzzOutcome(search.examples, elapsed, search.shrunk, found, path, reproduced, again, reproduce)

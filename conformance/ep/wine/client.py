@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -63,6 +64,15 @@ def _how_it_ended(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+def _copy_stderr(stream: IO[bytes] | None, tail: collections.deque[str]) -> None:
+    """The runner's stderr to ours as it comes (in a worker, the file its supervisor reads), its last lines kept."""
+    assert stream is not None
+    for raw in iter(stream.readline, b""):
+        tail.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        with contextlib.suppress(OSError):  # nowhere to copy to: the tail is still kept
+            os.write(2, raw)
+
+
 class Runner:
     """One dmlrunner.exe process. Not thread-safe: one request at a time."""
 
@@ -83,19 +93,16 @@ class Runner:
         assert self._process.stdin is not None and self._process.stdout is not None
         self._stdin: IO[bytes] = self._process.stdin
         self._stdout: IO[bytes] = self._process.stdout
-        self._drain = threading.Thread(target=self._copy_stderr, name="dmlrunner-stderr", daemon=True)
+        # A Runner nobody holds closes the runner's input, which ends it: its Popen would keep the pipe open (a
+        # dropped Popen still running stays in subprocess's list to be reaped).
+        weakref.finalize(self, self._stdin.close)
+        # The thread holds the stream and the tail, not this object, so that a Runner nobody holds is collected.
+        self._drain = threading.Thread(
+            target=_copy_stderr, args=(self._process.stderr, self._tail), name="dmlrunner-stderr", daemon=True
+        )
         self._drain.start()
         self.onnxruntime = protocol.checked(self._reply(start_seconds)).text()
         self.start_seconds = time.perf_counter() - started
-
-    def _copy_stderr(self) -> None:
-        stream = self._process.stderr
-        assert stream is not None
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            self._tail.append(line)
-            with contextlib.suppress(OSError):  # nowhere to copy to: the tail is still kept
-                os.write(2, raw)
 
     @property
     def alive(self) -> bool:
