@@ -23,7 +23,7 @@ from conformance.run.options import RunOptions
 from conformance.run.runner import run_entry
 
 
-def _k_over_one_fails(entry: Entry, ep: object, options: RunOptions) -> Result:
+def _k_over_one_fails(entry: Entry, ep: object, options: RunOptions, sessions: object = None) -> Result:
     """A stand-in EP that gets every K > 1 wrong; validity is still checked for real."""
     assert isinstance(entry, Case) and not validate(entry)
     result = Result(entry.id, entry.operator.value, "cpu", Status.PASS)
@@ -67,7 +67,7 @@ def test_shrinking_stops_at_its_budget_and_the_file_still_reproduces(
 def test_every_draw_is_valid_and_runs(tmp_path: Path, operator: Operator, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Status] = []
 
-    def run_and_record(entry: Entry, ep: object, options: RunOptions) -> Result:
+    def run_and_record(entry: Entry, ep: object, options: RunOptions, sessions: object = None) -> Result:
         assert isinstance(entry, Case) and not validate(entry)
         result = run_entry(entry, parse_ep("cpu"), options)
         seen.append(result.status)
