@@ -140,14 +140,11 @@ def _own_records(records: Sequence[PlacedNode], lowerings: Sequence[Lowering]) -
     (``_suspects``); with several, Unattributed names them (the caller packs them apart), with none, the pack fails.
     """
     owned: list[list[PlacedNode]] = [[] for _ in lowerings]
-    count = len(lowerings)
-    fused = [r for r in records if r.op_type.startswith(DML_FUSED) and _place(r.name, count) is None]
-    shared = _shared_partitions(fused)
-    for own in owned:  # DirectML's partitions, nodes of no one case: every case's record
-        own += shared
+    fused: list[PlacedNode] = []  # DirectML's partitions, nodes of no one case: every case's record
     for record in records:
-        place = _place(record.name, count)
+        place = _place(record.name, len(lowerings))
         if place is None and record.op_type.startswith(DML_FUSED):
+            fused.append(record)
             continue
         if place is None:
             suspects = _suspects(record, lowerings)
@@ -156,7 +153,8 @@ def _own_records(records: Sequence[PlacedNode], lowerings: Sequence[Lowering]) -
                 raise Unattributed(message, suspects)
             (place,) = suspects
         owned[place].append(replace(record, name=record.name.removeprefix(prefix(place))))
-    return owned
+    shared = _shared_partitions(fused)
+    return [shared + own for own in owned]
 
 
 def unpack(

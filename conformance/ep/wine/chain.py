@@ -246,18 +246,16 @@ def ensure_prefix(wine: str, prefix: Path, environ: Mapping[str, str]) -> None:
         raise ChainMissing(f"wineboot could not make the Wine prefix {prefix}: {last}")
 
 
-def find_chain(environ: Mapping[str, str] | None = None, prepare: bool = True) -> Chain:
-    """Every piece found, and (``prepare``) the runner built, the folder staged and the prefix made; ChainMissing
-    naming the first piece that is not there. Without ``prepare`` nothing is downloaded, built or made."""
+def find_chain(environ: Mapping[str, str] | None = None) -> Chain:
+    """Every piece found, the runner built, the folder staged and the prefix made; ChainMissing naming the first
+    piece that is not there."""
     env = os.environ if environ is None else environ
     cache = cache_folder(env)
     wine = find_wine(env)
     vkd3d = find_vkd3d_proton(env)
     display = find_display(env)
-    wheel = find_wheel(env, cache, download=prepare)
+    wheel = find_wheel(env, cache, download=True)
     prefix = Path(env.get("WINEPREFIX") or cache / "wine-prefix")
-    if not prepare:
-        return Chain(wine, vkd3d, wheel, display, prefix, cache / "staged")
     runner = build_runner(cache)
     folder = _stage(runner, wheel, vkd3d, cache)
     ensure_prefix(wine, prefix, env)

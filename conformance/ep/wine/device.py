@@ -30,16 +30,9 @@ _VERSION_TEXT = re.compile(rb"\x00(\d+\.\d+\.\d+)\x00")
 VULKAN_FIELDS = ("deviceName", "driverName", "driverInfo", "driverVersion", "apiVersion", "deviceType")
 
 
-def _output(command: list[str], env: Mapping[str, str] | None = None) -> str:
+def _output(command: list[str]) -> str:
     try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=_QUERY_SECONDS,
-            check=False,
-            env=None if env is None else dict(env),
-        )
+        done = subprocess.run(command, capture_output=True, text=True, timeout=_QUERY_SECONDS, check=False)
     except (OSError, subprocess.SubprocessError) as error:
         log.debug("%s: %s", command[0], error)
         return ""

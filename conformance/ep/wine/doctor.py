@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from conformance.ep.graph import GraphBuilder
+from conformance.ep.providers import parse_ep
 from conformance.ep.wine import chain as parts
 from conformance.ep.wine.client import Runner, RunnerDied
 from conformance.ep.wine.device import chain_identity, vkd3d_proton_version, vulkan_devices, wine_version
 from conformance.ep.wine.protocol import ProtocolError, Refused
-from conformance.ep.wine.session import RunnerSession
+from conformance.ep.wine.session import open_model
 
 # DML_TOP_K1's example 3 (the spec page): ties take the lower index first.
 _TOPK_INPUT = np.array([[[[1, 2, 2, 3], [3, 4, 5, 5], [6, 6, 6, 6]]]], np.float32)
@@ -57,9 +58,8 @@ def _topk_model() -> bytes:
 
 
 def _topk(runner: Runner) -> str:
-    config = {"session.disable_cpu_ep_fallback": "1"}
     start = time.perf_counter()
-    session = RunnerSession(runner, runner.open(_topk_model(), {"device_id": "0"}, config, 2, 0))
+    session = open_model(runner, _topk_model(), parse_ep("dml"), strict=True)  # as a run opens its sessions
     values, indices = session.run(["V", "I"], {"X": _TOPK_INPUT})
     seconds = time.perf_counter() - start
     if not (np.array_equal(values, _TOPK_VALUES) and np.array_equal(indices, _TOPK_INDICES)):

@@ -90,11 +90,15 @@ def _config(ep: EpSpec, strict: bool) -> dict[str, str]:
     return config_entries(ep, strict) | {DISABLE_OPTIMIZERS: ";".join(KEEP_NODES)}
 
 
-def _open(runner: Runner, lowering: Lowering, ep: EpSpec, strict: bool, threads: int | None) -> RunnerSession:
-    number = runner.open(
-        lowering.model, provider_options(ep), _config(ep, strict), optimization_level(ep), threads or 0
-    )
+def open_model(runner: Runner, model: bytes, ep: EpSpec, strict: bool, threads: int | None = None) -> RunnerSession:
+    """A session of ``model`` in ``runner`` under the session rules (``strict``: CPU fallback disabled);
+    protocol.Refused where the EP or onnxruntime refused it."""
+    number = runner.open(model, provider_options(ep), _config(ep, strict), optimization_level(ep), threads or 0)
     return RunnerSession(runner, number)
+
+
+def _open(runner: Runner, lowering: Lowering, ep: EpSpec, strict: bool, threads: int | None) -> RunnerSession:
+    return open_model(runner, lowering.model, ep, strict, threads)
 
 
 def _diagnose(runner: Runner, lowering: Lowering, ep: EpSpec, text: str, threads: int | None) -> Exception:
