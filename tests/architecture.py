@@ -1,7 +1,7 @@
 """The package's dependency rule, read from the code itself: each stage subpackage's ``__init__`` docstring says what
 it may import ("May import: the core, cases, ep."), and every import in the package is checked against it: import
 statements at module level, in a function or under TYPE_CHECKING, and ``importlib.import_module``/``__import__``
-calls naming a module. Shared by test_architecture.py and the README's package table."""
+calls naming a module. Shared by test_architecture.py and the package table of docs/architecture.md."""
 
 from __future__ import annotations
 
@@ -220,11 +220,12 @@ def purpose(root: Path, stage_name: str) -> str:
 
 
 def layout_rows(root: Path) -> list[str]:
-    """The README's package table, one row per stage, in the pipeline's order: what it does, what it may import."""
+    """docs/architecture.md's package table, one row per stage, in the pipeline's order: what it does, what it may
+    import (each package linked relative to docs/)."""
     found = rules(root)
     rows = []
     for name in PIPELINE:
         rule = found.allowed[name]
         may = "anything; nothing imports it" if rule is None else ", ".join(sorted(rule - {CORE})) or "the core only"
-        rows.append(f"| [`{name}/`](conformance/{name}/) | {purpose(root, name)} | {may} |")
+        rows.append(f"| [`{name}/`](../conformance/{name}/) | {purpose(root, name)} | {may} |")
     return rows

@@ -1,8 +1,8 @@
 """The spec's constraints, checked at the case's feature level, as one-line problems.
 
-Each rule quotes the sentence of ../shared/spec it enforces and cites that sentence's clause id
+Each rule quotes the sentence of the spec (reference/spec/) it enforces and cites that sentence's clause id
 (reference/clauses/), so a negative case's problem names the clause it covers. Decisions where the
-spec is ambiguous are marked DECISION and documented in the README ("Spec decisions").
+spec is ambiguous are marked DECISION and documented in docs/tolerances.md#spec-decisions.
 """
 
 from __future__ import annotations
