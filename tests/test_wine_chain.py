@@ -2,8 +2,8 @@
 device the machine has (lavapipe in CI). Expected values come from the spec's examples (the case files' ``expected:``)
 and from the oracle; the known DirectML findings are the waiver file's, so an unexpected one fails.
 
-Skipped, with the missing piece named, where the chain is not set up (docs/directml-on-linux.md#setting-it-up); in CI (CI=true)
-an absent chain is a failure, never a skip.
+Skipped, with the missing piece named, where the chain is not set up (docs/directml-on-linux.md#setting-it-up); in
+CI (CI=true) an absent chain is a failure, never a skip.
 """
 
 from __future__ import annotations
