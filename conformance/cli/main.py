@@ -91,7 +91,8 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
             "merge_command",
         ),
         "fuzz": Command(
-            "random valid cases on an EP; a mismatch is shrunk to a case file",
+            "random valid cases on an EP; a mismatch is shrunk to a case file under reports/fuzz/ (review it, then "
+            "copy it to cases/found/)",
             (),
             "conformance.cli.fuzz",
             "fuzz_command",

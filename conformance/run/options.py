@@ -369,9 +369,10 @@ OPTIONS: Mapping[str, Option] = _options(
     ),
     Option(
         ("--out",),
-        "where a minimal case goes (default: cases/found)",
+        "where a minimal case goes (default: reports/fuzz); review it, then copy it to cases/found/ to keep it as a "
+        "regression test that every run reads",
         frozenset({_FUZZ}),
-        default="cases/found",
+        default="reports/fuzz",
         metavar="DIR",
     ),
     Option(
