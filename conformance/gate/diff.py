@@ -101,7 +101,7 @@ class RunDiff:
     new_cases: tuple[Result, ...]
     removed_cases: tuple[Result, ...]
     metric_drift: tuple[Drift, ...]
-    compared: int  # (case, EP) pairs found in both runs
+    compared: int  # (case, EP) pairs found in both runs (cases, by case)
     environment: tuple[EnvChange, ...] | None = None  # None: the environments were not given, so not compared
     inputs_differ: tuple[Changed, ...] = ()
     by_case: bool = False  # paired by case alone (one EP a side), not by (case, EP)
@@ -213,10 +213,15 @@ def _ep_device(record: Mapping[str, Any]) -> str:
     if chain:
         return f"through {chain.get('transport') or 'Wine'} on {adapter or '?'}"
     devices = [
-        f"{d.get('type') or '?'} {int(d.get('vendor_id') or 0):04x}:{int(d.get('device_id') or 0):04x}"
+        f"{d.get('type') or '?'} {_pci_id(d.get('vendor_id'))}:{_pci_id(d.get('device_id'))}"
         for d in record.get("devices") or []
     ]
     return f"on {'; '.join(devices)}" if devices else ""
+
+
+def _pci_id(value: object) -> str:
+    """A PCI id as lspci writes it (10de); a value that is not a number, as the file holds it."""
+    return f"{value:04x}" if isinstance(value, int) and not isinstance(value, bool) else str(value or "?")
 
 
 def _described(label: str, record: Mapping[str, Any] | None) -> str:
