@@ -137,7 +137,9 @@ def test_console_report(diff: RunDiff) -> None:
     assert "drift-up [dml] FAIL: max_ulp_error 3 → 7" in text
     assert "added [dml]: now FAIL (values)" in text and "removed [dml]: was PASS" in text
     assert "environment: GPU, driver" in text  # the same environment on both sides
-    assert text.endswith("==") and "== REGRESSED: regressions 3, fixes 1," in text
+    # The verdict says why: the three status regressions and the case the new run lost.
+    assert text.endswith("==")
+    assert "== REGRESSED (3 regression(s), 1 removed result(s)): regressions 3, fixes 1," in text
 
 
 def test_reports_cap_long_lists() -> None:
@@ -158,7 +160,8 @@ def test_markdown_escapes_cells(diff: RunDiff) -> None:
     # Every pipe inside a cell is escaped: the row keeps its 6 columns (7 unescaped pipes).
     assert row.replace("\\|", "").count("|") == 7
     assert "first \\| line" in row and "second line" not in row and "`dmlconf run a \\| b`" in row
-    assert markdown.startswith("# DirectML conformance diff\n") and "**REGRESSED**" in markdown
+    assert markdown.startswith("# DirectML conformance diff\n")
+    assert "**REGRESSED (3 regression(s), 1 removed result(s))**" in markdown
 
 
 def test_committed_run_with_one_injected_regression() -> None:

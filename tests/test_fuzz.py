@@ -13,14 +13,26 @@ from hypothesis import find, settings
 from conformance.cases.load import load_document
 from conformance.cases.parse import Entry
 from conformance.cases.validate import validate
+from conformance.cli.main import main
 from conformance.ep.providers import parse_ep
 from conformance.fuzz import search as fuzz_module
 from conformance.fuzz import strategies as fuzz_strategies
+from conformance.fuzz.level import lowest_feature_level
 from conformance.fuzz.search import fuzz, read_case
 from conformance.model import Case, Operator, Status, TopK1Desc
 from conformance.results import Result
 from conformance.run.options import RunOptions
 from conformance.run.runner import run_entry
+
+
+def _mvn(channels: int) -> str:
+    """A 4-D MEAN_VARIANCE_NORMALIZATION1 of 3 channels whose scale and bias have ``channels`` channels."""
+    data = [1.0] * channels
+    return (
+        "InputTensor: {Sizes: [1, 3, 1, 2], DataType: FLOAT32, Data: [1, 2, 3, 4, 5, 6]}\n  Axes: [2, 3]\n"
+        f"  ScaleTensor: {{Sizes: [1, {channels}, 1, 1], DataType: FLOAT32, Data: {data}}}\n"
+        f"  BiasTensor: {{Sizes: [1, {channels}, 1, 1], DataType: FLOAT32, Data: {data}}}"
+    )
 
 
 def _k_over_one_fails(entry: Entry, ep: object, options: RunOptions, sessions: object = None) -> Result:
@@ -92,3 +104,94 @@ def test_a_drawn_nan_has_the_bits_its_written_file_loads_as(tmp_path: Path) -> N
     )
     nans = {struct.pack("<d", v) for v in case["InputTensor"]["Data"] if math.isnan(v)}
     assert nans == {struct.pack("<d", loaded)}
+
+
+def _rank_four_fails(entry: Entry, ep: object, options: RunOptions, sessions: object = None) -> Result:
+    """A stand-in EP that gets every 4-D TOP_K1 wrong: what it finds needs no more than 4-D tensors."""
+    assert isinstance(entry, Case) and not validate(entry) and isinstance(entry.descriptor, TopK1Desc)
+    result = Result(entry.id, entry.operator.value, "cpu", Status.PASS)
+    if len(entry.descriptor.input.sizes) == 4:
+        return replace(result, status=Status.FAIL, failure_kind="values", message="4-D is wrong")
+    return result
+
+
+def _file_level(path: str) -> str:
+    return str(load_document(path).data["feature_level"])
+
+
+def test_a_finding_is_tagged_with_the_lowest_feature_level_that_admits_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TOP_K1 "was introduced in DML_FEATURE_LEVEL_2_1", whose tensor support table lists DimensionCount 4 only;
+    # 1 to 8 from 3_1. A 4-D finding runs from 2_1 on, anything else from 3_1.
+    monkeypatch.setattr(fuzz_module, "run_entry", _rank_four_fails)
+    outcome = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=3, out_dir=str(tmp_path), shrink_examples=50)
+    assert outcome.case_file is not None and outcome.reproduced
+    entry = read_case(outcome.case_file)
+    assert isinstance(entry, Case) and len(entry.descriptor.input.sizes) == 4
+    assert _file_level(outcome.case_file) == "2_1"
+    assert outcome.feature_level == "2_1"
+    monkeypatch.setattr(fuzz_module, "run_entry", _k_over_one_fails)
+    outcome = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=7, out_dir=str(tmp_path), shrink_examples=10_000)
+    assert outcome.case_file is not None
+    entry = read_case(outcome.case_file)
+    assert isinstance(entry, Case)
+    assert _file_level(outcome.case_file) == ("2_1" if len(entry.descriptor.input.sizes) == 4 else "3_1")
+
+
+@pytest.mark.parametrize(
+    ("operator", "descriptor", "level"),
+    [
+        # Each expected level is read off the spec pages (reference/spec/), not computed by the harness.
+        (
+            "TOP_K1",
+            "InputTensor: {Sizes: [1, 1, 2, 3], DataType: FLOAT32, Data: [1, 2, 3, 4, 5, 6]}\n  Axis: 3\n  K: 1",
+            "2_1",
+        ),
+        ("TOP_K1", "InputTensor: {Sizes: [2, 3], DataType: UINT8, Data: [1, 2, 3, 4, 5, 6]}\n  Axis: 1\n  K: 2", "3_1"),
+        # SLICE1: DimensionCount "between 1 and 8 ... starting from DML_FEATURE_LEVEL_3_0; earlier ... 4 or 5".
+        (
+            "SLICE1",
+            "InputTensor: {Sizes: [1, 1, 1, 1, 3], DataType: INT32, Data: [1, 2, 3]}\n"
+            "  InputWindowOffsets: [0, 0, 0, 0, 1]\n  InputWindowSizes: [1, 1, 1, 1, 2]\n"
+            "  InputWindowStrides: [1, 1, 1, 1, 1]",
+            "2_1",
+        ),
+        (
+            "SLICE1",
+            "InputTensor: {Sizes: [3], DataType: INT32, Data: [1, 2, 3]}\n"
+            "  InputWindowOffsets: [1]\n  InputWindowSizes: [2]\n  InputWindowStrides: [-1]",
+            "3_0",
+        ),
+        # MEAN_VARIANCE_NORMALIZATION1: 4-D from 2_1, 1 to 8 dimensions from 3_1; below 4_0 ScaleTensor and
+        # BiasTensor are { ScaleBatchCount, ChannelCount, ScaleHeight, ScaleWidth }: the channel is not broadcast.
+        ("MEAN_VARIANCE_NORMALIZATION1", _mvn(3), "2_1"),
+        ("MEAN_VARIANCE_NORMALIZATION1", _mvn(1), "4_0"),
+        (
+            "MEAN_VARIANCE_NORMALIZATION1",
+            "InputTensor: {Sizes: [2, 3], DataType: FLOAT32, Data: [1, 2, 3, 4, 5, 6]}\n  Axes: [1]",
+            "3_1",
+        ),
+    ],
+    ids=["topk-4d", "topk-2d", "slice-5d", "slice-1d", "mvn-channel-scale", "mvn-broadcast-scale", "mvn-2d"],
+)
+def test_the_lowest_feature_level_follows_the_spec(tmp_path: Path, operator: str, descriptor: str, level: str) -> None:
+    path = tmp_path / "case.yaml"
+    path.write_text(f'operator: {operator}\nfeature_level: "4_0"\ncases:\n- id: c\n  {descriptor}\n', encoding="utf-8")
+    entry = read_case(str(path))
+    assert isinstance(entry, Case) and not validate(entry)
+    assert str(lowest_feature_level(entry)) == level
+
+
+def test_fuzz_writes_to_reports_fuzz_not_to_cases_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # cases/found/ is part of the library every run reads: an unreviewed finding must not land there.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(fuzz_module, "run_entry", _k_over_one_fails)
+    assert main(["fuzz", "--operator", "TOP_K1", "--ep", "cpu", "--time", "30", "--seed", "7"]) == 1
+    out = capsys.readouterr().out
+    written = tmp_path / "reports" / "fuzz" / "fuzz-top_k1-cpu-seed7.yaml"
+    assert written.is_file() and not (tmp_path / "cases").exists()
+    assert f"minimal case: {Path('reports', 'fuzz', written.name)}" in out
+    assert "copy it to cases/found/" in out and "copy it to cases/found/" in written.read_text(encoding="utf-8")

@@ -1,4 +1,5 @@
-"""``dmlconf fuzz``: random valid cases on an EP until a mismatch, shrunk to a minimal case file."""
+"""``dmlconf fuzz``: random valid cases on an EP until a mismatch, shrunk to a minimal case file under --out
+(reports/fuzz/), which a person reviews before copying it to cases/found/."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 
 from conformance.cli.shared import EXIT_FAILED, EXIT_OK, chosen_eps
-from conformance.fuzz.search import fuzz
+from conformance.fuzz.search import PROMOTE, fuzz
 from conformance.model import Operator
 from conformance.problems import first_line
 
@@ -23,6 +24,7 @@ def fuzz_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     first = first_line(outcome.result.message, None)
     print(f"{outcome.result.status.value} ({outcome.result.failure_kind}): {first}")
     again = "yes" if outcome.reproduced or outcome.rerun is None else f"NO, it gave {outcome.rerun.status.value}"
-    print(f"minimal case: {outcome.case_file} (reproduces: {again})")
+    print(f"minimal case: {outcome.case_file} (feature level {outcome.feature_level}; reproduces: {again})")
     print(f"reproduce: {outcome.reproduce}")
+    print(PROMOTE)
     return EXIT_FAILED

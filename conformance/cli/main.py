@@ -1,12 +1,12 @@
-"""dmlconf: ``validate`` case files, ``run`` them on execution providers, ``report`` and ``diff`` runs, map
-their ``coverage``, ``fuzz`` an EP.
+"""dmlconf: ``validate`` case files, ``run`` them on execution providers (``list`` what a run selects),
+``report`` and ``diff`` runs, map their ``coverage``, ``fuzz`` an EP.
 
 Exit codes: 0 nothing failed; 1 a FAIL or ERROR (run, report; with --waivers only unexpected ones), a regression
 (diff), a clause left uncovered (coverage) or a mismatch found (fuzz); 2 invalid input or usage (one line per
 problem).
 
-Each command's module is imported only when that command runs: ``report``, ``diff``, ``merge``, ``validate`` and
-``coverage`` never load onnxruntime or onnx. The options come from the one table (run/options.py).
+Each command's module is imported only when that command runs: ``report``, ``diff``, ``merge``, ``validate``,
+``list`` and ``coverage`` never load onnxruntime or onnx. The options come from the one table (run/options.py).
 """
 
 from __future__ import annotations
@@ -59,6 +59,13 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
             "conformance.cli.run",
             "run_command",
         ),
+        "list": Command(
+            "print the ids of the cases run would select, without running them (--json: with file, operator, data "
+            "type, feature level); exit 0, or 2 for invalid case files",
+            (Positional("paths", "*", "PATH", CASES),),
+            "conformance.cli.selection",
+            "list_command",
+        ),
         "coverage": Command(
             "map the spec's clauses to the cases that exercise them (Markdown)",
             (Positional("paths", "*", "PATH", CASES),),
@@ -84,7 +91,8 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
             "merge_command",
         ),
         "fuzz": Command(
-            "random valid cases on an EP; a mismatch is shrunk to a case file",
+            "random valid cases on an EP; a mismatch is shrunk to a case file under reports/fuzz/ (review it, then "
+            "copy it to cases/found/)",
             (),
             "conformance.cli.fuzz",
             "fuzz_command",

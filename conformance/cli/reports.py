@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from conformance.cli.shared import UsageError
-from conformance.gate.diff import diff_runs
+from conformance.gate.diff import SeveralEps, diff_runs
 from conformance.gate.merge import MergeError, merge_runs
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers, overall_failed, waived_keys
@@ -129,7 +129,9 @@ def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 def diff_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     (old_env, old), (new_env, new) = _read(args.old), _read(args.new)
     try:
-        comparison = diff_runs(old, new, old_env, new_env)
+        comparison = diff_runs(old, new, old_env, new_env, args.match == "case", args.allow_removed)
+    except SeveralEps as error:
+        raise UsageError(f"--match case: {error}") from None
     except ValueError as error:
         raise UsageError(str(error)) from None
     print(render_diff_console(comparison))

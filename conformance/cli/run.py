@@ -10,21 +10,18 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from conformance.cases.suite import Suite, run_elements, shard, valid_files_only
+from conformance.cases.suite import Suite, run_elements
 from conformance.cli.progress import Progress
 from conformance.cli.reports import gate_lines, read_waivers, write_reports
+from conformance.cli.selection import selected
 from conformance.cli.shared import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
     chosen_eps,
-    collect_paths,
     existing,
-    file_limits,
-    print_problems,
 )
-from conformance.coverage.mapping import quick
 from conformance.ep.directml import DirectML
 from conformance.ep.dml_here import directml_for
 from conformance.ep.providers import EpSpec
@@ -63,22 +60,8 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def _selected(args: argparse.Namespace) -> Suite | None:
-    """The cases to run; None (after printing the problems) where a case file has problems, unless --keep-going
-    runs the cases of the other files."""
-    suite = collect_paths(args.paths or ["cases"], args.max_elements, args.keyword, file_limits(args))
-    if suite.problems:
-        print_problems(suite.problems, suite.files)
-        if not args.keep_going:
-            print("nothing was run: fix the problems above", file=sys.stderr)
-            return None
-        skipped = len(suite.invalid_files)
-        print(f"--keep-going: skipping the {skipped} file(s) with problems, running the others", file=sys.stderr)
-        suite = valid_files_only(suite)
-    if args.quick:
-        suite = quick(suite, args.max_elements)
-    if args.shard is not None:
-        suite = shard(suite, *args.shard)
-    return suite
+    """The cases to run (selection.selected, which ``dmlconf list`` shares)."""
+    return selected(args)
 
 
 def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> None:

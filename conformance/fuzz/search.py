@@ -9,10 +9,13 @@ shrinks to the same case however fast the machine is (Hypothesis itself also sto
 which only candidates slower than 0.75 s each, at the default budget, can reach).
 
 Candidates are parsed from the same document the case file is written from (no YAML round trip per draw); the
-written file is then read back and run again, and the outcome says whether it reproduces. Each candidate runs in
-this process through ``run.runner.run_entry``, not through the worker pool that ``dmlconf run`` and pytest share:
-Hypothesis calls it thousands of times and must see its result at once, and a crash here ends a search that its
-reproduce command then runs under ``dmlconf run``'s protection.
+written file, tagged with the lowest feature level that admits its case (level.py), is then read back and run
+again, and the outcome says whether it reproduces. It is written under ``--out`` (reports/fuzz/ by default), not
+into cases/found/, which every run reads: a finding joins the library only once a person has reviewed it.
+
+Each candidate runs in this process through ``run.runner.run_entry``, not through the worker pool that
+``dmlconf run`` and pytest share: Hypothesis calls it thousands of times and must see its result at once, and a
+crash here ends a search that its reproduce command then runs under ``dmlconf run``'s protection.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from conformance.cases.validate import validate
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.fuzz import strategies as fuzz_strategies
+from conformance.fuzz.level import lowest_feature_level
 from conformance.model import Case, Operator, Status
 from conformance.problems import first_line
 from conformance.results import Result, write_text_atomic
@@ -50,6 +54,8 @@ STRATEGIES: dict[Operator, Callable[[bool], st.SearchStrategy[dict[str, Any]]]] 
 }
 BATCH = 25  # examples per seeded batch: short enough that --time is kept to within a few seconds
 FAILING = (Status.FAIL, Status.ERROR)  # a fault (CRASH, ...) cannot happen: fuzz runs in this process
+FOUND = "cases/found/"  # the library's regression tests, which every run (and --quick) reads
+PROMOTE = f"To keep it as a regression test, review it, then copy it to {FOUND} (every run reads that folder)."
 
 
 class _Mismatch(Exception):
@@ -66,18 +72,31 @@ class FuzzOutcome:
     reproduced: bool = False  # the written file, run again, gives the same status and failure kind
     rerun: Result | None = None  # the written file's verdict when run again
     reproduce: str = ""  # the command that runs the written file
+    feature_level: str = ""  # the written file's: the lowest that admits its case
 
 
-def case_document(operator: Operator, case: dict[str, Any], case_id: str, description: str) -> dict[str, Any]:
+def case_document(
+    operator: Operator,
+    case: dict[str, Any],
+    case_id: str,
+    description: str,
+    feature_level: str = fuzz_strategies.FEATURE_LEVEL,
+) -> dict[str, Any]:
     return {
         "operator": operator.value,
-        "feature_level": fuzz_strategies.FEATURE_LEVEL,
+        "feature_level": feature_level,
         "cases": [{"id": case_id, "description": description, **case}],
     }
 
 
-def case_text(operator: Operator, case: dict[str, Any], case_id: str, description: str) -> str:
-    document = case_document(operator, case, case_id, description)
+def case_text(
+    operator: Operator,
+    case: dict[str, Any],
+    case_id: str,
+    description: str,
+    feature_level: str = fuzz_strategies.FEATURE_LEVEL,
+) -> str:
+    document = case_document(operator, case, case_id, description, feature_level)
     return yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
 
 
@@ -90,6 +109,19 @@ def _only_entry(where: str, document: Document) -> Entry:
 
 def read_case(path: str) -> Entry:
     return _only_entry(path, load_document(path))
+
+
+def _candidate(operator: Operator, case: dict[str, Any]) -> Entry:
+    """A drawn case as the pipeline reads it (at the strategies' feature level)."""
+    document = case_document(operator, case, "candidate", "")
+    return _only_entry("<fuzz candidate>", Document("<fuzz candidate>", document, {}))
+
+
+def _level(operator: Operator, case: dict[str, Any], options: RunOptions) -> str:
+    entry = _candidate(operator, case)
+    if not isinstance(entry, Case):  # cannot happen: a candidate that did not parse never ran
+        return fuzz_strategies.FEATURE_LEVEL
+    return str(lowest_feature_level(entry, options.max_elements))
 
 
 @dataclass
@@ -117,8 +149,7 @@ class _Search:
             if self.shrunk >= self.shrink_examples:
                 return False  # shrinking has had its budget: the smallest failure so far stands
             self.shrunk += 1
-        document = case_document(self.operator, case, "candidate", "")
-        entry = _only_entry("<fuzz candidate>", Document("<fuzz candidate>", document, {}))
+        entry = _candidate(self.operator, case)
         problems = validate(entry, self.options.max_elements) if isinstance(entry, Case) else []
         if problems:
             raise AssertionError(f"the strategy drew an invalid case: {problems[0]}")
@@ -187,12 +218,14 @@ def _search(search: _Search, seconds: float, seed: int, special: bool, out_dir: 
     if search.failing is None:
         return FuzzOutcome(search.examples, elapsed, search.shrunk)
     command = fuzz_command(operator, ep, seconds, seed, special, shrink_examples)
-    path = _write_found(operator, ep, search.failing, out_dir, f"seed{seed}{'-special' if special else ''}", command)
+    level = _level(operator, search.failing[0], options)
+    run = f"seed{seed}{'-special' if special else ''}"
+    path = _write_found(operator, ep, search.failing, out_dir, run, command, level)
     found = search.failing[1]
     again = run_entry(read_case(path), ep, options, search.sessions)
     reproduced = (again.status, again.failure_kind) == (found.status, found.failure_kind)
     reproduce = _reproduce(path, ep)
-    return FuzzOutcome(search.examples, elapsed, search.shrunk, found, path, reproduced, again, reproduce)
+    return FuzzOutcome(search.examples, elapsed, search.shrunk, found, path, reproduced, again, reproduce, level)
 
 
 def _alias(ep: EpSpec) -> str:
@@ -211,7 +244,13 @@ def fuzz_command(operator: Operator, ep: EpSpec, seconds: float, seed: int, spec
 
 
 def _write_found(
-    operator: Operator, ep: EpSpec, failing: tuple[dict[str, Any], Result], out_dir: str, run: str, command: str
+    operator: Operator,
+    ep: EpSpec,
+    failing: tuple[dict[str, Any], Result],
+    out_dir: str,
+    run: str,
+    command: str,
+    feature_level: str,
 ) -> str:
     case, result = failing
     name = f"fuzz-{operator.value.lower()}-{_alias(ep)}-{run}"
@@ -219,6 +258,10 @@ def _write_found(
     description = f"Found by `{command}`: {result.status.value} ({result.failure_kind}) on {_alias(ep)}: {headline}"
     path = os.path.join(out_dir, f"{name}.yaml")
     os.makedirs(out_dir, exist_ok=True)
-    header = f"# Written by `{command}`.\n# Reproduce: {_reproduce(path, ep)}\n"
-    write_text_atomic(path, header + case_text(operator, case, name, description))
+    header = (
+        f"# Written by `{command}`.\n# Reproduce: {_reproduce(path, ep)}\n"
+        f"# feature_level: {feature_level}, the lowest that admits this case.\n"
+        f"# {PROMOTE}\n"
+    )
+    write_text_atomic(path, header + case_text(operator, case, name, description, feature_level))
     return path

@@ -17,7 +17,14 @@ listed under inputs differ: its two verdicts were reached on different data (ano
 broke generation's promise of the same bytes everywhere), so a change there is not the EP's alone. Runs written
 before the hashes existed record none, and nothing is listed for them.
 
-A (case, EP) in only one run is a new or removed case. Environments are compared through ``identity_lines``.
+A (case, EP) in only one run is a new or removed case. A removed result is a regression unless removals are allowed
+(``allow_removed``): a new run that lost most of the old one's results must not pass as "no regressions". Two runs with
+nothing in common regress whatever is allowed: a diff that compared nothing cannot vouch for the new run.
+
+``by_case`` pairs results by case alone, for runs of different EPs: one driver's DirectML against another's (the same
+EP text on other devices, or ``dml`` against ``dml:device_id=1``), DirectML against CUDA. Each run must then hold
+one EP: with several, which of the old run's EPs a new EP answers to would be a guess. Each side says which EPs
+and device it is (``Side``). Environments are compared through ``identity_lines``.
 """
 
 from __future__ import annotations
@@ -37,7 +44,11 @@ DRIFT_METRICS = ("max_ulp_error", "max_abs_error", "mismatches", "failing_sequen
 DRIFT_STATUSES = frozenset({Status.FAIL, Status.PASS})
 _SEVERITY = {kind: rank for rank, kind in enumerate(TOP_K1_FAILURE_KINDS)}  # lower is more severe
 
-Key = tuple[str, str]  # (case, EP)
+Key = tuple[str, str]  # (case, EP); (case, "") when pairing by case alone
+
+
+class SeveralEps(ValueError):
+    """A run of several EPs where results are paired by case alone: one line naming its EPs."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,18 @@ class EnvChange:
 
 
 @dataclass(frozen=True)
+class Side:
+    """Which EPs and device one run of the diff is, from its results and environment: "dml" alone does not say
+    which driver's DirectML a run was."""
+
+    eps: tuple[str, ...] = ()  # the EP texts of its results (Result.ep), in order of first appearance
+    described: tuple[str, ...] = ()  # one per EP: "dml (DmlExecutionProvider, DirectML 1.15.4 ...)"
+    gpu: str = "—"
+    driver: str = "—"
+    results: int = 0
+
+
+@dataclass(frozen=True)
 class RunDiff:
     regressions: tuple[Changed, ...]
     fixes: tuple[Changed, ...]
@@ -78,23 +101,48 @@ class RunDiff:
     new_cases: tuple[Result, ...]
     removed_cases: tuple[Result, ...]
     metric_drift: tuple[Drift, ...]
-    compared: int  # (case, EP) pairs found in both runs
+    compared: int  # (case, EP) pairs found in both runs (cases, by case)
     environment: tuple[EnvChange, ...] | None = None  # None: the environments were not given, so not compared
     inputs_differ: tuple[Changed, ...] = ()
+    by_case: bool = False  # paired by case alone (one EP a side), not by (case, EP)
+    allow_removed: bool = False  # removed results are shown, not counted against the new run
+    old_side: Side = Side()
+    new_side: Side = Side()
+
+    @property
+    def nothing_compared(self) -> bool:
+        """No (case, EP) (or case, by case) in both runs: nothing was compared, so nothing can pass."""
+        return self.compared == 0
+
+    @property
+    def removed_regress(self) -> bool:
+        return bool(self.removed_cases) and not self.allow_removed
 
     @property
     def regressed(self) -> bool:
-        """A gate fails on a regression only: drift, new and removed cases and other changes are shown."""
-        return bool(self.regressions)
+        """A gate fails on a regression, on a removed result (unless allowed) and where nothing was compared:
+        drift, new cases and other changes are shown."""
+        return bool(self.regressions) or self.removed_regress or self.nothing_compared
 
 
-def _keyed(results: Sequence[Result], which: str) -> dict[Key, Result]:
+def _one_ep(results: Sequence[Result], which: str) -> None:
+    eps = list(dict.fromkeys(r.ep for r in results))
+    if len(eps) > 1:
+        raise SeveralEps(
+            f"the {which} run has results on {len(eps)} EPs ({', '.join(eps)}); pairing by case needs one EP a run"
+        )
+
+
+def _keyed(results: Sequence[Result], which: str, by_case: bool) -> dict[Key, Result]:
+    if by_case:
+        _one_ep(results, which)
     keyed: dict[Key, Result] = {}
     for r in results:
+        key = (r.case, "" if by_case else r.ep)
         # Two results under one key would make one of them silently win and could hide a regression.
-        if (r.case, r.ep) in keyed:
+        if key in keyed:
             raise ValueError(f"{which} run has two results for {r.case} [{r.ep}]")
-        keyed[(r.case, r.ep)] = r
+        keyed[key] = r
     return keyed
 
 
@@ -158,6 +206,49 @@ def _short_fields(env: Mapping[str, Any]) -> dict[str, str]:
     return fields
 
 
+def _ep_device(record: Mapping[str, Any]) -> str:
+    """The device an EP's record names: DirectML's adapter under Wine, else the devices onnxruntime offered it."""
+    chain = (record.get("directml") or {}).get("chain") or {}
+    adapter = (chain.get("adapter") or {}).get("description")
+    if chain:
+        return f"through {chain.get('transport') or 'Wine'} on {adapter or '?'}"
+    devices = [
+        f"{d.get('type') or '?'} {_pci_id(d.get('vendor_id'))}:{_pci_id(d.get('device_id'))}"
+        for d in record.get("devices") or []
+    ]
+    return f"on {'; '.join(devices)}" if devices else ""
+
+
+def _pci_id(value: object) -> str:
+    """A PCI id as lspci writes it (10de); a value that is not a number, as the file holds it."""
+    return f"{value:04x}" if isinstance(value, int) and not isinstance(value, bool) else str(value or "?")
+
+
+def _described(label: str, record: Mapping[str, Any] | None) -> str:
+    """ "dml (DmlExecutionProvider, DirectML 1.15.4, through wine+vkd3d-proton on NVIDIA H100 80GB HBM3)"; the
+    label alone where the environment does not record the EP (a hand-made or older results.json)."""
+    if record is None:
+        return label
+    words = [str(record.get("name") or label)]
+    directml = record.get("directml") or {}
+    if directml:
+        words.append(f"DirectML {directml.get('version') or '?'}")
+    words += [device] if (device := _ep_device(record)) else []
+    if record.get("target_feature_level"):
+        words.append(f"target feature level {record['target_feature_level']}")
+    return f"{label} ({', '.join(words)})"
+
+
+def side(results: Sequence[Result], env: Mapping[str, Any] | None) -> Side:
+    """Which EPs (as the results name them) and which GPU and driver one run is."""
+    env = env or {}
+    labels = tuple(dict.fromkeys(r.ep for r in results))
+    records = {str(record.get("label")): record for record in env.get("eps") or []}
+    short = _short_fields(env)
+    described = tuple(_described(label, records.get(label)) for label in labels)
+    return Side(labels, described, short["GPU"], short["driver"], len(results))
+
+
 def environment_changes(old_env: Mapping[str, Any], new_env: Mapping[str, Any]) -> tuple[EnvChange, ...]:
     """Short fields that changed, then EP and platform lines of ``identity_lines`` that changed (an EP's
     options, devices or DirectML version); the GPU and onnxruntime lines are already told by the short fields."""
@@ -179,9 +270,12 @@ def diff_runs(
     new: Sequence[Result],
     old_environment: Mapping[str, Any] | None = None,
     new_environment: Mapping[str, Any] | None = None,
+    by_case: bool = False,
+    allow_removed: bool = False,
 ) -> RunDiff:
-    """Compare two runs by (case, EP); entries follow the new run's order (removed cases: the old run's)."""
-    before, after = _keyed(old, "old"), _keyed(new, "new")
+    """Compare two runs by (case, EP), or by case alone (``by_case``: SeveralEps where a run holds several EPs);
+    entries follow the new run's order (removed cases: the old run's)."""
+    before, after = _keyed(old, "old", by_case), _keyed(new, "new", by_case)
     regressions: list[Changed] = []
     fixes: list[Changed] = []
     other: list[Changed] = []
@@ -215,4 +309,8 @@ def diff_runs(
         compared=sum(1 for key in after if key in before),
         environment=env,
         inputs_differ=tuple(inputs),
+        by_case=by_case,
+        allow_removed=allow_removed,
+        old_side=side(old, old_environment),
+        new_side=side(new, new_environment),
     )

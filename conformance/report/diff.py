@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from conformance.gate.diff import Changed, Drift, RunDiff, differing_inputs
+from conformance.gate.diff import Changed, Drift, RunDiff, Side, differing_inputs
 from conformance.problems import first_line
 from conformance.report.text import cell, code_cell, compact_table, plain
 from conformance.results import FAILING, Result
@@ -36,7 +36,41 @@ def _counts(d: RunDiff) -> str:
     ]
     if d.inputs_differ:  # only then: runs from before the hashes were recorded cannot tell
         counts.insert(3, ("inputs differ", len(d.inputs_differ)))
-    return ", ".join(f"{label} {n}" for label, n in counts) + f" (of {d.compared} (case, EP) results in both runs)"
+    pairs = "cases" if d.by_case else "(case, EP) results"
+    return ", ".join(f"{label} {n}" for label, n in counts) + f" (of {d.compared} {pairs} in both runs)"
+
+
+def _side(which: str, s: Side) -> str:
+    """ "old: dml (DmlExecutionProvider, DirectML 1.15.4, ...); GPU NVIDIA H100 80GB HBM3, driver 580.159.04" """
+    eps = "; ".join(s.described) or "no results"
+    return f"{which}: {eps}; GPU {s.gpu}, driver {s.driver}; {s.results} result(s)"
+
+
+def _sides(d: RunDiff) -> list[str]:
+    lines = [_side("old", d.old_side), _side("new", d.new_side)]
+    if d.by_case:
+        lines.append("paired by case (--match case): each new result is compared with the old run's of its case")
+    return lines
+
+
+def _nothing_compared(d: RunDiff) -> str:
+    """Why no result was compared, and the way out where the runs are of one EP each, different ones."""
+    old, new = d.old_side, d.new_side
+    if d.by_case:
+        return f"no case in common: the old run has {old.results} result(s), the new run {new.results}"
+    line = (
+        f"no (case, EP) in common: the old run has {old.results} result(s) on {', '.join(old.eps) or 'no EP'}, "
+        f"the new run {new.results} on {', '.join(new.eps) or 'no EP'}"
+    )
+    if len(old.eps) == len(new.eps) == 1 and old.eps != new.eps:
+        line += "; --match case compares them case by case"
+    return line
+
+
+def _removed_note(d: RunDiff) -> str:
+    if d.removed_regress:
+        return "in the old run, not in the new: each is a regression (--allow-removed accepts them)"
+    return "in the old run, not in the new (--allow-removed: not counted)"
 
 
 def _environment(d: RunDiff) -> list[str]:
@@ -48,7 +82,13 @@ def _environment(d: RunDiff) -> list[str]:
 
 
 def _verdict(d: RunDiff) -> str:
-    return "REGRESSED" if d.regressed else "no regressions"
+    """The gate's decision and why: which of its three rules failed the new run."""
+    if not d.regressed:
+        return "no regressions"
+    why = ["nothing compared"] if d.nothing_compared else []
+    why += [f"{len(d.regressions)} regression(s)"] if d.regressions else []
+    why += [f"{len(d.removed_cases)} removed result(s)"] if d.removed_regress else []
+    return f"REGRESSED ({', '.join(why)})"
 
 
 def _sections(d: RunDiff) -> list[tuple[str, Sequence[Any]]]:
@@ -67,11 +107,16 @@ def _more(shown: int, total: int) -> list[str]:
     return [f"… and {total - shown} more"] if total > shown else []
 
 
+def _ep(entry: Changed | Drift) -> str:
+    """The EP of a pair: one where both results are of one EP, "old → new" where a case-by-case diff paired two."""
+    return entry.new.ep if entry.old.ep == entry.new.ep else f"{entry.old.ep} → {entry.new.ep}"
+
+
 def _console_entry(entry: Changed | Drift | Result, title: str) -> str:
     if isinstance(entry, Result):
         verb = "now" if title == "New cases" else "was"
         return f"  {plain(entry.case)} [{plain(entry.ep)}]: {verb} {_status(entry)}"
-    where = f"{plain(entry.new.case)} [{plain(entry.new.ep)}]"
+    where = f"{plain(entry.new.case)} [{plain(_ep(entry))}]"
     if isinstance(entry, Drift):
         return f"  {where} {entry.new.status.value}: {_grown(entry)}"
     line = f"  {_status(entry.old)} → {_status(entry.new)}  {where}"
@@ -85,11 +130,16 @@ def _console_entry(entry: Changed | Drift | Result, title: str) -> str:
 
 
 def render_diff_console(d: RunDiff, max_listed: int = 30) -> str:
-    """Environment changes, counts, then each non-empty section (at most ``max_listed`` entries)."""
-    parts = ["\n".join(plain(line) for line in _environment(d)), _counts(d)]
+    """Which EPs and device each side is, environment changes, counts, then each non-empty section (at most
+    ``max_listed`` entries)."""
+    head = [*_sides(d), *_environment(d)]
+    parts = ["\n".join(plain(line) for line in head), _counts(d)]
+    if d.nothing_compared:
+        parts.append(plain(_nothing_compared(d)))
     for title, entries in _sections(d):
         if entries:
             lines = [f"{title} ({len(entries)})"]
+            lines += [f"  {_removed_note(d)}"] if title == "Removed cases" else []
             lines += [_console_entry(e, title) for e in entries[:max_listed]]
             parts.append("\n".join(lines + _more(min(len(entries), max_listed), len(entries))))
     parts.append(f"== {_verdict(d)}: {_counts(d)} ==")
@@ -104,13 +154,17 @@ def _where(r: Result) -> list[str]:
     return [cell(r.case), cell(r.ep)]
 
 
-def _markdown_section(title: str, entries: Sequence[Any], limit: int) -> list[str]:
+def _pair(c: Changed | Drift) -> list[str]:
+    return [cell(c.new.case), cell(_ep(c))]
+
+
+def _markdown_section(d: RunDiff, title: str, entries: Sequence[Any], limit: int) -> list[str]:
     if title == "Regressions":
         headers = ["case", "EP", "was", "now", "message", "repro"]
         rows = _rows(
             entries,
             lambda c: [
-                *_where(c.new),
+                *_pair(c),
                 _status(c.old),
                 _status(c.new),
                 cell(first_line(c.new.message)),
@@ -120,13 +174,13 @@ def _markdown_section(title: str, entries: Sequence[Any], limit: int) -> list[st
         )
     elif title == "Metric drift":
         headers = ["case", "EP", "status", "grew"]
-        rows = _rows(entries, lambda g: [*_where(g.new), g.new.status.value, _grown(g)], limit)
+        rows = _rows(entries, lambda g: [*_pair(g), g.new.status.value, _grown(g)], limit)
     elif title == "Inputs differ":
         headers = ["case", "EP", "was", "now", "inputs"]
         rows = _rows(
             entries,
             lambda c: [
-                *_where(c.new),
+                *_pair(c),
                 _status(c.old),
                 _status(c.new),
                 cell(", ".join(differing_inputs(c.old, c.new))),
@@ -138,17 +192,21 @@ def _markdown_section(title: str, entries: Sequence[Any], limit: int) -> list[st
         rows = _rows(entries, lambda r: [*_where(r), _status(r)], limit)
     else:
         headers = ["case", "EP", "was", "now"]
-        rows = _rows(entries, lambda c: [*_where(c.new), _status(c.old), _status(c.new)], limit)
+        rows = _rows(entries, lambda c: [*_pair(c), _status(c.old), _status(c.new)], limit)
     # A blank line ends the table: GFM would take a line right under it for one more row.
     more = ["", *_more(len(rows), len(entries))] if len(entries) > len(rows) else []
-    return ["", f"## {title} ({len(entries)})", "", compact_table(rows, headers), *more]
+    note = [_removed_note(d), ""] if title == "Removed cases" else []
+    return ["", f"## {title} ({len(entries)})", "", *note, compact_table(rows, headers), *more]
 
 
 def render_diff_markdown(d: RunDiff, max_rows: int = 20) -> str:
-    """A PR comment: environment changes, counts, then each non-empty section capped at ``max_rows`` rows."""
-    lines = ["# DirectML conformance diff", "", *(f"- {cell(line)}" for line in _environment(d))]
+    """A PR comment: which EPs and device each side is, environment changes, counts, then each non-empty section
+    capped at ``max_rows`` rows."""
+    head = [*_sides(d), *_environment(d)]
+    lines = ["# DirectML conformance diff", "", *(f"- {cell(line)}" for line in head)]
     lines += ["", f"**{_verdict(d)}**: {_counts(d)}"]
+    lines += ["", cell(_nothing_compared(d))] if d.nothing_compared else []
     for title, entries in _sections(d):
         if entries:
-            lines += _markdown_section(title, entries, max_rows)
+            lines += _markdown_section(d, title, entries, max_rows)
     return "\n".join(lines) + "\n"

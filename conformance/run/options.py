@@ -142,6 +142,7 @@ def _options(*rows: Option) -> Mapping[str, Option]:
 COMMANDS = (
     "validate",
     "run",
+    "list",
     "coverage",
     "report",
     "diff",
@@ -149,8 +150,9 @@ COMMANDS = (
     "fuzz",
     "doctor",
 )  # dmlconf's, in its help's order
-_VALIDATE, _RUN, _COVERAGE, _REPORT, _DIFF, _MERGE, _FUZZ, _DOCTOR = COMMANDS
-_READING = frozenset({_VALIDATE, _RUN, _COVERAGE})  # the commands that read case files
+_VALIDATE, _RUN, _LIST, _COVERAGE, _REPORT, _DIFF, _MERGE, _FUZZ, _DOCTOR = COMMANDS
+_READING = frozenset({_VALIDATE, _RUN, _LIST, _COVERAGE})  # the commands that read case files
+_SELECTING = frozenset({_RUN, _LIST})  # the commands that select cases as a run does (cli/selection.py)
 
 OPTIONS: Mapping[str, Option] = _options(
     Option(
@@ -238,14 +240,14 @@ OPTIONS: Mapping[str, Option] = _options(
     Option(
         ("-k",),
         "only cases whose id contains SUBSTRING; a case's full id selects that case alone",
-        frozenset({_RUN}),
+        _SELECTING,
         metavar="SUBSTRING",
         key="keyword",
     ),
     Option(
         ("--quick",),
         "only the quick selection: few cases that cover every clause the suite covers, plus the found ones",
-        frozenset({_RUN, _COVERAGE}),
+        _SELECTING | {_COVERAGE},
         flag=True,
     ),
     Option(
@@ -263,7 +265,7 @@ OPTIONS: Mapping[str, Option] = _options(
     Option(
         ("--shard",),
         "only shard I of N (by a hash of each case id; merge them after)",
-        frozenset({_RUN}),
+        _SELECTING,
         metavar="I/N",
         check=shard,
     ),
@@ -276,7 +278,7 @@ OPTIONS: Mapping[str, Option] = _options(
     Option(
         ("--keep-going",),
         "run the cases of the valid files even if other files have problems (printed and recorded; exit 2)",
-        frozenset({_RUN}),
+        _SELECTING,
         flag=True,
     ),
     Option(
@@ -287,6 +289,12 @@ OPTIONS: Mapping[str, Option] = _options(
         default=DEFAULT_MAX_RUN_ELEMENTS,
         metavar="N",
         check=whole_number(1),
+    ),
+    Option(
+        ("--json",),
+        "print a JSON list of the selected cases (id, path, operator, data_type, feature_level, negative)",
+        frozenset({_LIST}),
+        flag=True,
     ),
     Option(
         ("--output",),
@@ -313,6 +321,20 @@ OPTIONS: Mapping[str, Option] = _options(
         "also write the comparison as Markdown to FILE",
         frozenset({_DIFF}),
         metavar="FILE",
+    ),
+    Option(
+        ("--match",),
+        "pair results by case and EP (case-ep), or by case alone (case: runs of different EPs or devices, one EP "
+        "a run; default case-ep)",
+        frozenset({_DIFF}),
+        default="case-ep",
+        choices=("case-ep", "case"),
+    ),
+    Option(
+        ("--allow-removed",),
+        "a result in OLD that NEW lacks is shown, not a regression (two runs with nothing in common still are)",
+        frozenset({_DIFF}),
+        flag=True,
     ),
     Option(
         ("--ep",),
@@ -347,9 +369,10 @@ OPTIONS: Mapping[str, Option] = _options(
     ),
     Option(
         ("--out",),
-        "where a minimal case goes (default: cases/found)",
+        "where a minimal case goes (default: reports/fuzz); review it, then copy it to cases/found/ to keep it as a "
+        "regression test that every run reads",
         frozenset({_FUZZ}),
-        default="cases/found",
+        default="reports/fuzz",
         metavar="DIR",
     ),
     Option(

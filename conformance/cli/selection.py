@@ -1,0 +1,76 @@
+"""The cases a run selects, shared by ``dmlconf run`` and ``dmlconf list``; ``dmlconf list`` prints them.
+
+One function decides the selection (case files, -k, --keep-going, --quick, --shard), so that ``list`` shows exactly
+what ``run`` with the same arguments would run. ``list`` reads and validates case files only: it never loads
+onnxruntime or onnx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from conformance.cases.parse import Entry, Rejected
+from conformance.cases.suite import Suite, shard, valid_files_only
+from conformance.cli.shared import EXIT_OK, EXIT_USAGE, collect_paths, file_limits, print_problems
+from conformance.coverage.mapping import quick
+
+
+def selected(args: argparse.Namespace) -> Suite | None:
+    """The cases to run; None (after printing the problems) where a case file has problems, unless --keep-going
+    runs the cases of the other files."""
+    suite = collect_paths(args.paths or ["cases"], args.max_elements, args.keyword, file_limits(args))
+    if suite.problems:
+        print_problems(suite.problems, suite.files)
+        if not args.keep_going:
+            print("nothing was run: fix the problems above", file=sys.stderr)
+            return None
+        skipped = len(suite.invalid_files)
+        print(f"--keep-going: skipping the {skipped} file(s) with problems, running the others", file=sys.stderr)
+        suite = valid_files_only(suite)
+    if args.quick:
+        suite = quick(suite, args.max_elements)
+    if args.shard is not None:
+        suite = shard(suite, *args.shard)
+    return suite
+
+
+def described(entry: Entry) -> dict[str, Any]:
+    """A selected case for ``list --json``: its id, file and operator, the data type and feature level its results
+    will record (results.json's ``data_type`` and ``feature_level``: none for an entry that could not be read), and
+    whether it is a negative case (``expect: invalid``)."""
+    if isinstance(entry, Rejected):
+        return {
+            "id": entry.id,
+            "path": entry.path,
+            "operator": entry.operator,
+            "data_type": None,
+            "feature_level": None,
+            "negative": entry.expect_invalid is not None,
+        }
+    return {
+        "id": entry.id,
+        "path": entry.path,
+        "operator": entry.operator.value,
+        "data_type": entry.descriptor.input.data_type.value,
+        "feature_level": str(entry.feature_level),
+        "negative": entry.expect_invalid is not None,
+    }
+
+
+def list_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """The ids ``run`` would select, one a line (--json: a list of ``described``); the count on stderr, so that
+    stdout holds the ids alone. Exit 2 where a case file has problems, as ``run`` would (with --keep-going after
+    listing the other files' cases, as ``run`` runs them); an empty selection is an answer, exit 0."""
+    suite = selected(args)
+    if suite is None:
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps([described(entry) for entry in suite.entries], indent=1))
+    else:
+        print("\n".join(entry.id for entry in suite.entries), end="\n" if suite.entries else "")
+    print(f"{len(suite.entries)} case(s) selected from {suite.files} file(s)", file=sys.stderr)
+    return EXIT_USAGE if suite.problems else EXIT_OK

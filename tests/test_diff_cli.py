@@ -1,0 +1,118 @@
+"""dmlconf diff as a gate: results that vanish or were never compared fail it, and --match case compares runs of
+different EPs or devices case by case, each side saying which EP and device it is. The results.json files are
+written here by hand, as another tool or an older version could have written them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cli.main import main
+
+CASES = ("cases/t.yaml::a", "cases/t.yaml::b", "cases/t.yaml::c", "cases/t.yaml::d")
+
+
+def _gpu(name: str, driver: str) -> dict[str, Any]:
+    return {"gpus": [{"name": name, "driver_version": driver}]}
+
+
+def _dml(label: str, adapter: str) -> dict[str, Any]:
+    """An EP record as a DirectML run under Wine writes it: the adapter is the device the EP ran on."""
+    chain = {"transport": "wine+vkd3d-proton", "adapter": {"description": adapter}}
+    return {"label": label, "name": "DmlExecutionProvider", "directml": {"version": "1.15.4", "chain": chain}}
+
+
+def _write(path: Path, environment: dict[str, Any], results: list[tuple[str, str, str]]) -> str:
+    """A results.json of (case, EP, status) rows, as JSON text: not through the harness's own writer."""
+    rows = [{"case": case, "operator": "TOP_K1", "ep": ep, "status": status} for case, ep, status in results]
+    path.write_text(json.dumps({"schema_version": 1, "environment": environment, "results": rows}), encoding="utf-8")
+    return str(path)
+
+
+def _run(ep: str, statuses: dict[str, str] | None = None, cases: tuple[str, ...] = CASES) -> list[Any]:
+    return [(case, ep, (statuses or {}).get(case, "PASS")) for case in cases]
+
+
+def test_results_missing_from_new_are_regressions_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = _gpu("GPU X", "1.0") | {"eps": [{"label": "cuda", "name": "CUDAExecutionProvider"}]}
+    old = _write(tmp_path / "old.json", env, _run("cuda"))
+    new = _write(tmp_path / "new.json", env, _run("cuda", cases=CASES[:1]))  # lost 3 of 4, all PASS
+    assert main(["diff", old, new]) == 1
+    out = capsys.readouterr().out
+    assert "== REGRESSED (3 removed result(s))" in out
+    for case in CASES[1:]:  # each listed
+        assert f"{case} [cuda]: was PASS" in out
+    assert main(["diff", old, new, "--allow-removed"]) == 0
+    assert "== no regressions" in capsys.readouterr().out
+
+
+def test_two_runs_with_nothing_in_common_fail_with_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = _write(tmp_path / "old.json", _gpu("GPU X", "1.0"), _run("dml"))
+    new = _write(tmp_path / "new.json", _gpu("GPU X", "1.0"), _run("cuda"))
+    markdown = tmp_path / "diff.md"
+    for extra in ([], ["--allow-removed"]):  # allowing removals does not make a diff of nothing pass
+        assert main(["diff", old, new, "--markdown", str(markdown), *extra]) == 1
+        out = capsys.readouterr().out
+        line = (
+            "no (case, EP) in common: the old run has 4 result(s) on dml, the new run 4 on cuda; "
+            "--match case compares them case by case"
+        )
+        assert line in out.splitlines()
+        assert "nothing compared" in out and line in markdown.read_text(encoding="utf-8")
+
+
+def test_match_case_compares_one_driver_against_another(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Driver A and driver B, both DirectML: the EP text differs (another device_id), so (case, EP) pairs nothing.
+    old_env = _gpu("Vendor GPU", "31.0.101") | {"eps": [_dml("dml", "Vendor GPU (driver A)")]}
+    new_env = _gpu("Vendor GPU", "32.0.200") | {"eps": [_dml("dml:device_id=1", "Vendor GPU (driver B)")]}
+    old = _write(tmp_path / "old.json", old_env, _run("dml", {CASES[2]: "FAIL"}))
+    new = _write(tmp_path / "new.json", new_env, _run("dml:device_id=1", {CASES[1]: "FAIL"}))
+    assert main(["diff", old, new]) == 1  # nothing in common by (case, EP)
+    capsys.readouterr()
+    markdown = tmp_path / "diff.md"
+    assert main(["diff", old, new, "--match", "case", "--markdown", str(markdown)]) == 1
+    out = capsys.readouterr().out
+    assert "PASS → FAIL  cases/t.yaml::b [dml → dml:device_id=1]" in out  # the regression, one of 4 compared
+    assert "FAIL → PASS  cases/t.yaml::c [dml → dml:device_id=1]" in out
+    assert "(of 4 cases in both runs)" in out and "== REGRESSED (1 regression(s))" in out
+    # Each side says which EP and device it is, on the console and in the Markdown.
+    old_side = next(line for line in out.splitlines() if line.startswith("old: "))
+    new_side = next(line for line in out.splitlines() if line.startswith("new: "))
+    assert "dml (DmlExecutionProvider, DirectML 1.15.4" in old_side and "driver A" in old_side
+    assert "31.0.101" in old_side and "32.0.200" not in old_side
+    assert "dml:device_id=1 (DmlExecutionProvider" in new_side and "driver B" in new_side and "32.0.200" in new_side
+    text = markdown.read_text(encoding="utf-8")
+    described = "dml (DmlExecutionProvider, DirectML 1.15.4, through wine+vkd3d-proton on Vendor GPU (driver A))"
+    assert f"- old: {described}; GPU Vendor GPU, driver 31.0.101" in text
+    assert "- new: dml:device\\_id=1 (DmlExecutionProvider" in text and "driver B" in text
+    assert "| cases/t.yaml::b | dml → dml:device\\_id=1 | PASS | FAIL |" in text
+
+
+def test_match_case_compares_directml_against_cuda(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = _gpu("GPU X", "1.0")
+    old = _write(tmp_path / "old.json", env, _run("cuda"))
+    new = _write(tmp_path / "new.json", env, [*_run("dml", cases=CASES[:3]), ("cases/t.yaml::e", "dml", "PASS")])
+    assert main(["diff", old, new, "--match", "case"]) == 1  # d is missing on dml
+    out = capsys.readouterr().out
+    assert "cases/t.yaml::d [cuda]: was PASS" in out and "cases/t.yaml::e [dml]: now PASS" in out
+    assert "(of 3 cases in both runs)" in out
+    assert main(["diff", old, new, "--match", "case", "--allow-removed"]) == 0
+
+
+def test_match_case_refuses_a_run_of_several_eps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = _gpu("GPU X", "1.0")
+    old = _write(tmp_path / "old.json", env, _run("cuda") + _run("webgpu"))
+    new = _write(tmp_path / "new.json", env, _run("dml"))
+    assert main(["diff", old, new, "--match", "case"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "dmlconf: --match case: the old run has results on 2 EPs (cuda, webgpu); pairing by case needs one EP a run"
+    ]
+    assert captured.out == ""
