@@ -210,11 +210,13 @@ class Case:
 
 class Status(enum.StrEnum):
     """A (case, EP) verdict. QUALITY_WARNING: behaviour the spec leaves open differs from the oracle's choice.
+    FLAKY: run N times (--repeat), the case's verdicts or output bytes differed between runs (run/repeat.py).
     CRASH, TIMEOUT and DEVICE_LOST: the worker process running the case died, hung past the per-case timeout, or
     lost the GPU device (faults.py); the run goes on in a fresh worker."""
 
     PASS = "PASS"
     FAIL = "FAIL"
+    FLAKY = "FLAKY"
     NOT_SUPPORTED = "NOT_SUPPORTED"
     NOT_EXPRESSIBLE = "NOT_EXPRESSIBLE"
     ERROR = "ERROR"

@@ -14,7 +14,28 @@ from conformance.model import Status
 
 SCHEMA_VERSION = 1
 # Statuses that make a run fail (exit code 1). INVALID is a negative case rejected as expected.
-FAILING = frozenset({Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.DEVICE_LOST})
+FAILING = frozenset({Status.FAIL, Status.FLAKY, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.DEVICE_LOST})
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """One of the runs of a (case, EP) under --repeat: its verdict, and each output's fingerprint.tensor_sha256 by
+    DML tensor name (none where the EP returned no outputs: an error, a refused session)."""
+
+    status: Status
+    failure_kind: str | None = None
+    outputs_sha256: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "failure_kind": self.failure_kind,
+            "outputs_sha256": dict(self.outputs_sha256),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Repeat:
+        return cls(Status(data["status"]), data.get("failure_kind"), dict(data.get("outputs_sha256") or {}))
 
 
 @dataclass(frozen=True)
@@ -41,6 +62,9 @@ class Result:
     # Each generated input's fingerprint.tensor_sha256 by DML tensor name; empty where the case got no inputs
     # (INVALID, refused before generation) and in results.json files written before the field existed.
     inputs_sha256: Mapping[str, str] = field(default_factory=dict)
+    # Each run's verdict and output hashes, in order, where --repeat ran the case more than once (run/repeat.py);
+    # empty for a case run once, and for one that was not executed (INVALID, NOT_SUPPORTED before a session, ...).
+    repeats: tuple[Repeat, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         # Field by field rather than dataclasses.asdict, whose deep copy of every mapping was most of the cost of
@@ -52,6 +76,10 @@ class Result:
         data["details"] = _json_value(self.details)
         data["parameters"] = dict(self.parameters)
         data["inputs_sha256"] = dict(self.inputs_sha256)
+        # Written only where there are repeats: a run without --repeat writes what readers before the field read.
+        del data["repeats"]
+        if self.repeats:
+            data["repeats"] = [repeat.to_json() for repeat in self.repeats]
         return data
 
 
@@ -87,10 +115,16 @@ def write_results(path: str, env: Mapping[str, Any], results: Sequence[Result]) 
     write_text_atomic(path, json.dumps(document, indent=1, allow_nan=False, default=str) + "\n")
 
 
+_RESULT_FIELDS = frozenset(f.name for f in fields(Result))
+
+
 def result_from_json(data: Mapping[str, Any]) -> Result:
     """A Result from its ``to_json`` form; a field the file lacks (written by an older version) takes its
-    default, so SCHEMA_VERSION only changes when an existing field changes meaning."""
-    return Result(**{**data, "status": Status(data["status"])})
+    default, and one this version does not know (written by a newer one) is left out, so SCHEMA_VERSION only
+    changes when an existing field changes meaning."""
+    known = {name: value for name, value in data.items() if name in _RESULT_FIELDS}
+    repeats = tuple(Repeat.from_json(repeat) for repeat in data.get("repeats") or ())
+    return Result(**{**known, "status": Status(data["status"]), "repeats": repeats})
 
 
 def read_results(path: str) -> tuple[dict[str, Any], list[Result]]:

@@ -17,7 +17,7 @@ NOTABLE = frozenset(Status) - {Status.PASS, Status.INVALID}
 
 @dataclass(frozen=True)
 class Placement:
-    """How many results ran (PASS, FAIL, QUALITY_WARNING) with every node recorded on their own EP, and which did
+    """How many results ran (PASS, FAIL, FLAKY, QUALITY_WARNING) with every node recorded on their own EP, and which did
     not: a verdict without onnxruntime's placement record on the EP proves nothing."""
 
     proven: int
@@ -64,7 +64,7 @@ class Summary:
         return tuple(str(problem) for problem in self.environment.get("problems") or ())
 
 
-EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.QUALITY_WARNING})
+EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.FLAKY, Status.QUALITY_WARNING})
 
 
 def placement_proof(environment: Mapping[str, Any], results: Sequence[Result]) -> Placement:

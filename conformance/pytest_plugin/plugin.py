@@ -1,9 +1,9 @@
 """pytest plugin: ``pytest cases/ --ep cpu`` collects every case as a test with the harness's own id.
 
 A collector (CaseFile), an item (CaseItem) and a custom failure report, as in pytest's "YAML tests" example.
-Verdicts are the CLI's: FAIL/ERROR/CRASH/TIMEOUT/DEVICE_LOST fail, NOT_SUPPORTED/NOT_EXPRESSIBLE skip (except an
-EP that could not start, which fails), QUALITY_WARNING warns. ``-n N`` (pytest-xdist) gives the same items and
-outcomes: xdist.py. As in the CLI, each case runs in a worker process, through the CLI's own entry point
+Verdicts are the CLI's: FAIL/FLAKY/ERROR/CRASH/TIMEOUT/DEVICE_LOST fail, NOT_SUPPORTED/NOT_EXPRESSIBLE skip
+(except an EP that could not start, which fails), QUALITY_WARNING warns. ``-n N`` (pytest-xdist) gives the same items
+and outcomes: xdist.py. As in the CLI, each case runs in a worker process, through the CLI's own entry point
 (survive/pool.py's ``run_pairs``), so that a driver that crashes or hangs fails that case and not the session;
 ``--in-process`` runs them in pytest's own (a debugger's). The options are the CLI's table (run/options.py).
 
@@ -66,7 +66,8 @@ _SUPERVISOR = pytest.StashKey["Supervisor"]()
 
 def pytest_configure(config: pytest.Config) -> None:
     """Check the options once, up front: a bad value is a usage error, not a collection error per file."""
-    given = {name: config.getoption(name) for name in ("ep", "feature_level", "max_elements", "case_timeout")}
+    names = ("ep", "feature_level", "max_elements", "case_timeout", "repeat")
+    given = {name: config.getoption(name) for name in names}
     try:
         values = checked(given, PYTEST)
     except OptionError as error:

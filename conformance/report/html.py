@@ -23,11 +23,20 @@ from conformance.report.svg import mismatch_map, ulp_histogram
 from conformance.results import Result
 
 FAULTS = (Status.CRASH, Status.TIMEOUT, Status.DEVICE_LOST)
-ORDER = (Status.FAIL, *FAULTS, Status.ERROR, Status.QUALITY_WARNING, Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE)
-DETAILED = frozenset({Status.FAIL, *FAULTS, Status.ERROR, Status.QUALITY_WARNING})
+ORDER = (
+    Status.FAIL,
+    Status.FLAKY,
+    *FAULTS,
+    Status.ERROR,
+    Status.QUALITY_WARNING,
+    Status.NOT_SUPPORTED,
+    Status.NOT_EXPRESSIBLE,
+)
+DETAILED = frozenset({Status.FAIL, Status.FLAKY, *FAULTS, Status.ERROR, Status.QUALITY_WARNING})
 COLOURS = {
     Status.PASS: "#2e7d32",
     Status.FAIL: "#c62828",
+    Status.FLAKY: "#ad1457",
     Status.ERROR: "#6a1b9a",
     Status.CRASH: "#000000",
     Status.TIMEOUT: "#000000",

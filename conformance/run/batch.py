@@ -15,6 +15,12 @@ So every verdict but PASS comes from a case's own session, and a case can only d
 passing in a pack and failing alone, which benchmarks/throughput.py looks for on the GPUs (docs/performance.md).
 DirectML fuses its partition into one DML graph and records it as one ``DmlFusedNode_*``, which is every case's
 record (pack.py): with CPU fallback disabled, a case DirectML cannot take refuses the packed session instead.
+
+With ``--repeat N`` each group (a pack, or a case alone) runs N times in a row, each time exactly as above and in
+sessions of its own (a new session for every run, none kept open between runs, so that a run is what a new run of
+the case would give: a kernel chosen, a shader compiled or memory allocated anew); a case's runs then give its one
+result (repeat.py), FLAKY where they differ. Inputs and the oracle are computed once: they are NumPy's, bit-exact.
+A fault ends a case's runs; the others of its pack go on.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from conformance.model import Status
 from conformance.problems import first_line
 from conformance.results import Result
 from conformance.run.options import RunOptions
+from conformance.run.repeat import FAULTS, merged
 from conformance.run.runner import Prepared, execute_prepared, finish, prepare
 
 log = logging.getLogger(__name__)
@@ -157,6 +164,62 @@ def _run_group(
     return [results[place] for place in range(len(group))]
 
 
+class _Repeats(Unwatched):
+    """The Watch of a repeated group's runs: what runs is told to the batch's Watch at once (a supervisor's timeout
+    and crash handling need it); each run's results are kept, and a case's one result (repeat.py) is given to the
+    batch's Watch after its last run, or at once where a run ends in a fault (a worker exits on a lost device)."""
+
+    def __init__(self, group: Sequence[Prepared], places: Sequence[int], planned: int, watch: Watch) -> None:
+        self.group, self.places, self.planned, self.watch = group, places, planned, watch
+        self.at = {place: i for i, place in enumerate(places)}
+        self.runs: list[list[Result]] = [[] for _ in group]
+        self.final: dict[int, Result] = {}
+
+    def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
+        self.watch.begin(places, executing, inputs)
+
+    def device_lost(self, places: Sequence[int], message: str) -> None:
+        self.watch.device_lost(places, message)
+
+    def finished(self, place: int, result: Result) -> None:
+        i = self.at[place]
+        self.runs[i].append(result)
+        if result.status in FAULTS:
+            self._settle(i)
+
+    def live(self) -> list[int]:
+        """The group's cases still to run again (in the group's order)."""
+        return [i for i in range(len(self.group)) if i not in self.final]
+
+    def _settle(self, i: int) -> None:
+        self.final[i] = merged(self.runs[i], self.planned, self.group[i].seconds)
+        self.watch.finished(self.places[i], self.final[i])
+
+    def results(self) -> list[Result]:
+        """Every case's one result, in the group's order, those not yet given to the batch's Watch given now."""
+        for i in self.live():
+            self._settle(i)
+        return [self.final[i] for i in range(len(self.group))]
+
+
+def _repeated(
+    group: Sequence[Prepared], places: Sequence[int], ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch
+) -> list[Result]:
+    """The group's results as ``_run_group`` gives them, each case's from ``options.repeat`` runs of the group (its
+    pack run again, or the case alone again), each run in sessions of its own; a case whose run ends in a fault is
+    not run again."""
+    if options.repeat == 1:
+        return _run_group(group, places, ep, options, sessions, watch)
+    repeats = _Repeats(group, places, options.repeat, watch)
+    for _ in range(options.repeat):
+        live = repeats.live()
+        if not live:
+            break
+        fresh = Sessions(capacity=0, runners=sessions.runners)  # none kept: each run opens its own
+        _run_group([group[i] for i in live], [places[i] for i in live], ep, options, fresh, repeats)
+    return repeats.results()
+
+
 def _packing(options: RunOptions) -> bool:
     return options.pack > 1
 
@@ -172,18 +235,17 @@ def run_batch(
     for index, entry in enumerate(entries):
         watch.begin([index], executing=False)
         prepared = prepare(entry, ep, options)
-        if isinstance(prepared, Result):
+        if isinstance(prepared, Result):  # no execution: nothing to repeat
             results[index] = prepared
+            watch.finished(index, prepared)
         elif _packing(options) and packable(prepared.lowering):
             waiting.setdefault(opset_of(prepared.lowering), []).append((index, prepared))
-            continue
         else:
-            results[index] = _alone(prepared, index, ep, options, sessions, watch)
-        watch.finished(index, results[index])
+            results[index] = _repeated([prepared], [index], ep, options, sessions, watch)[0]
     for members in waiting.values():
         for start in range(0, len(members), options.pack):
             chunk = members[start : start + options.pack]
             places = [index for index, _ in chunk]
-            group_results = _run_group([p for _, p in chunk], places, ep, options, sessions, watch)
+            group_results = _repeated([p for _, p in chunk], places, ep, options, sessions, watch)
             results |= dict(zip(places, group_results, strict=True))
     return [results[index] for index in range(len(entries))]

@@ -230,6 +230,15 @@ OPTIONS: Mapping[str, Option] = _options(
         check=whole_number(1),
     ),
     Option(
+        ("--repeat",),
+        "run each (case, EP) N times, each time in a new session; a case whose verdicts or outputs differ between "
+        "the runs is FLAKY, which fails the run (default 1)",
+        frozenset({_RUN, PYTEST}),
+        default=1,
+        metavar="N",
+        check=whole_number(1),
+    ),
+    Option(
         ("--report-dir",),
         "where the results and reports go (run's default: reports/; merge needs it)",
         frozenset({_RUN, _MERGE}),
@@ -465,6 +474,7 @@ def run_options(values: Mapping[str, Any], directml: DirectML | None, threads: i
         directml_level=directml.feature_level if directml else None,
         artifacts=get("artifacts"),
         pack=get("pack"),
+        repeat=get("repeat"),
         threads=threads,
         file_limits=FileLimits(get("max_file_bytes"), get("max_nodes")),
     )
@@ -477,6 +487,7 @@ class RunOptions:
     directml_level: FeatureLevel | None = None  # the installed DirectML's level (directml.detect), for the dml EP
     artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
     pack: int = DEFAULT_PACK  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
+    repeat: int = 1  # --repeat: each executed case run this many times, FLAKY where the runs differ (batch.py)
     threads: int | None = None  # intra-op threads of a larger case's session; None: onnxruntime's (pytest -n)
     file_limits: FileLimits = DEFAULT_LIMITS  # what the case files were read under (for repro commands)
 
@@ -503,7 +514,7 @@ def distinct_eps(eps: Iterable[EpSpec]) -> list[EpSpec]:
 
 
 def repro_command(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> str:
-    """The ``dmlconf run`` command that runs this one (case, EP) again, under the same target and limits.
+    """The ``dmlconf run`` command that runs this one (case, EP) again, under the same target, limits and repeats.
 
     ``-k`` is given the full case id, which selects that case alone even where it is a prefix of another id.
     """
@@ -516,6 +527,8 @@ def repro_command(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -
         words += ["--max-file-bytes", str(options.file_limits.max_file_bytes)]
     if options is not None and options.file_limits.max_nodes != DEFAULT_LIMITS.max_nodes:
         words += ["--max-nodes", str(options.file_limits.max_nodes)]
+    if options is not None and options.repeat > 1:  # a FLAKY case shows only when run again
+        words += ["--repeat", str(options.repeat)]
     return shlex.join(words)
 
 

@@ -27,6 +27,7 @@ from conformance.model import Case, Status
 from conformance.results import Result
 from conformance.run.artifacts import save_artifacts
 from conformance.run.options import RunOptions, repro_command
+from conformance.run.repeat import recorded
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +204,8 @@ def finish(
     try:
         with np.errstate(all="ignore"):
             result = _judge(prepared, outcome, ep, options)
+        if options.repeat > 1:  # one of its runs, which batch.py merges (repeat.py)
+            result = recorded(result, outcome.outputs if isinstance(outcome, Execution) else {})
     except Exception as error:
         result = _harness_error(prepared.base, prepared.case, error)
     total = prepared.seconds + seconds + time.perf_counter() - start

@@ -54,6 +54,8 @@ def run_identity(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOp
         "feature_level": str(options.feature_level) if options.feature_level else None,
         "directml_level": str(options.directml_level) if options.directml_level else None,
         "max_elements": options.max_elements,
+        # Only where given: a results.jsonl written before --repeat existed is still the same run without it.
+        **({"repeat": options.repeat} if options.repeat > 1 else {}),
         # What else decides verdicts: an upgrade between the kill and the resume would mix two builds' results.
         "software": {p: package_version(p) for p in (*PACKAGES, "numpy")},
     }
