@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from conformance.cli.output import to_devnull
 from conformance.cli.shared import EXIT_FAILED, EXIT_USAGE, UsageError
 from conformance.problems import CaseFileError
 from conformance.run.options import OptionError, add_options, checked
@@ -152,4 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:  # before a run had anything to write (a run's own interruption is handled in it)
         print("dmlconf: interrupted", file=sys.stderr)
+        return EXIT_FAILED
+    except BrokenPipeError:  # a reader of a command's output went away (| head): no traceback (cli/output.py)
+        to_devnull(sys.stdout)
+        to_devnull(sys.stderr)
         return EXIT_FAILED

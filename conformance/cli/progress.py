@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from conformance.cli.output import to_devnull
+
 WIDTH = 30
 PLAIN_MINIMUM = 100  # runs shorter than this print no plain progress lines: they finish before anyone looks
 
@@ -35,16 +37,22 @@ class Progress:
         bar = "#" * round(WIDTH * share) + "." * (WIDTH - round(WIDTH * share))
         return f"[{bar}] {self.done}/{self.total} ({share:.0%}) {_duration(elapsed)}, ETA {_duration(eta)}"
 
+    def _write(self, text: str) -> None:
+        """A reader of the stream that went away (``2>&1 | head``) stops the drawing, not the run (output.py)."""
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            to_devnull(self.stream)
+
     def advance(self, count: int = 1) -> None:
         self.done += count
         if self.interactive:
-            self.stream.write("\r" + self.line())
-            self.stream.flush()
+            self._write("\r" + self.line())
         elif self.total >= PLAIN_MINIMUM and self.done * 10 >= self._next_tenth * self.total:
             self._next_tenth = self.done * 10 // self.total + 1
-            self.stream.write(self.line() + "\n")
+            self._write(self.line() + "\n")
 
     def close(self) -> None:
         if self.interactive:
-            self.stream.write("\r" + " " * (WIDTH + 60) + "\r")
-            self.stream.flush()
+            self._write("\r" + " " * (WIDTH + 60) + "\r")

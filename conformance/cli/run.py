@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from conformance.cases.suite import Suite, run_elements
+from conformance.cli.output import say, warn
 from conformance.cli.progress import Progress
 from conformance.cli.reports import gate_lines, read_waivers, write_reports
 from conformance.cli.selection import selected
@@ -30,9 +33,9 @@ from conformance.gate.summary import summarize
 from conformance.gate.waivers import Waiver, apply_waivers, overall_failed
 from conformance.report.console import render_console
 from conformance.results import Result, write_results
-from conformance.run.identity import environment
+from conformance.run.identity import RunFacts, cases_sha256, environment, skipped_files
 from conformance.run.options import REPORT_FORMATS, RunOptions, run_options
-from conformance.survive.pool import run_pairs
+from conformance.survive.pool import Ran, finished_prefix, run_pairs
 from conformance.survive.stream import STREAM_NAME, Stream, StreamError, read_stream, run_identity
 from conformance.survive.supervisor import Supervisor
 
@@ -48,15 +51,24 @@ def _directml(eps: Sequence[EpSpec]) -> DirectML | None:
         raise UsageError(f"--ep dml: {error}") from None
 
 
+@dataclass(frozen=True)
+class _Start:
+    """When the command started: the wall clock for results.json, the monotonic clock for its duration."""
+
+    at: datetime
+    clock: float
+
+
 def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    eps = chosen_eps(args.ep)
-    existing(args.paths or ["cases"])  # before the workers start: a wrong path costs nothing
+    start = _Start(datetime.now(UTC), time.monotonic())
+    eps = chosen_eps(args.ep)  # an EP that is not installed is a usage error, as is
+    existing(args.paths or ["cases"])  # a wrong path, before the workers start: it costs nothing
     directml = _directml(eps)  # so is a missing piece of the DirectML chain
     if args.jobs < 1:
-        return _run_suite(args, argv, eps, None, directml)
+        return _run_suite(args, argv, eps, None, directml, start)
     # Started before the case files are read, so that the workers' imports overlap the reading.
     with Supervisor(args.jobs, args.case_timeout or None) as supervisor:
-        return _run_suite(args, argv, eps, supervisor, directml)
+        return _run_suite(args, argv, eps, supervisor, directml, start)
 
 
 def _selected(args: argparse.Namespace) -> Suite | None:
@@ -93,15 +105,30 @@ def _stream(
     try:
         if args.resume and os.path.exists(path):
             done, keep = read_stream(path, identity)
-            print(f"resuming: {len(done)} result(s) kept from {path}")
+            say(f"resuming: {len(done)} result(s) kept from {path}")
             return Stream(path, identity, keep), done
         if args.resume:
-            print(f"nothing to resume in {path}: running every case", file=sys.stderr)
+            warn(f"nothing to resume in {path}: running every case")
         return Stream(path, identity), {}
     except StreamError as error:
         raise UsageError(f"--resume: {error}; run without --resume to start again") from None
     except OSError as error:
         raise UsageError(f"--report-dir: cannot write {path}: {error.strerror or error}") from None
+
+
+def _cases_hash(suite: Suite) -> tuple[str, int]:
+    """The hash of the case files the selected cases come from (identity.py), taken as they are selected."""
+    try:
+        return cases_sha256(entry.path for entry in suite.entries)
+    except OSError as error:
+        raise UsageError(f"{error.filename}: cannot be read again to hash it: {error.strerror or error}") from None
+
+
+def _announce(suite: Suite, eps: Sequence[EpSpec], directml: DirectML | None) -> None:
+    say(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(ep.text for ep in eps)}")
+    if directml is not None:
+        level = directml.feature_level or "?"
+        say(f"DirectML {directml.version or '?'} ({directml.source}): feature level {level}")
 
 
 def _run_suite(
@@ -110,6 +137,7 @@ def _run_suite(
     eps: list[EpSpec],
     supervisor: Supervisor | None,
     directml: DirectML | None,
+    start: _Start,
 ) -> int:
     suite = _selected(args)
     if suite is None:
@@ -117,29 +145,38 @@ def _run_suite(
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
     _within_limit(args, suite, eps)
+    digest, files = _cases_hash(suite)
     options = run_options(vars(args), directml)
     _folders(args)
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
     stream, done = _stream(args, suite, eps, options)
-    print(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(ep.text for ep in eps)}")
-    if directml is not None:
-        print(f"DirectML {directml.version or '?'} ({directml.source}): feature level {directml.feature_level or '?'}")
     planned = len(suite.entries) * len(eps)
     progress = Progress(planned - len(done))
+    finished = dict(done)
+
+    def record(pair: int, result: Result) -> None:
+        finished[pair] = result
+        stream.add(pair, result)
+
     try:
-        ran = run_pairs(
-            suite.entries, eps, options, args.jobs, progress.advance, supervisor, done=done, record=stream.add
-        )
+        _announce(suite, eps, directml)
+        ran = run_pairs(suite.entries, eps, options, args.jobs, progress.advance, supervisor, done=done, record=record)
+    except KeyboardInterrupt:  # one that came before (or after) run_pairs had it in hand: the same as one within
+        ran = Ran(tuple(finished_prefix(finished, planned)), interrupted=True)
     finally:
         stream.close()
         progress.close()
     if ran.stopped is not None:
         log.error("%s", ran.stopped)
-    env = environment(eps, options, argv, directml, suite.problems)
+    skipped = skipped_files(suite.invalid_files, suite.problems)
+    facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped)
+    env = environment(eps, options, argv, directml, suite.problems, facts)
+    if ran.stopped is not None:
+        env["stopped"] = ran.stopped
     code = _report(args, env, ran.results, planned, waivers)
     if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
         why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
-        print(f"{why} (listed above and in results.json): exit code 2", file=sys.stderr)
+        warn(f"{why} (listed above and in results.json): exit code 2")
         return EXIT_USAGE
     return code
 
@@ -151,21 +188,26 @@ def _report(
     planned: int,
     waivers: list[Waiver] | None,
 ) -> int:
-    if len(results) < planned:  # recorded, so that every report of this results.json says the run failed
-        print(f"interrupted: writing the {len(results)} result(s) finished so far", file=sys.stderr)
-        print(f"every finished result is in {os.path.join(args.report_dir, STREAM_NAME)}: add --resume to finish")
+    """results.json and every report written, then the console's summary: a reader of stdout that went away
+    (``| head``) costs no report, and the exit code is the run's verdict whatever became of stdout."""
+    interrupted = len(results) < planned
+    if interrupted:  # recorded, so that every report of this results.json says the run failed, and how far it got
+        warn(f"interrupted: writing the {len(results)} result(s) finished so far")
         env |= {"interrupted": True, "planned_results": planned}
     summary = summarize(env, results)
-    print(render_console(summary))
     gate = apply_waivers(env, results, waivers) if waivers is not None else None
     results_path = os.path.join(args.report_dir, "results.json")
     try:
         write_results(results_path, env, results)
         written = write_reports(args.report_dir, summary, results, gate, list(REPORT_FORMATS))
     except OSError as error:
-        print(f"dmlconf: cannot write reports to {args.report_dir}: {error.strerror or error}", file=sys.stderr)
+        say(render_console(summary))  # with results.jsonl, the only record of the results now
+        warn(f"dmlconf: cannot write reports to {args.report_dir}: {error.strerror or error}")
         return EXIT_FAILED
-    print(f"reports: {', '.join([results_path, *written])}")
+    say(render_console(summary))
+    say(f"reports: {', '.join([results_path, *written])}")
+    if interrupted:
+        say(f"every finished result is in {os.path.join(args.report_dir, STREAM_NAME)}: add --resume to finish")
     if gate is not None:
-        print("\n".join(gate_lines(gate)))
+        say("\n".join(gate_lines(gate)))
     return EXIT_FAILED if overall_failed(summary, gate) else EXIT_OK

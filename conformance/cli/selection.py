@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from conformance.cases.parse import Entry, Rejected
 from conformance.cases.suite import Suite, shard, valid_files_only
+from conformance.cli.output import say, warn
 from conformance.cli.shared import EXIT_OK, EXIT_USAGE, collect_paths, file_limits, print_problems
 from conformance.coverage.mapping import quick
 
@@ -26,10 +26,10 @@ def selected(args: argparse.Namespace) -> Suite | None:
     if suite.problems:
         print_problems(suite.problems, suite.files)
         if not args.keep_going:
-            print("nothing was run: fix the problems above", file=sys.stderr)
+            warn("nothing was run: fix the problems above")
             return None
         skipped = len(suite.invalid_files)
-        print(f"--keep-going: skipping the {skipped} file(s) with problems, running the others", file=sys.stderr)
+        warn(f"--keep-going: skipping the {skipped} file(s) with problems, running the others")
         suite = valid_files_only(suite)
     if args.quick:
         suite = quick(suite, args.max_elements)
@@ -69,8 +69,9 @@ def list_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if suite is None:
         return EXIT_USAGE
     if args.json:
-        print(json.dumps([described(entry) for entry in suite.entries], indent=1))
+        say(json.dumps([described(entry) for entry in suite.entries], indent=1))
     else:
-        print("\n".join(entry.id for entry in suite.entries), end="\n" if suite.entries else "")
-    print(f"{len(suite.entries)} case(s) selected from {suite.files} file(s)", file=sys.stderr)
+        for entry in suite.entries:
+            say(entry.id)
+    warn(f"{len(suite.entries)} case(s) selected from {suite.files} file(s)")
     return EXIT_USAGE if suite.problems else EXIT_OK

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from conformance.cases.limits import DEFAULT_LIMITS, FileLimits
 from conformance.cases.suite import NoCaseFiles, Suite, collect
+from conformance.ep.installed import NotInstalled, check_installed
 from conformance.ep.providers import EpSpec, best_available_ep
 from conformance.problems import Problem
 from conformance.run.options import distinct_eps
@@ -47,5 +48,11 @@ def print_problems(problems: Sequence[Problem], files: int) -> None:
 
 
 def chosen_eps(eps: Sequence[EpSpec]) -> list[EpSpec]:
-    """The EPs to run on, each once (``distinct_eps``); the best available when none is named."""
-    return distinct_eps(eps) or [best_available_ep()]
+    """The EPs to run on, each once (``distinct_eps``); the best available when none is named. A usage error where
+    a named EP's package or library is not installed (ep/installed.py): decided before anything runs."""
+    named = distinct_eps(eps)
+    try:
+        check_installed(named)
+    except NotInstalled as error:
+        raise UsageError(str(error)) from None
+    return named or [best_available_ep()]

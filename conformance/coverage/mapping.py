@@ -121,8 +121,9 @@ def build_map(coverages: Sequence[CaseCoverage], operators: Iterable[Operator] =
 def quick_selection(coverages: Sequence[CaseCoverage], always: Iterable[str] = ()) -> list[str]:
     """A small set of cases that covers every (clause, facet) the given cases cover, in their order.
 
-    Greedy set cover (deterministic: ties go to the earlier case), plus every negative case (they only
-    validate, so they cost nothing) and the ids in ``always`` (e.g. the regressions in cases/found/)."""
+    Greedy set cover (deterministic: ties go to the earlier case), plus every case that covers a clause as a
+    negative case and the ids in ``always`` (``quick`` gives every negative case and the regressions in
+    cases/found/)."""
     required = required_facets()
 
     def useful(coverage: CaseCoverage) -> set[tuple[str, str]]:
@@ -148,8 +149,17 @@ def is_found(entry: Entry) -> bool:
     return "found" in PurePosixPath(entry.path).parent.parts
 
 
+def is_negative(entry: Entry) -> bool:
+    """A case marked ``expect: invalid``."""
+    return entry.expect_invalid is not None
+
+
 def quick(suite: Suite, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Suite:
-    """The quick selection: few cases covering every clause and facet the suite covers, plus the found ones."""
+    """The quick selection: few cases covering every clause and facet the suite covers, plus every negative case and
+    every found one. Every negative case, not only those whose rejection cites a spec clause: the validator's
+    refusal of a malformed case file (data that do not match Sizes, a value outside its data type) is as much a part
+    of the gate, and a negative case only validates, so it costs nothing (it never reaches an EP)."""
     coverages = [case_coverage(entry, max_elements) for entry in suite.entries]
-    chosen = set(quick_selection(coverages, [e.id for e in suite.entries if is_found(e)]))
+    always = [e.id for e in suite.entries if is_found(e) or is_negative(e)]
+    chosen = set(quick_selection(coverages, always))
     return replace(suite, entries=tuple(e for e in suite.entries if e.id in chosen))

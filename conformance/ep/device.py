@@ -1,4 +1,4 @@
-"""What hardware a run tested: the GPUs the operating system reports and the devices onnxruntime's EPs bound.
+"""What hardware a run tested: the GPUs the operating system reports, the devices onnxruntime's EPs bound, the CPU.
 
 - Linux (NVIDIA): ``nvidia-smi --query-gpu=...`` gives name, driver version, memory, PCI bus and UUID.
 - Windows: ``Win32_VideoController`` (through PowerShell) gives each adapter's description and driver version,
@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import platform
 import shutil
 import subprocess
 import sys
@@ -85,6 +86,27 @@ def gpus(run: Runner = _run, platform: str = sys.platform) -> list[dict[str, str
     except (OSError, subprocess.SubprocessError, ValueError) as error:
         log.debug("no GPU identity: %s", error)
         return []
+
+
+def parse_cpuinfo(text: str) -> str | None:
+    """The first ``model name`` of Linux's /proc/cpuinfo (x86 and most others); None where it has none (some ARM
+    kernels name only the implementer and part)."""
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "model name" and value.strip():
+            return " ".join(value.split())
+    return None
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo", processor: Callable[[], str] = platform.processor) -> str | None:
+    """The CPU's model: /proc/cpuinfo's on Linux, else ``platform.processor()`` (Windows names the family, model and
+    vendor there; elsewhere it may be only the architecture); None where neither says anything."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as file:
+            found = parse_cpuinfo(file.read())
+    except OSError:
+        found = None
+    return found or processor().strip() or None
 
 
 def _text_map(mapping: Any) -> dict[str, str]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from conformance.ep.dml_here import directml_for
+from conformance.ep.installed import NotInstalled, check_installed
 from conformance.ep.providers import EpSpec, best_available_ep
 from conformance.model import Status
 from conformance.pytest_plugin.xdist import CaseFileCollectionStop, worker_threads
@@ -73,6 +74,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except OptionError as error:
         raise pytest.UsageError(str(error)) from None
     eps = distinct_eps(values["ep"])
+    try:
+        check_installed(eps)  # an EP whose package or library is absent: before any case is collected
+    except NotInstalled as error:
+        raise pytest.UsageError(str(error)) from None
     try:
         directml = directml_for(eps)  # a missing piece of the DirectML chain (a ValueError) is a usage error too
     except ValueError as error:

@@ -1,17 +1,26 @@
-"""The identity of what a run tested, for results.json's ``environment``: the device (GPU name and driver), the
-software (onnxruntime and EP packages, DirectML and its feature level), the platform and the exact command line.
+"""The identity of what a run tested, for results.json's ``environment``: the device (GPU name and driver, the CPU),
+the software (onnxruntime and EP packages, DirectML and its feature level), the platform, the exact command line,
+the harness (its version, the git commit of its checkout, a hash of the case files the run read), when the run
+started and how long it took, and what it did not run (interrupted, or case files skipped by --keep-going).
 A report without the device is not a conformance report.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import platform
+import re
 import sys
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from conformance.cases.parse import display_path
 from conformance.ep import device
 from conformance.ep.directml import DirectML, package_version
 from conformance.ep.providers import DML, EpSpec, is_plugin, plugin_devices
@@ -21,6 +30,108 @@ from conformance.run.options import RunOptions
 log = logging.getLogger(__name__)
 
 PACKAGES = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-ep-webgpu")
+CHECKOUT = Path(__file__).resolve().parents[2]  # where the package is imported from: a git checkout's root, or not
+_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")  # SHA-1, or SHA-256 in a repository that uses it
+_SYMBOLIC_DEPTH = 5  # symbolic refs followed before giving up (git itself stops at 5 too)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the CLI knows of a run beyond its EPs and options: when it started (UTC) and how long it took (seconds,
+    until its results were final), the case files its cases came from (``cases_sha256``, hashed when they were
+    selected), and the files --keep-going skipped, with their number of problems each."""
+
+    started: datetime
+    seconds: float
+    cases_sha256: str
+    case_files: int
+    skipped_files: tuple[tuple[str, int], ...] = field(default=())
+
+
+def cases_sha256(paths: Iterable[str]) -> tuple[str, int]:
+    """(The hash of a run's case files, how many): SHA-256 over the sorted hex SHA-256 digests of each file's bytes
+    (one per line), each real file once. Neither the order the files were named in nor the path they were named by
+    changes it, so two runs of the same case files have the same hash wherever their checkouts lie; the files' names
+    are in the results' case ids."""
+    digests = set()
+    for path in {os.path.realpath(path): path for path in paths}:
+        with open(path, "rb") as file:
+            digests.add(hashlib.sha256(file.read()).hexdigest())
+    text = "".join(f"{digest}\n" for digest in sorted(digests))
+    return hashlib.sha256(text.encode("ascii")).hexdigest(), len(digests)
+
+
+def skipped_files(invalid_files: Sequence[str], problems: Sequence[Problem]) -> tuple[tuple[str, int], ...]:
+    """Each case file --keep-going skipped (as ids name it), with its number of problems: how many of its cases
+    would have run is not known, since a file with problems may not even have been read."""
+    counts = Counter(display_path(problem.pos.path) for problem in problems)
+    return tuple((path, counts[display_path(path)]) for path in dict.fromkeys(invalid_files))
+
+
+def _git_dir(root: Path) -> tuple[Path, Path] | None:
+    """(The checkout's git directory, the repository's common directory), from ``root/.git``: a directory, or a file
+    ``gitdir: PATH`` (a linked worktree, a submodule), whose ``commondir`` names the shared one."""
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git, dot_git
+    if not dot_git.is_file():
+        return None
+    text = dot_git.read_text(encoding="utf-8").strip()
+    if not text.startswith("gitdir:"):
+        return None
+    git_dir = (root / text.removeprefix("gitdir:").strip()).resolve()
+    common = git_dir / "commondir"
+    return git_dir, (git_dir / common.read_text(encoding="utf-8").strip()).resolve() if common.is_file() else git_dir
+
+
+def _ref(git_dir: Path, common: Path, name: str) -> str | None:
+    """A ref's content (a commit, or ``ref: ...``): its loose file (per worktree, then shared), else packed-refs."""
+    for folder in (git_dir, common):
+        loose = folder / name
+        if loose.is_file():
+            return loose.read_text(encoding="utf-8").strip()
+    packed = common / "packed-refs"
+    if packed.is_file():
+        for line in packed.read_text(encoding="utf-8").splitlines():
+            commit, _, ref = line.partition(" ")
+            if ref.strip() == name:
+                return commit
+    return None
+
+
+def git_commit(root: Path = CHECKOUT) -> str | None:
+    """HEAD's commit of the git checkout at ``root``, read from its files without running git; None where ``root``
+    is not a checkout (an installed package), HEAD names a branch without a commit, or the repository keeps its refs
+    in a form this does not read (reftable)."""
+    try:
+        found = _git_dir(root)
+        if found is None:
+            return None
+        git_dir, common = found
+        content: str | None = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        for _ in range(_SYMBOLIC_DEPTH):
+            if content is None or not content.startswith("ref:"):
+                break
+            content = _ref(git_dir, common, content.removeprefix("ref:").strip())
+    except (OSError, UnicodeDecodeError) as error:
+        log.debug("no git commit for %s: %s", root, error)
+        return None
+    return content if content is not None and _SHA.fullmatch(content) else None
+
+
+def harness(facts: RunFacts) -> dict[str, Any]:
+    """The harness that ran: its version, its checkout's commit (None when installed), the case files' hash."""
+    return {
+        "version": package_version("dml-conformance"),
+        "git_commit": git_commit(),
+        "cases_sha256": facts.cases_sha256,
+        "case_files": facts.case_files,
+    }
+
+
+def iso_utc(moment: datetime) -> str:
+    """``2026-01-31T12:00:00Z``: ISO 8601, in UTC, to the second."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _ep_name_and_devices(ep: EpSpec) -> tuple[str, list[dict[str, Any]]]:
@@ -52,15 +163,30 @@ def ep_record(ep: EpSpec, options: RunOptions, directml: DirectML | None) -> dic
     return record
 
 
+def _run_facts(facts: RunFacts | None, problems: Sequence[Problem]) -> dict[str, Any]:
+    """When and how long, the harness, and with --keep-going the case files skipped (each with its number of
+    problems) and the problems themselves: their files' cases were not run, and every report of the run says so."""
+    record: dict[str, Any] = {}
+    if facts is not None:
+        record |= {"started_at": iso_utc(facts.started), "duration_s": round(facts.seconds, 3)}
+        record["harness"] = harness(facts)
+        if facts.skipped_files:
+            record["skipped_files"] = [{"path": path, "problems": count} for path, count in facts.skipped_files]
+    if problems:
+        record["problems"] = [str(p) for p in problems]
+    return record
+
+
 def environment(
     eps: Sequence[EpSpec],
     options: RunOptions,
     argv: Sequence[str],
     directml: DirectML | None = None,
     problems: Sequence[Problem] = (),
+    facts: RunFacts | None = None,
 ) -> dict[str, Any]:
-    """What was tested with what: GPUs, versions, EPs, platform and the exact command line; with --keep-going,
-    the case files' problems (their files' cases were not run), so that every report of the run can say so."""
+    """What was tested with what: GPUs and CPU, versions, EPs, platform, the exact command line and the harness;
+    when the run started and for how long (``facts``); what it skipped (``problems``, ``facts``)."""
     import numpy
 
     runtime = device.runtime()
@@ -80,8 +206,9 @@ def environment(
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "machine": platform.machine(),
+        "cpu": device.cpu_model(),
         "eps": [ep_record(ep, options, directml) for ep in eps],
         "target_feature_level": str(options.feature_level) if options.feature_level else None,
         "pack": options.pack,
-        **({"problems": [str(p) for p in problems]} if problems else {}),
+        **_run_facts(facts, problems),
     }

@@ -1,8 +1,8 @@
 """Runs that survive their workers: a crash, hang or lost device costs only its case, and a killed run resumes.
 
 ``pool`` is the one entry point that runs cases (``run_pairs``, for the CLI and the pytest plugin); ``supervisor``
-and ``worker`` run them in spawned processes; ``faults`` words a CRASH, TIMEOUT or DEVICE_LOST; ``stream`` writes
-results.jsonl for ``--resume``.
+and ``worker`` run them in spawned processes, started through ``interrupt`` (Ctrl-C is the supervisor's alone);
+``faults`` words a CRASH, TIMEOUT or DEVICE_LOST; ``stream`` writes results.jsonl for ``--resume``.
 
 May import: the core, run, ep, cases.
 """

@@ -68,7 +68,7 @@ class Ran:
     stopped: str | None = None
 
 
-def _prefix(done: Mapping[int, Result], planned: int) -> list[Result]:
+def finished_prefix(done: Mapping[int, Result], planned: int) -> list[Result]:
     """Only the unbroken prefix: a run cut short reports the pairs before the first missing one, as a sequential
     one would, so an interrupted run's results.json never has holes (results.jsonl keeps all, for --resume)."""
     results = []
@@ -125,4 +125,4 @@ def run_pairs(
         interrupted = True
     except WorkerStartError as error:  # as interrupted: what finished is written, and the run fails
         stopped = str(error)
-    return Ran(tuple(_prefix(finished, len(entries) * len(eps))), interrupted, stopped)
+    return Ran(tuple(finished_prefix(finished, len(entries) * len(eps))), interrupted, stopped)

@@ -37,7 +37,8 @@ from conformance.results import Result
 from conformance.run.options import RunOptions
 from conformance.run.runner import base_result
 from conformance.survive.faults import fault_result, how_it_ended
-from conformance.survive.worker import DEVICE_LOST_EXIT, worker_main
+from conformance.survive.interrupt import sigint_held, start_worker
+from conformance.survive.worker import DEVICE_LOST_EXIT
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +122,12 @@ class Supervisor:
         self.workers: list[_Worker] = []
         self.pending: deque[Task] = deque()
         self.started = self.tasks_sent = self.failed_starts = 0
-        for _ in range(jobs):
-            self._spawn()
+        try:
+            for _ in range(jobs):
+                self._spawn()
+        except BaseException:  # Ctrl-C while they start: those started are stopped, as ``run`` stops them
+            self.close()
+            raise
 
     def __enter__(self) -> Supervisor:
         return self
@@ -135,8 +140,9 @@ class Supervisor:
         self.started += 1
         stderr_path = os.path.join(self.folder.name, f"worker-{self.started}.stderr")
         mine, theirs = self.context.Pipe()
-        process = self.context.Process(target=worker_main, args=(theirs, stderr_path), daemon=True)
-        process.start()
+        process = self.context.Process(target=start_worker, args=(theirs, stderr_path), daemon=True)
+        with sigint_held():  # Ctrl-C is the supervisor's, even while the worker starts (interrupt.py)
+            process.start()
         theirs.close()
         self.workers.append(_Worker(process, mine, stderr_path))
 

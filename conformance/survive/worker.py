@@ -16,7 +16,6 @@ from __future__ import annotations
 import faulthandler
 import multiprocessing
 import os
-import signal
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -93,11 +92,9 @@ def _exit_with_the_supervisor() -> None:
 
 
 def worker_main(conn: Connection, stderr_path: str) -> None:
-    """A worker's life: ready, then tasks until told to stop or the supervisor is gone."""
+    """A worker's life: ready, then tasks until told to stop or the supervisor is gone. SIGINT is ignored already
+    (interrupt.py's ``start_worker``, the process's entry point): Ctrl-C is the supervisor's."""
     _exit_with_the_supervisor()
-    # Ctrl-C at a terminal reaches the whole process group: the supervisor handles it (it stops the workers and
-    # writes what finished), so that a worker's KeyboardInterrupt is not mistaken for a crash of its case.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _stderr_to(stderr_path)
     provoke_at_start()
     conn.send(("ready",))

@@ -1,0 +1,89 @@
+"""A reader of dmlconf's output that goes away (``dmlconf run ... | head -1``) costs no report: results.json and every
+report are written, the exit code is the run's verdict, and no traceback is printed (conformance/cli/output.py).
+Each run here is a real process whose stdout is a real pipe, closed by its reader early."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "cases" / "top_k1" / "spec_examples.yaml"
+MANY = REPO / "cases" / "slice1" / "library.yaml"  # enough cases (over 100) for plain progress lines on stderr
+REPORTS = ("results.json", "report.html", "summary.md", "junit.xml")
+BUFFERING = {"buffered": None, "unbuffered": "1"}
+
+
+def _command(cases: Path, reports: Path) -> list[str]:
+    return [sys.executable, "-m", "conformance", "run", str(cases), "--ep", "cpu", "-j", "1", f"--report-dir={reports}"]
+
+
+def _environ(buffering: str) -> dict[str, str]:
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    value = BUFFERING[buffering]
+    return environ if value is None else environ | {"PYTHONUNBUFFERED": value}
+
+
+def _reference(cases: Path, tmp_path: Path) -> tuple[int, list[dict[str, str]]]:
+    """The same run with stdout read to its end: its exit code and results are what a closed pipe must not change."""
+    reports = tmp_path / "reference"
+    done = subprocess.run(_command(cases, reports), capture_output=True, text=True, timeout=300)
+    return done.returncode, json.loads((reports / "results.json").read_text(encoding="utf-8"))["results"]
+
+
+def _check(code: int, stderr: str, reports: Path, reference: tuple[int, list[dict[str, str]]]) -> None:
+    for sign in ("Traceback", "BrokenPipeError", "Exception ignored"):
+        assert sign not in stderr, stderr
+    assert code == reference[0], stderr
+    assert sorted(path.name for path in reports.iterdir() if path.name in REPORTS) == sorted(REPORTS)
+    results = json.loads((reports / "results.json").read_text(encoding="utf-8"))["results"]
+    assert [(r["case"], r["status"]) for r in results] == [(r["case"], r["status"]) for r in reference[1]]
+
+
+@pytest.mark.parametrize("buffering", sorted(BUFFERING))
+def test_head_1_reads_one_line_and_the_run_still_writes_every_report(tmp_path: Path, buffering: str) -> None:
+    reports = tmp_path / "reports"
+    with subprocess.Popen(
+        _command(EXAMPLES, reports), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_environ(buffering)
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        first = process.stdout.readline()
+        process.stdout.close()  # as head -1 does: the run goes on with nobody reading its stdout
+        stderr = process.stderr.read().decode()
+        code = process.wait(timeout=300)
+    assert first.startswith(b"running 4 case(s)")
+    _check(code, stderr, reports, _reference(EXAMPLES, tmp_path))
+
+
+@pytest.mark.parametrize("buffering", sorted(BUFFERING))
+def test_a_stdout_closed_before_the_first_line_still_gets_every_report(tmp_path: Path, buffering: str) -> None:
+    """Nobody reads stdout at all, not even the "running N case(s)" line printed before the run."""
+    reports = tmp_path / "reports"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            _command(EXAMPLES, reports), stdout=write_end, stderr=subprocess.PIPE, env=_environ(buffering), timeout=300
+        )
+    finally:
+        os.close(write_end)
+    _check(done.returncode, done.stderr.decode(), reports, _reference(EXAMPLES, tmp_path))
+
+
+def test_a_closed_pipe_for_stdout_and_stderr_together(tmp_path: Path) -> None:
+    """``2>&1 | head -1``: the progress lines on stderr meet the closed pipe too (over 100 cases draw them)."""
+    reports = tmp_path / "reports"
+    with subprocess.Popen(
+        _command(MANY, reports), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_environ("buffered")
+    ) as process:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        process.stdout.close()
+        code = process.wait(timeout=300)
+    assert first.startswith(b"running ")
+    _check(code, "", reports, _reference(MANY, tmp_path))
