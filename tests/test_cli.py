@@ -375,6 +375,9 @@ def test_a_golden_that_disagrees_with_the_spec_exits_1(
     }
     assert by_case["example-1"]["failure_kind"] == "golden_mismatch"
     assert "ERROR (golden_mismatch)" in out and "  repro: dmlconf run " in out
+    # The console's one line names the expected: field (file:line:col) and the first element that differs.
+    line = wrong.splitlines().index("      OutputIndexTensor: [[[[3, 2], [2, 3], [2, 3]]]]") + 1
+    assert f"  {case_file}:{line}:7: expected.OutputIndexTensor[0, 0, 2, 0] = 2, the oracle gives 3\n" in out
     assert out.rstrip().splitlines()[-2] == "== 3 PASS, 1 ERROR =="
 
 

@@ -119,9 +119,10 @@ def test_a_bad_golden_fails_with_the_difference_and_a_repro_line(pytester: pytes
         [
             "*_ mixed.yaml::wrong-golden [[]cpu[]] _*",
             "ERROR (golden_mismatch) on cpu, lowering -",
-            "the oracle disagrees with the case's expected OutputValueTensor*",
-            "OutputValueTensor: 1 of 6 elements differ; first at [[]0, 0, 2, 1[]]: "
-            "the case expects 5, the oracle gives 6",
+            "*mixed.yaml:*:7: expected.OutputValueTensor[[]0, 0, 2, 1[]] = 5.0 (0x40a00000), "
+            "the oracle gives 6.0 (0x40c00000)",
+            "  1 of 6 elements differ (float32, compared bit for bit: -0 differs from +0, any NaN matches any NaN): "
+            "the case file or the harness is wrong",
             "",
             "reproduce: dmlconf run mixed.yaml -k mixed.yaml::wrong-golden --ep cpu",
         ]
