@@ -3,13 +3,14 @@ of the pytest plugin's collection. A file named on the command line is read what
 
 A case file's top level is a mapping with ``operator:`` and ``cases:``. A YAML file whose top level has neither is
 another kind of file (a CI workflow, a waiver file) and is skipped. So are the harness's own clause files
-(reference/clauses/*.yaml), which name their operator too: their ``clauses:`` tells them apart. A file that has
-either key is read, so that a case file with a problem is reported, never skipped: one whose ``cases:`` is
-misspelt, whose ``operator:`` is missing, or that holds no case. So is a file that cannot be told apart (unreadable,
-not YAML, or undecided within its first PEEK_BYTES): reading it reports why.
+(reference/clauses/*.yaml), which name their operator too: their ``clauses:`` tells them apart. Any other file with
+either key is read, so that a case file with a problem is reported, never skipped: one whose ``cases:`` is misspelt,
+whose ``operator:`` is missing, or that holds no case. So is a file that cannot be told apart (unreadable, not YAML,
+or undecided within its first PEEK_BYTES): reading it reports why. (A file without ``cases:`` holds no case, so
+skipping one can never drop a case; ``cases:`` alone always reads.)
 
-Only YAML events are parsed (nothing is constructed), from the start of the file, and the walk stops as soon as
-the top level's keys decide: a case file names its operator or its cases within its first lines.
+Only YAML events are parsed (nothing is constructed, no alias expanded), from the start of the file, and parsing
+stops as soon as the top level's keys decide: a case file names its operator or its cases within its first lines.
 """
 
 from __future__ import annotations
