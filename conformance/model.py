@@ -40,24 +40,49 @@ class AxisDirection(enum.StrEnum):
     INCREASING = "INCREASING"
 
 
+# DirectML's feature levels, a closed list: the DML_FEATURE_LEVEL enumeration of DirectML.h (DirectML 1.15 adds 6_4,
+# the newest). A level outside it names nothing DirectML has, so a case or a --feature-level giving one is refused.
+# (The DirectML runner asks the device for these same levels: ep/wine/dmlrunner.c's DML_LEVELS.)
+_DIRECTML_LEVELS = (
+    (1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (4, 0), (4, 1), (5, 0), (5, 1), (5, 2),
+    (6, 0), (6, 1), (6, 2), (6, 3), (6, 4),
+)  # fmt: skip
+
+
 @dataclass(frozen=True, order=True)
 class FeatureLevel:
-    """A DML_FEATURE_LEVEL such as 2_1 or 4_0; ordered so that ``fl >= FeatureLevel(4, 0)`` reads like the spec."""
+    """A DML_FEATURE_LEVEL such as 2_1 or 4_0; ordered so that ``fl >= FeatureLevel(4, 0)`` reads like the spec.
+    Only DirectML's own levels exist (FEATURE_LEVELS): any other raises ValueError."""
 
     major: int
     minor: int
 
+    def __post_init__(self) -> None:
+        if (self.major, self.minor) not in _DIRECTML_LEVELS:
+            raise ValueError(f"not a DirectML feature level: {self.major}_{self.minor} (known: {known_levels()})")
+
     @classmethod
     def parse(cls, text: str) -> FeatureLevel:
-        """Parse "2_1", "2.1" or "DML_FEATURE_LEVEL_2_1"; raise ValueError otherwise."""
+        """Parse "2_1", "2.1" or "DML_FEATURE_LEVEL_2_1"; raise ValueError (one line) for text that is not a feature
+        level or names one DirectML does not have."""
         body = text.strip().upper().removeprefix("DML_FEATURE_LEVEL_").replace(".", "_")
         parts = body.split("_")
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
             raise ValueError(f'not a feature level: {text!r} (expected e.g. "3_1")')
+        if (int(parts[0]), int(parts[1])) not in _DIRECTML_LEVELS:
+            raise ValueError(f"not a DirectML feature level: {text!r} (known: {known_levels()})")
         return cls(int(parts[0]), int(parts[1]))
 
     def __str__(self) -> str:
         return f"{self.major}_{self.minor}"
+
+
+def known_levels() -> str:
+    """DirectML's feature levels as a message lists them: "1_0, 2_0, ..., 6_4"."""
+    return ", ".join(f"{major}_{minor}" for major, minor in _DIRECTML_LEVELS)
+
+
+FEATURE_LEVELS: tuple[FeatureLevel, ...] = tuple(FeatureLevel(major, minor) for major, minor in _DIRECTML_LEVELS)
 
 
 @dataclass(frozen=True)

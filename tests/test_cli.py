@@ -18,6 +18,7 @@ import onnxruntime  # type: ignore[import-untyped]
 import pytest
 
 from conformance.cli.main import main
+from conformance.ep import providers
 from conformance.survive import pool
 
 REPO = Path(__file__).resolve().parents[1]
@@ -298,6 +299,15 @@ def test_a_bad_file_runs_nothing(
             "dmlconf: --feature-level: not a feature level",
         ),
         (
+            ["run", TOPK_EXAMPLES, "--ep", "cpu", "--feature-level", "9_9"],
+            "dmlconf: --feature-level: not a DirectML feature level: '9_9' (known: 1_0, 2_0, 2_1, 3_0, 3_1, 4_0, 4_1, "
+            "5_0, 5_1, 5_2, 6_0, 6_1, 6_2, 6_3, 6_4)",
+        ),
+        (
+            ["run", TOPK_EXAMPLES, "--ep", "cpu:foo=bar"],
+            "dmlconf: --ep: unknown CPU option 'foo': the CPU EP reads no provider options",
+        ),
+        (
             ["run", "cases/no_such_file.yaml", "--ep", "cpu"],
             "dmlconf: cases/no_such_file.yaml: no such file or directory",
         ),
@@ -365,6 +375,9 @@ def test_a_golden_that_disagrees_with_the_spec_exits_1(
     }
     assert by_case["example-1"]["failure_kind"] == "golden_mismatch"
     assert "ERROR (golden_mismatch)" in out and "  repro: dmlconf run " in out
+    # The console's one line names the expected: field (file:line:col) and the first element that differs.
+    line = wrong.splitlines().index("      OutputIndexTensor: [[[[3, 2], [2, 3], [2, 3]]]]") + 1
+    assert f"  {case_file}:{line}:7: expected.OutputIndexTensor[0, 0, 2, 0] = 2, the oracle gives 3\n" in out
     assert out.rstrip().splitlines()[-2] == "== 3 PASS, 1 ERROR =="
 
 
@@ -384,8 +397,12 @@ def test_one_ep_named_twice_runs_once(in_repo: None, tmp_path: Path) -> None:
     assert [(r["case"], r["ep"]) for r in _results(tmp_path)] == [(case, "cpu") for case in TOPK_IDS]
 
 
-def test_two_eps_give_one_result_per_case_and_ep_and_a_matrix(in_repo: None, tmp_path: Path) -> None:
-    # Two configurations of the CPU EP (it ignores provider options it does not know) stand for two EPs.
+def test_two_eps_give_one_result_per_case_and_ep_and_a_matrix(
+    in_repo: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two configurations of the CPU EP stand for two EPs: this machine may have no other. The CPU EP reads no provider
+    # option, so the harness refuses any; this test lets "probe" through, which onnxruntime then ignores.
+    monkeypatch.setitem(providers.PROVIDER_OPTIONS, providers.CPU, {"probe": providers.ANY_TEXT})
     argv = ["run", TOPK_EXAMPLES, "--ep", "cpu", "--ep", "cpu:probe=1", "--report-dir", str(tmp_path)]
     assert main(argv) == 0
     pairs = [(r["case"], r["ep"]) for r in _results(tmp_path)]

@@ -3,14 +3,16 @@ Windows. The version -> feature level rows are Microsoft's "DirectML version his
 
 from __future__ import annotations
 
+import re
 import struct
+from pathlib import Path
 
 import pytest
 
 from conformance.ep import directml as dml
-from conformance.ep.directml import DirectML, check_options, detect, feature_level_for, fixed_file_version
-from conformance.ep.providers import parse_ep
-from conformance.model import FeatureLevel
+from conformance.ep.directml import DirectML, detect, feature_level_for, fixed_file_version
+from conformance.ep.providers import DML, check_options, parse_ep
+from conformance.model import FEATURE_LEVELS, FeatureLevel
 
 
 @pytest.mark.parametrize(
@@ -27,7 +29,7 @@ from conformance.model import FeatureLevel
     ],
 )
 def test_options_the_dml_ep_reads(options: dict[str, str]) -> None:
-    check_options(options)
+    check_options(DML, options)
     assert parse_ep("dml:" + ",".join(f"{k}={v}" for k, v in options.items())).options == options
 
 
@@ -52,13 +54,6 @@ def test_bad_options_are_one_line_errors(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message) as error:
         parse_ep(text)
     assert "\n" not in str(error.value)
-
-
-def test_options_of_other_eps_pass_through() -> None:
-    assert parse_ep("cuda:device_id=1,cudnn_conv_algo_search=HEURISTIC").options["cudnn_conv_algo_search"] == (
-        "HEURISTIC"
-    )
-    assert parse_ep("webgpu:anything=1").options == {"anything": "1"}
 
 
 @pytest.mark.parametrize(
@@ -141,3 +136,19 @@ def test_detect_on_this_machine_reads_no_dll_off_windows() -> None:
     if dml.sys.platform == "win32":
         pytest.skip("reads the real DirectML.dll on Windows")
     assert dml._dll_version("/nonexistent") is None
+
+
+def test_the_directml_runner_asks_the_device_for_directml_s_feature_levels() -> None:
+    """dmlrunner.c (C, compiled under Wine) keeps its own copy of the list: it must be model.py's, newest first."""
+    source = (Path(dml.__file__).parent / "wine" / "dmlrunner.c").read_text(encoding="utf-8")
+    listed = re.search(r"static const int DML_LEVELS\[\] = \{([^}]*)\}", source)
+    assert listed is not None
+    levels = [int(value, 16) for value in re.findall(r"0x[0-9a-fA-F]+", listed.group(1))]
+    assert [f"{value >> 12}_{(value >> 8) & 15}" for value in reversed(levels)] == [str(fl) for fl in FEATURE_LEVELS]
+
+
+def test_a_feature_level_directml_does_not_have_cannot_be_made() -> None:
+    with pytest.raises(ValueError, match=r"not a DirectML feature level: 9_9 \(known: 1_0, 2_0, "):
+        FeatureLevel(9, 9)
+    with pytest.raises(ValueError, match="not a DirectML feature level: '5_3'"):
+        FeatureLevel.parse("5_3")

@@ -228,7 +228,7 @@ def test_ties_levels_that_overflow_are_one_line_without_a_warning(
 def test_one_bad_file_does_not_hide_the_problems_of_the_others(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write(tmp_path, billion_laughs(9), "a-bomb.yaml")
+    write(tmp_path, "operator: TOP_K1\n" + billion_laughs(9), "a-bomb.yaml")  # a case file, as far as its start goes
     write(tmp_path, b"\xff\xfe garbage", "b-binary.yaml")
     write(tmp_path, OK_CASE, "c-ok.yaml")
     write(tmp_path, OK_CASE.replace("[1, 1]", "[1, 0]"), "d-zero-stride.yaml")

@@ -23,10 +23,10 @@ def test_keep_going_runs_the_valid_files_and_records_the_problems(
     cases, reports = tmp_path / "cases", tmp_path / "reports"
     cases.mkdir()
     write(cases, OK_CASE, "a-ok.yaml")
-    write(cases, "", "b-empty.yaml")
+    write(cases, "operator: TOP_K1\n", "b-empty.yaml")  # a case file without its cases
     write(cases, TWO_CASES, "c-mixed.yaml")
     problems = [
-        f"{cases}/b-empty.yaml:1:1: empty file: expected 'operator:' and 'cases:'",
+        f"{cases}/b-empty.yaml:1:1: cases: missing required field",
         f"{cases}/c-mixed.yaml:13:29: InputWindowStrides.1: dimension 1: strides may not be 0",
     ]
     assert refused(capsys, *run_argv(cases, reports)) == problems  # without --keep-going: nothing runs
@@ -47,7 +47,7 @@ def test_keep_going_runs_the_valid_files_and_records_the_problems(
     assert {"report.html", "summary.md", "junit.xml"} <= {p.name for p in reports.iterdir()}
     summary_md = (reports / "summary.md").read_text(encoding="utf-8")
     assert "- **case files skipped** (`--keep-going`) for 2 problem(s): the run fails" in summary_md
-    assert "b-empty.yaml:1:1: empty file" in summary_md
+    assert "b-empty.yaml:1:1: cases: missing required field" in summary_md
     html = (reports / "report.html").read_text(encoding="utf-8")
     assert "Case files skipped for their problems (2)" in html and "FAILED" in html
     assert "case files skipped (--keep-going) for 2 problem(s): the run fails" in out

@@ -241,8 +241,8 @@ def test_positions_are_recorded_for_keys_and_list_items(tmp_path: Path) -> None:
 def test_find_case_files_finds_yaml_sorted(tmp_path: Path) -> None:
     for name in ("b/z.yml", "b/a.yaml", "a.yaml", "notes.txt"):
         (tmp_path / name).parent.mkdir(exist_ok=True)
-        (tmp_path / name).write_text("")
-    found = [Path(f.path).relative_to(tmp_path).as_posix() for f in find_case_files([str(tmp_path)])]
+        (tmp_path / name).write_text("operator: TOP_K1\ncases: []\n")
+    found = [Path(f.path).relative_to(tmp_path).as_posix() for f in find_case_files([str(tmp_path)]).files]
     assert found == ["a.yaml", "b/a.yaml", "b/z.yml"]
 
 
@@ -250,7 +250,7 @@ def test_find_case_files_finds_yaml_sorted(tmp_path: Path) -> None:
 
 
 def library_files() -> list[str]:
-    return [found.path for found in find_case_files([str(CASES_DIR)])]
+    return [found.path for found in find_case_files([str(CASES_DIR)]).files]
 
 
 def test_the_case_library_has_every_operator() -> None:

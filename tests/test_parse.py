@@ -20,6 +20,11 @@ TOPK_HEADER = "operator: TOP_K1\nfeature_level: '3_1'\ncases:\n"
 MVN_HEADER = "operator: MEAN_VARIANCE_NORMALIZATION1\nfeature_level: '3_1'\ncases:\n"
 GOOD_TENSOR = "    InputTensor: {Sizes: [1, 4], DataType: FLOAT32, Data: [1, 2, 3, 4]}\n"
 GOOD_TOPK = "  - id: a\n" + GOOD_TENSOR + "    Axis: 1\n    K: 2\n"
+# The DML_FEATURE_LEVEL enumeration of DirectML.h (DirectML 1.15), written out here rather than taken from the code.
+DIRECTML_H_LEVELS = (
+    *("1_0", "2_0", "2_1", "3_0", "3_1", "4_0", "4_1", "5_0", "5_1", "5_2"),
+    *("6_0", "6_1", "6_2", "6_3", "6_4"),
+)
 
 
 def parse(tmp_path: Path, text: str) -> tuple[str, list[Entry], list[str]]:
@@ -186,6 +191,10 @@ def test_random_generator_needs_a_seed_and_arange_does_not(tmp_path: Path) -> No
             "operator: TOP_K1\nfeature_level: '3'\ncases: []\n",
             ["2:1: feature_level: not a feature level: '3' (expected e.g. \"3_1\")"],
         ),
+        (
+            "operator: TOP_K1\nfeature_level: '9_9'\ncases: []\n",
+            [f"2:1: feature_level: not a DirectML feature level: '9_9' (known: {', '.join(DIRECTML_H_LEVELS)})"],
+        ),
         ("- operator: TOP_K1\n", ["1:1: a case file is a mapping with 'operator:' and 'cases:'"]),
         ("just text\n", ["1:1: a case file is a mapping with 'operator:' and 'cases:'"]),
         (TOPK_HEADER + "  - [1]\n", ["4:5: each case is a mapping"]),
@@ -208,6 +217,16 @@ def test_unquoted_feature_level_is_not_read_as_an_integer(tmp_path: Path) -> Non
 def test_case_feature_level_overrides_the_file(tmp_path: Path) -> None:
     case = one_case(tmp_path, TOPK_HEADER + GOOD_TOPK + "    feature_level: DML_FEATURE_LEVEL_4_0\n")
     assert case.feature_level == FeatureLevel(4, 0)
+
+
+def test_a_case_feature_level_outside_directml_s_list_is_refused_where_written(tmp_path: Path) -> None:
+    known = ", ".join(DIRECTML_H_LEVELS)
+    path, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK + "    feature_level: DML_FEATURE_LEVEL_6_5\n")
+    wrong = "'DML_FEATURE_LEVEL_6_5'"
+    assert lines == [f"{path}:8:5: feature_level: not a DirectML feature level: {wrong} (known: {known})"]
+    for level in DIRECTML_H_LEVELS:
+        case = one_case(tmp_path, TOPK_HEADER + GOOD_TOPK + f"    feature_level: '{level}'\n")
+        assert str(case.feature_level) == level
 
 
 def test_duplicate_case_id(tmp_path: Path) -> None:

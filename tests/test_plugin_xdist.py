@@ -59,7 +59,7 @@ cases:
     K: 2
 """
 # hypothesis's plugin imports hypothesis at the end of every run (in each worker too): most of a second each.
-ARGS = ("-p", "no:hypothesispytest", "--ep", "cpu", "--ep", "cpu:probe=1", "--feature-level", "2_1")
+ARGS = ("-p", "no:hypothesispytest", "--ep", "cpu", "--feature-level", "2_1")
 XDIST = ("-p", "xdist", "-n", "2")
 
 
@@ -99,11 +99,11 @@ def test_n2_gives_the_outcomes_and_junit_report_of_a_serial_run(pytester: pytest
     parallel = pytester.inline_run(*ARGS, *XDIST, "--junitxml=parallel.xml")
     assert _workers(serial) == set() and _workers(parallel) == {"gw0", "gw1"}  # it did run on two workers
     expected = _outcomes(serial)
-    assert len(expected) == 10 and {outcome for outcome, _, _ in expected.values()} == {"passed", "failed", "skipped"}
+    assert len(expected) == 5 and {outcome for outcome, _, _ in expected.values()} == {"passed", "failed", "skipped"}
     assert _outcomes(parallel) == expected
     assert serial.ret == parallel.ret == pytest.ExitCode.TESTS_FAILED
     junit = _junit_cases(pytester.path / "serial.xml")
-    assert len(junit) == 10 and _junit_cases(pytester.path / "parallel.xml") == junit
+    assert len(junit) == 5 and _junit_cases(pytester.path / "parallel.xml") == junit
 
 
 def test_a_refused_case_file_stops_an_n2_run_before_any_case_as_without_n(pytester: pytest.Pytester) -> None:
@@ -126,7 +126,7 @@ def test_a_collection_error_outside_case_files_is_left_to_xdist(pytester: pytest
     pytester.makefile(".yaml", cases=CASES)
     pytester.makepyfile(test_broken="import no_such_module_here\n")
     parallel = pytester.inline_run(*ARGS, *XDIST, no_reraise_ctrlc=True)
-    assert parallel.ret == pytest.ExitCode.TESTS_FAILED and len(_outcomes(parallel)) == 10
+    assert parallel.ret == pytest.ExitCode.TESTS_FAILED and len(_outcomes(parallel)) == 5
 
 
 @pytest.mark.parametrize(("cores", "workers", "threads"), [(2, 2, 1), (16, 4, 4), (16, 3, 5), (2, 8, 1)])

@@ -28,7 +28,10 @@ from conformance.ep.providers import CPU, CUDA, DML, WEBGPU, EpSpec, best_availa
             "QNNExecutionProvider:backend_path=QnnHtp.dll",
             EpSpec("QNNExecutionProvider", "QNNExecutionProvider", {"backend_path": "QnnHtp.dll"}),
         ),
-        ("cuda:cache_dir=C:\\tmp", EpSpec("cuda", CUDA, {"cache_dir": "C:\\tmp"})),
+        (
+            "QNNExecutionProvider:backend_path=C:\\qnn\\QnnHtp.dll",
+            EpSpec("QNNExecutionProvider", "QNNExecutionProvider", {"backend_path": "C:\\qnn\\QnnHtp.dll"}),
+        ),
         (
             "/opt/ep/libonnxruntime_providers_foo.so",
             EpSpec(
@@ -68,6 +71,63 @@ def test_parse_ep_rejects_bad_text_in_one_line(text: str, fragment: str) -> None
     with pytest.raises(ValueError, match=r"^[^\n]*$") as raised:
         parse_ep(text)
     assert fragment in str(raised.value)
+
+
+# Each known EP's provider options, from onnxruntime's sources (the CPU EP reads none: onnxruntime's Python binding
+# drops them; the CUDA EP's CUDAExecutionProviderInfo::FromProviderOptions; the WebGPU EP's
+# webgpu_provider_options.h and the WebGPU EP page of onnxruntime's documentation), written out here.
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("cpu:foo=bar", "unknown CPU option 'foo': the CPU EP reads no provider options"),
+        ("CPUExecutionProvider:probe=1", "unknown CPU option 'probe': the CPU EP reads no provider options"),
+        ("cpu:device_id=0", "unknown CPU option 'device_id'"),
+        ("cuda:cache_dir=/tmp", "unknown CUDA option 'cache_dir': known are device_id, gpu_mem_limit,"),
+        ("cuda:deviceId=0", "unknown CUDA option 'deviceId'"),
+        ("cuda:cudnn_conv_algo_search=FAST", "CUDA option cudnn_conv_algo_search='FAST': expected one of EXHAUSTIVE"),
+        ("cuda:arena_extend_strategy=grow", "expected one of kNextPowerOfTwo, kSameAsRequested"),
+        ("cuda:gpu_mem_limit=2G", "CUDA option gpu_mem_limit='2G': expected a non-negative whole number"),
+        ("cuda:user_compute_stream=140000", "unknown CUDA option 'user_compute_stream'"),  # a pointer
+        ("webgpu:anything=1", "unknown WebGPU option 'anything': known are"),
+        ("webgpu:device_id=1", "unknown WebGPU option 'device_id'"),  # the WebGPU EP spells it deviceId
+        ("webgpu:preferredLayout=nchw", "WebGPU option preferredLayout='nchw': expected one of NCHW, NHWC"),
+        ("webgpu:validationMode=on", "expected one of disabled, wgpuOnly, basic, full"),
+        ("webgpu:deviceId=first", "WebGPU option deviceId='first': expected a non-negative whole number"),
+        ("webgpu:webgpuDevice=1234", "unknown WebGPU option 'webgpuDevice'"),  # a pointer
+    ],
+)
+def test_every_known_ep_refuses_options_it_does_not_read(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=r"^[^\n]*$") as raised:
+        parse_ep(text)
+    assert message in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "options"),
+    [
+        (
+            "cuda:device_id=1,cudnn_conv_algo_search=HEURISTIC",
+            {"device_id": "1", "cudnn_conv_algo_search": "HEURISTIC"},
+        ),
+        ("cuda:gpu_mem_limit=2147483648,arena_extend_strategy=kSameAsRequested,use_tf32=0", None),
+        ("cuda:enable_cuda_graph=1,prefer_nhwc=1,tunable_op_enable=1,sdpa_kernel=1,fuse_conv_bias=0", None),
+        ("webgpu:deviceId=1,preferredLayout=NCHW,validationMode=full", None),
+        ("webgpu:storageBufferCacheMode=bucket,dawnBackendType=Vulkan,powerPreference=high-performance", None),
+        ("webgpu:enableGraphCapture=0,enableInt64=1,forceCpuNodeNames=node_a", None),
+    ],
+)
+def test_options_each_known_ep_reads_are_kept(text: str, options: dict[str, str] | None) -> None:
+    spec = parse_ep(text)
+    written = dict(item.split("=") for item in text.partition(":")[2].split(","))
+    assert spec.options == (options if options is not None else written)
+
+
+def test_eps_the_harness_does_not_know_take_any_option() -> None:
+    assert parse_ep("QNNExecutionProvider:backend_path=QnnHtp.dll,anything=1").options == {
+        "backend_path": "QnnHtp.dll",
+        "anything": "1",
+    }
+    assert parse_ep("/opt/ep/libfoo.so:mode=fast").options == {"mode": "fast"}
 
 
 @pytest.mark.parametrize(

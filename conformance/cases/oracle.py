@@ -1,4 +1,5 @@
-"""The oracle stage: a Case's descriptor handed to ``reference`` (the spec as NumPy code)."""
+"""The oracle stage: a Case's descriptor handed to ``reference`` (the spec as NumPy code). A case's own ``expected:``
+outputs are checked against the oracle's by the compare stage's rules (compare/golden.py)."""
 
 from __future__ import annotations
 
@@ -47,46 +48,3 @@ def expected_outputs(case: Case, inputs: Mapping[str, np.ndarray]) -> dict[str, 
         )
         return {OUTPUT_TENSOR: out}
     return {OUTPUT_TENSOR: slice1(x, d.offsets, d.sizes, d.strides, output_sizes=d.given_output_sizes)}
-
-
-def _golden_differences(case: Case, name: str, got: np.ndarray) -> str | None:
-    """Why the case's ``expected[name]`` disagrees with the oracle's ``got``, in one line; None when it agrees."""
-    values = case.expected[name]
-    if len(values) != got.size:
-        return f"{name}: the case gives {len(values)} values, the oracle's output has shape {got.shape}"
-    want = np.asarray(values, dtype=np.float64).reshape(got.shape)
-    have = got.astype(np.float64)
-    if isinstance(case.descriptor, Mvn1Desc):
-        same = np.isclose(have, want, rtol=1e-3, atol=1e-3, equal_nan=True)
-    else:
-        same = (have == want) | (np.isnan(have) & np.isnan(want))
-    if bool(np.all(same)):
-        return None
-    wrong = np.argwhere(~same)
-    first = tuple(int(i) for i in wrong[0])
-    return (
-        f"{name}: {len(wrong)} of {got.size} elements differ; first at {list(first)}: the case expects "
-        f"{want[first]:g}, the oracle gives {have[first]:g}"
-    )
-
-
-def golden_differences(case: Case, oracle: Mapping[str, np.ndarray]) -> dict[str, str]:
-    """Output name -> one line saying how the case's own ``expected:`` (e.g. a spec example) disagrees with the
-    oracle: how many elements differ and the first difference. Empty when they agree.
-
-    A disagreement is a harness or case-file bug, never the EP's fault: the runner reports it as ERROR.
-    Exact outputs (TOP_K1, SLICE1) must match exactly; MVN1 goldens are written with few digits, so they
-    are held to the relative precision they were written with.
-    """
-    lines = {name: _golden_differences(case, name, oracle[name]) for name in case.expected}
-    return {name: line for name, line in lines.items() if line is not None}
-
-
-def golden_mismatches(case: Case, oracle: Mapping[str, np.ndarray]) -> list[str]:
-    """The outputs of ``golden_differences``."""
-    return list(golden_differences(case, oracle))
-
-
-def golden_report(case: Case, oracle: Mapping[str, np.ndarray]) -> list[str]:
-    """The lines of ``golden_differences``."""
-    return list(golden_differences(case, oracle).values())

@@ -9,14 +9,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from conformance.cases.detect import CASE_FILE_SUFFIXES, is_case_file
 from conformance.cases.limits import DEFAULT_LIMITS, DEFAULT_MAX_ELEMENTS, FileLimits
 from conformance.cases.load import load_document
 from conformance.cases.parse import Entry, Rejected, display_path, parse_document
 from conformance.cases.validate import validate
 from conformance.model import Case, Mvn1Desc, SourcePos, TopK1Desc
 from conformance.problems import CaseFileError, Problem, one_line
-
-CASE_FILE_SUFFIXES = (".yaml", ".yml")
 
 
 class NoCaseFiles(ValueError):
@@ -36,12 +35,13 @@ class CaseFile:
 class Suite:
     """The cases to run and the problems that make the input unusable (a run refuses to start on any, unless
     --keep-going). ``invalid_files``: the files with a problem, each time one is read, as entries name their file
-    (``display_path``)."""
+    (``display_path``). ``skipped``: the YAML files a directory walk met that are not case files (detect.py)."""
 
     entries: tuple[Entry, ...]
     problems: tuple[Problem, ...]
     files: int
     invalid_files: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
 
 
 def outside(real_root: str, path: str) -> str | None:
@@ -75,19 +75,43 @@ def _walk(root: str) -> list[CaseFile]:
     return sorted(found, key=lambda f: f.path)
 
 
-def find_case_files(paths: Sequence[str]) -> list[CaseFile]:
-    """Case files named by ``paths``: a file as given (the user's choice, read even through a link), a directory
-    walked (``_walk``). NoCaseFiles for a directory that holds none."""
-    found: list[CaseFile] = []
+@dataclass(frozen=True)
+class Found:
+    """The case files under the paths given, each once, and the YAML files the walks skipped as not case files."""
+
+    files: tuple[CaseFile, ...]
+    skipped: tuple[str, ...]
+
+
+def _same_file_key(path: str) -> str:
+    """``path`` absolute and normalized: "cases/x.yaml", "./cases/x.yaml" and "cases/../cases/x.yaml" are one file."""
+    return os.path.normcase(os.path.normpath(os.path.abspath(path)))
+
+
+def find_case_files(paths: Sequence[str]) -> Found:
+    """Case files named by ``paths``: a file as given (the user's choice, read even through a link, whatever it
+    holds), a directory walked (``_walk``), keeping the YAML files that are case files (``is_case_file``). A path
+    reached twice (overlapping paths, another spelling of it) is read once, where it is first reached; a symbolic
+    link stays a file of its own, as its cases' ids name it. NoCaseFiles for a directory that holds none."""
+    found: dict[str, CaseFile] = {}
+    skipped: dict[str, str] = {}
     for path in paths:
         if not os.path.isdir(path):
-            found.append(CaseFile(path))
+            found.setdefault(_same_file_key(path), CaseFile(path))
             continue
         walked = _walk(path)
-        if not walked:
-            raise NoCaseFiles(f"{one_line(path)}: no case files (*.yaml, *.yml) found")
-        found.extend(walked)
-    return found
+        kept = 0
+        for file in walked:
+            key = _same_file_key(file.path)
+            if file.refused is not None or is_case_file(file.path):
+                found.setdefault(key, file)
+                kept += 1
+            else:
+                skipped.setdefault(key, file.path)
+        if not kept:
+            why = f"found ({len(walked)} YAML file(s) there are not case files)" if walked else "(*.yaml, *.yml) found"
+            raise NoCaseFiles(f"{one_line(path)}: no case files {why}")
+    return Found(tuple(found.values()), tuple(path for key, path in skipped.items() if key not in found))
 
 
 def read_file(
@@ -113,7 +137,8 @@ def collect(
     keyword: str | None = None,
     limits: FileLimits = DEFAULT_LIMITS,
 ) -> Suite:
-    files = find_case_files(paths)
+    found = find_case_files(paths)
+    files = found.files
     entries: list[Entry] = []
     problems: list[Problem] = []
     invalid: list[str] = []
@@ -127,7 +152,7 @@ def collect(
             invalid.append(display_path(file.path))  # as parse_document names the file's entries
     exact = tuple(e for e in entries if e.id == keyword)
     # A full id (what a reproduction command gives) selects that case alone, not every id it is a prefix of.
-    return Suite(exact or tuple(entries), tuple(problems), len(files), tuple(invalid))
+    return Suite(exact or tuple(entries), tuple(problems), len(files), tuple(invalid), found.skipped)
 
 
 def valid_files_only(suite: Suite) -> Suite:

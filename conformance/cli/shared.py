@@ -35,10 +35,15 @@ def file_limits(args: argparse.Namespace) -> FileLimits:
 def collect_paths(
     paths: Sequence[str], max_elements: int, keyword: str | None = None, limits: FileLimits = DEFAULT_LIMITS
 ) -> Suite:
+    """The suite under ``paths``; the YAML files the walks skipped as not case files are counted on one line (on
+    stderr, so that a command's output stays its own)."""
     try:
-        return collect(existing(paths), max_elements, keyword, limits)
+        suite = collect(existing(paths), max_elements, keyword, limits)
     except NoCaseFiles as error:
         raise UsageError(str(error)) from None
+    if suite.skipped:
+        print(f"skipped {len(suite.skipped)} YAML file(s) that are not case files", file=sys.stderr)
+    return suite
 
 
 def print_problems(problems: Sequence[Problem], files: int) -> None:

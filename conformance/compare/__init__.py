@@ -1,7 +1,8 @@
 """An EP's outputs against the oracle's: verdicts and pytest-regressions-style mismatch messages.
 
 ``outputs`` picks the operator's rule: ``top_k1`` (with ``top_k1_view``, its per-sequence view), ``mvn1``
-(tolerances), ``slice1`` (bit for bit); ``common`` holds what they share.
+(tolerances), ``slice1`` (bit for bit); ``common`` holds what they share. ``golden`` holds a case's own ``expected:``
+outputs against the oracle's by the same rules.
 
 May import: the core only.
 """

@@ -40,6 +40,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from conformance.compare.common import (
+    BoolArray,
     Metrics,
     Verdict,
     abs_error,
@@ -104,6 +105,17 @@ def case_tolerance(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[int, f
     return int(max_ulp or 0), float(atol or 0.0), reduction
 
 
+def beyond_tolerance(want: np.ndarray, got: np.ndarray, max_ulp: int, atol: float) -> BoolArray:
+    """Per element, whether ``got`` is outside the tolerance around ``want`` (module docstring): finite values pass
+    within ``atol`` or ``max_ulp`` ULP, NaN must meet NaN and an infinity must be equal."""
+    e_nan, a_nan = np.isnan(want), np.isnan(got)
+    e_inf, a_inf = np.isinf(want), np.isinf(got)
+    finite = ~(e_nan | a_nan | e_inf | a_inf)
+    close = finite & ((abs_error(got, want) <= atol) | (ulp_distance(got, want) <= max_ulp))
+    exact_special = (e_nan & a_nan) | ((e_inf | a_inf) & (got == want))
+    return np.asarray(~(close | exact_special))
+
+
 def compare_mvn1(
     case: Case, inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray]
 ) -> Verdict:
@@ -113,13 +125,9 @@ def compare_mvn1(
         return problem
     got = actual[OUTPUT_TENSOR]
     max_ulp, atol, reduction = case_tolerance(case, inputs)
-    e_nan, a_nan = np.isnan(want), np.isnan(got)
-    e_inf, a_inf = np.isinf(want), np.isinf(got)
-    finite = ~(e_nan | a_nan | e_inf | a_inf)
+    finite = np.isfinite(want) & np.isfinite(got)
     errors, ulps = abs_error(got, want), ulp_distance(got, want)
-    close = finite & ((errors <= atol) | (ulps <= max_ulp))
-    exact_special = (e_nan & a_nan) | ((e_inf | a_inf) & (got == want))
-    mismatched = ~(close | exact_special)
+    mismatched = beyond_tolerance(want, got, max_ulp, atol)
     metrics: Metrics = {
         "elements": int(want.size),
         "mismatches": int(np.count_nonzero(mismatched)),

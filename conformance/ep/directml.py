@@ -1,4 +1,5 @@
-"""The DirectML execution provider: its provider options, and the DML feature level a run targets.
+"""The DirectML execution provider: the adapter its options pick, and the DML feature level a run targets (which
+option keys and values it reads is providers.py's table, as for every EP; the feature levels are model.py's list).
 
 DirectML only runs on Windows; everything here is plain logic that is tested anywhere, with the Windows-only
 queries (DirectML.dll's file version) behind small functions.
@@ -59,30 +60,15 @@ DIRECTML_BUNDLED_WITH: Mapping[tuple[int, int], str] = {
     (1, 24): "1.15.4",
 }
 
-# Provider options onnxruntime's DirectML EP reads (core/providers/dml/dml_provider_factory.cc,
-# CreateFromProviderOptions), with the exact values it accepts: it throws on others, and silently ignores unknown
-# keys, which is why the harness refuses them. performance_preference and device_filter exist from 1.17.
-DML_OPTION_VALUES: Mapping[str, tuple[str, ...] | None] = {
-    "device_id": None,  # an IDXGIFactory::EnumAdapters1 index
-    "performance_preference": ("default", "high_performance", "minimum_power"),
-    "device_filter": ("gpu", "npu", "any"),
-    "disable_metacommands": ("true", "True", "false", "False"),  # ParseBoolean: "1" or "0" throws
-}
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
-def check_options(options: Mapping[str, str]) -> None:
-    """ValueError (one line) for an option the DirectML EP does not read or a value it does not accept."""
-    for key, value in options.items():
-        if key not in DML_OPTION_VALUES:
-            raise ValueError(f"unknown DirectML option {key!r}: known are {', '.join(DML_OPTION_VALUES)}")
-        allowed = DML_OPTION_VALUES[key]
-        if allowed is None and not re.fullmatch(r"[0-9]+", value):
-            raise ValueError(f"DirectML option {key}={value!r}: expected a non-negative whole number")
-        if allowed is not None and value not in allowed:
-            raise ValueError(f"DirectML option {key}={value!r}: expected one of {', '.join(allowed)}")
+def check_adapter_choice(options: Mapping[str, str]) -> None:
+    """ValueError (one line) where ``device_id`` comes with ``performance_preference`` or ``device_filter``: the EP
+    takes the adapter ``device_id`` names and silently ignores the other two. (Which keys and values the EP reads at
+    all is providers.py's table, as for every EP.)"""
     if "device_id" in options and ({"performance_preference", "device_filter"} & options.keys()):
-        raise ValueError(  # the EP would silently ignore the other two
+        raise ValueError(
             "DirectML option device_id picks the adapter itself: give it without performance_preference/device_filter"
         )
 

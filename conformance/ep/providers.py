@@ -2,7 +2,10 @@
 
 ``--ep`` text is ``NAME[:key=value,key=value...]`` where NAME is an alias (cpu, cuda, dml, webgpu), a full
 onnxruntime EP name (CUDAExecutionProvider) or the path of a plugin EP library (its EP name is learnt when the
-library is registered). The options are the EP's provider options, passed through as strings.
+library is registered). The options are the EP's provider options, passed through as strings. For the EPs the
+harness knows (cpu, cuda, dml, webgpu), every key and value is checked against that EP's table of the options it
+reads (PROVIDER_OPTIONS), so that a misspelt option is refused rather than silently ignored; other EPs' options pass
+through to onnxruntime unchecked.
 """
 
 from __future__ import annotations
@@ -28,6 +31,77 @@ ALIASES: Mapping[str, str] = {"cpu": CPU, "cuda": CUDA, "dml": DML, "webgpu": WE
 WEBGPU_PACKAGE = "onnxruntime_ep_webgpu"
 _LIBRARY_SUFFIXES = (".so", ".dll", ".dylib")
 _OPTION_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+
+# What an option accepts: the exact values the EP takes, or a kind of value.
+WHOLE_NUMBER = "a non-negative whole number"
+ANY_TEXT = "any text"  # the EP checks the value itself, and refuses a bad one when the session starts
+OptionValues = tuple[str, ...] | str
+_FLAG = ("0", "1")
+
+# The provider options each known EP reads, from onnxruntime's sources; a key outside its EP's table is refused (the
+# DirectML and WebGPU EPs ignore unknown keys silently, the CPU EP ignores every option). Options that carry a
+# pointer (a CUDA stream, an allocator, a WGPUDevice) are left out: a number typed on a command line is no pointer.
+PROVIDER_OPTIONS: Mapping[str, Mapping[str, OptionValues]] = {
+    # onnxruntime's Python binding creates the CPU EP from the session options alone: it reads no provider option.
+    CPU: {},
+    # CUDAExecutionProviderInfo::FromProviderOptions (cuda_execution_provider_info.cc); sdpa_kernel from 1.19,
+    # fuse_conv_bias from 1.20.
+    CUDA: {
+        "device_id": WHOLE_NUMBER,
+        "gpu_mem_limit": WHOLE_NUMBER,
+        "arena_extend_strategy": ("kNextPowerOfTwo", "kSameAsRequested"),
+        "cudnn_conv_algo_search": ("EXHAUSTIVE", "HEURISTIC", "DEFAULT"),
+        "do_copy_in_default_stream": ANY_TEXT,
+        "cudnn_conv_use_max_workspace": ANY_TEXT,
+        "enable_cuda_graph": ANY_TEXT,
+        "cudnn_conv1d_pad_to_nc1d": ANY_TEXT,
+        "tunable_op_enable": ANY_TEXT,
+        "tunable_op_tuning_enable": ANY_TEXT,
+        "tunable_op_max_tuning_duration_ms": WHOLE_NUMBER,
+        "enable_skip_layer_norm_strict_mode": ANY_TEXT,
+        "prefer_nhwc": ANY_TEXT,
+        "use_ep_level_unified_stream": ANY_TEXT,
+        "use_tf32": ANY_TEXT,
+        "sdpa_kernel": WHOLE_NUMBER,
+        "fuse_conv_bias": ANY_TEXT,
+    },
+    # dml_provider_factory.cc, CreateFromProviderOptions: it throws on other values. performance_preference and
+    # device_filter exist from 1.17.
+    DML: {
+        "device_id": WHOLE_NUMBER,  # an IDXGIFactory::EnumAdapters1 index
+        "performance_preference": ("default", "high_performance", "minimum_power"),
+        "device_filter": ("gpu", "npu", "any"),
+        "disable_metacommands": ("true", "True", "false", "False"),  # ParseBoolean: "1" or "0" throws
+    },
+    # webgpu_provider_options.h (the short names: onnxruntime prefixes them with "ep.webgpuexecutionprovider.").
+    WEBGPU: {
+        "deviceId": WHOLE_NUMBER,
+        "adapterIndex": WHOLE_NUMBER,
+        "preferredLayout": ("NCHW", "NHWC"),
+        "enableGraphCapture": _FLAG,
+        "enableInt64": _FLAG,
+        "enableMatmulFp32Accumulation": _FLAG,
+        "enablePIXCapture": _FLAG,
+        "enableRobustness": _FLAG,
+        "preserveDevice": _FLAG,
+        "weightLoadAcceleration": ("off", "preferred", "required"),
+        "kvCacheQuantizationBits": ("0", "4", "8"),
+        "multiRotaryCacheConcatOffset": WHOLE_NUMBER,
+        "sessionBufferPoolGenerations": WHOLE_NUMBER,
+        "dawnBackendType": ("D3D12", "Vulkan"),
+        "powerPreference": ("high-performance", "low-power"),
+        "storageBufferCacheMode": ("disabled", "lazyRelease", "simple", "bucket"),
+        "uniformBufferCacheMode": ("disabled", "lazyRelease", "simple", "bucket"),
+        "queryResolveBufferCacheMode": ("disabled", "lazyRelease", "simple", "bucket"),
+        "defaultBufferCacheMode": ("disabled", "lazyRelease", "simple", "bucket"),
+        "validationMode": ("disabled", "wgpuOnly", "basic", "full"),
+        "forceCpuNodeNames": ANY_TEXT,
+        "maxStorageBufferBindingSize": WHOLE_NUMBER,
+        "maxStorageBuffersPerShaderStage": WHOLE_NUMBER,
+        "maxNumPendingDispatches": WHOLE_NUMBER,
+    },
+}
+EP_LABELS: Mapping[str, str] = {CPU: "CPU", CUDA: "CUDA", DML: "DirectML", WEBGPU: "WebGPU"}
 
 
 @dataclass(frozen=True)
@@ -114,12 +188,23 @@ def parse_ep(text: str) -> EpSpec:
 
 
 def check_options(name: str, options: Mapping[str, str]) -> None:
-    """ValueError for provider options the EP would reject or silently ignore, where the harness knows them:
-    DirectML's (``dml.check_options``) and CUDA's device_id; other options pass through to onnxruntime."""
+    """ValueError (one line) for a provider option the EP ``name`` does not read, or a value it does not accept,
+    where the harness knows the EP (PROVIDER_OPTIONS); other EPs' options pass through to onnxruntime."""
+    known = PROVIDER_OPTIONS.get(name)
+    if known is None:
+        return
+    label = EP_LABELS[name]
+    for key, value in options.items():
+        if key not in known:
+            listed = f"known are {', '.join(known)}" if known else f"the {label} EP reads no provider options"
+            raise ValueError(f"unknown {label} option {key!r}: {listed}")
+        accepted = known[key]
+        if accepted == WHOLE_NUMBER and not re.fullmatch(r"[0-9]+", value):
+            raise ValueError(f"{label} option {key}={value!r}: expected {WHOLE_NUMBER}")
+        if isinstance(accepted, tuple) and value not in accepted:
+            raise ValueError(f"{label} option {key}={value!r}: expected one of {', '.join(accepted)}")
     if name == DML:
-        dml.check_options(options)
-    if name == CUDA and not re.fullmatch(r"[0-9]+", options.get("device_id", "0")):
-        raise ValueError(f"CUDA option device_id={options['device_id']!r}: expected a non-negative whole number")
+        dml.check_adapter_choice(options)
 
 
 @functools.cache

@@ -13,6 +13,7 @@ neither onnxruntime nor onnx, nor NumPy: they load with the first case collected
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Iterator
@@ -86,7 +87,9 @@ def pytest_configure(config: pytest.Config) -> None:
     in_process = bool(config.getoption("in_process"))
     config.stash[_SETTINGS] = _Settings(tuple(eps), options, values["case_timeout"] or None, in_process)
     if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (xdist.py)
-        config.pluginmanager.register(CaseFileCollectionStop(config, _is_case_file), "dml_conformance_xdist")
+        config.pluginmanager.register(
+            CaseFileCollectionStop(config, functools.partial(_reads, config)), "dml_conformance_xdist"
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -133,19 +136,21 @@ def _settings(config: pytest.Config) -> _Settings:
     return settings
 
 
-def _is_case_file(path: Path) -> bool:
-    """A YAML file whose top level names an operator: other YAML in the tree is left alone."""
-    if path.suffix not in (".yaml", ".yml"):
-        return False
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            return any(line.startswith("operator:") for line, _ in zip(handle, range(50), strict=False))
-    except OSError:
-        return False
+def _named(config: pytest.Config, path: Path) -> bool:
+    """Whether ``path`` is one of the files pytest was given (not met while walking a folder)."""
+    return any(config.invocation_params.dir / argument.split("::")[0] == path for argument in config.args)
+
+
+def _reads(config: pytest.Config, path: Path) -> bool:
+    """The CLI's rule (cases/detect.py): a YAML file given is read whatever it holds; one met in a folder is read
+    when it is a case file, and other YAML in the tree is left alone."""
+    from conformance.cases.detect import CASE_FILE_SUFFIXES, is_case_file
+
+    return path.suffix in CASE_FILE_SUFFIXES and (_named(config, path) or is_case_file(str(path)))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
-    if _is_case_file(file_path):
+    if _reads(parent.config, file_path):
         return CaseFile.from_parent(parent, path=file_path)
     return None
 
