@@ -83,5 +83,7 @@ def environment(
         "eps": [ep_record(ep, options, directml) for ep in eps],
         "target_feature_level": str(options.feature_level) if options.feature_level else None,
         "pack": options.pack,
+        # where --artifacts kept each FAIL's files (artifacts.py names them), so that report.html links to them
+        "artifacts": os.path.abspath(options.artifacts) if options.artifacts else None,
         **({"problems": [str(p) for p in problems]} if problems else {}),
     }
