@@ -153,6 +153,11 @@ def test_the_verdict_says_what_the_gate_decided_and_why() -> None:
     assert _verdict(_page(ENV, unexpected, waivers)).startswith("FAILED — 1 unexpected failure; 2 known failures")
     # Without a waiver file every failure counts, and the page says so rather than "FAILED" beside a count.
     assert _verdict(_page(ENV, unexpected)).startswith("FAILED — 3 failures")
+    # A known failure that passes now fails the gate until its waiver goes; the page names it.
+    fixed = _page(ENV, results, [*waivers, _waiver("t.yaml::ok", reason="fixed in 1.2")])
+    assert _verdict(fixed).startswith("FAILED — 1 known failure no longer failing (remove the waiver)")
+    passes = fixed[fixed.index("Known failures that no longer fail (1)") :]
+    assert "<td>t.yaml::ok</td>" in passes and "fixed in 1.2" in passes
 
 
 def test_an_interrupted_run_says_how_much_of_it_ran() -> None:
@@ -249,6 +254,10 @@ def test_the_page_has_a_filter_box_and_toggles_for_status_ep_and_kind() -> None:
     assert re.search(r'<input [^>]*type="search"', html)
     toggles = set(re.findall(r'<input type="checkbox" data-facet="(\w+)" value="([^"]*)"', html))
     assert {("status", "FAIL"), ("ep", "cuda"), ("ep", "dml"), ("kind", "tie_order"), ("kind", "values")} <= toggles
+    assert not any(facet == "gate" for facet, _ in toggles)  # without a waiver file nothing is known or unexpected
+    gated = _page(ENV, results, [_waiver("t.yaml::a")])
+    assert re.search(r'data-facet="gate" value="unexpected" checked> unexpected <small>1</small>', gated)
+    assert re.search(r'data-facet="gate" value="known" checked> known <small>1</small>', gated)
     assert html.count("<script>") == 1  # the filter's own, inline
 
 

@@ -24,8 +24,14 @@ def severity(status: Status) -> tuple[int, int]:
     change here."""
     if status is Status.FAIL:
         rank = 0
+    elif status in FAILING:
+        rank = 1
+    elif status in NO_VERDICT:
+        rank = 3
+    elif status in OK:
+        rank = 4
     else:
-        rank = 1 if status in FAILING else 4 if status in OK else 3 if status in NO_VERDICT else 2
+        rank = 2
     return rank, STATUS_ORDER.index(status)
 
 
@@ -39,7 +45,8 @@ class Completeness:
     """How much of the planned run results.json holds: a run interrupted (Ctrl-C, workers that would not start)
     records ``interrupted`` and ``planned_results`` ((case, EP) pairs); one with --keep-going records the case files'
     ``problems`` (their cases never ran, so no count of them exists); ``skipped_files``, where a run records it, names
-    files it did not read. Any of the first three, or an EP that executed nothing, fails the run."""
+    files it did not read. An interrupted run, skipped case files' problems or an EP that executed nothing fail the
+    run; ``skipped_files`` alone is only reported."""
 
     ran: int
     planned: int | None

@@ -37,11 +37,12 @@ class Verdict:
 
 
 def _failing_counts(summary: Summary) -> str:
-    """ "3 failures (2 FAIL, 1 ERROR)", every failing status in severity order."""
+    """ "3 failures (2 FAIL, 1 ERROR)", every failing status in severity order; "19 failures" when all are FAIL."""
     counts = {s: n for s, n in summary.totals.items() if s in FAILING and n}
     total = sum(counts.values())
-    detail = ", ".join(f"{counts[s]} {s.value}" for s in sorted(counts, key=severity))
-    return f"{plural(total, 'failure')} ({detail})"
+    if set(counts) == {Status.FAIL}:
+        return plural(total, "failure")
+    return f"{plural(total, 'failure')} ({', '.join(f'{counts[s]} {s.value}' for s in sorted(counts, key=severity))})"
 
 
 def decide(summary: Summary, gate: Gate | None) -> Verdict:

@@ -68,13 +68,13 @@ section.group>details>summary{cursor:pointer;padding:.2em 0;font-weight:600}
 .note{display:block;margin:.2em 0 .2em 1.2em;font-weight:400}
 .muted{color:#616161;font-weight:400}details.row{border-top:1px solid #f0f0f0}details.row>summary{cursor:pointer;
 padding:2px 0;list-style-position:outside;margin-left:1.2em}
-.line{display:inline-grid;grid-template-columns:9.5em minmax(0,5fr) minmax(0,6fr) 4.5em auto;gap:.8em;
+.line{display:inline-grid;grid-template-columns:12.5em minmax(0,5fr) minmax(0,6fr) 4.5em auto;gap:.8em;
 width:calc(100% - 1em);vertical-align:top}.line .kind{color:#616161;font-size:12px;overflow-wrap:anywhere}
 .line code{overflow-wrap:anywhere;color:#212121}.line .why{color:#424242;overflow-wrap:anywhere}
 .line .t{text-align:right}
 details.row>article{margin:.3em 0 .8em 1.2em;padding:.5em 1em;background:#fcfcfc;border-left:3px solid var(--c)}
 details.waived{border:1px solid #e0e0e0;padding:.3em .8em;margin:1em 0}details.waived>summary{cursor:pointer;
-font-size:1.15em;font-weight:600}.pictures{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-end}
+font-size:1.15em;font-weight:600}.pictures{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}
 figure{margin:0;max-width:640px}figcaption{font-size:12px;color:#555}.cell{white-space:nowrap}
 .tie td{font-family:ui-monospace,monospace}td.n{text-align:right}
 """
@@ -279,8 +279,8 @@ def _facet_values(
     for group in found.groups:
         for facet, value in zip(FACETS, (group.status.value, group.ep, group.kind), strict=False):
             counts[facet][value] += len(group.results)
-    for gate_value, groups in (("unexpected", found.unexpected), ("known", found.waived)):
-        counts["gate"][gate_value] += sum(len(g.results) for g in groups) if gated else 0
+    for gate_value, groups in (("unexpected", found.unexpected), ("known", found.waived)) if gated else ():
+        counts["gate"][gate_value] += sum(len(g.results) for g in groups)
     for (ep, status, kind, _), cases in declined:
         for facet, value in zip(FACETS, (status.value, ep, kind), strict=False):
             counts[facet][value] += len(cases)

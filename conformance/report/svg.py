@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from html import escape
 
 MAP_CELLS = 96  # the map's longest side, in cells: larger tensors are binned, a cell marked if any element in it is
-MAP_PIXELS = 384  # the map's longest side, in pixels: a cell is as large as fits, within CELL_RANGE
-CELL_RANGE = (4, 48)
+MAP_PIXELS = 320  # the map's longest side, in pixels: a cell is as large as fits, within CELL_RANGE
+CELL_RANGE = (4, 40)
 BAR_WIDTH, BAR_GAP, PLOT_HEIGHT = 50, 6, 120
 AXIS, TOP, BOTTOM = 30, 28, 34  # the histogram's margins: the y axis and its title, counts over bars, x labels
 WITHIN, BEYOND = "#5c7cfa", "#c62828"
