@@ -11,6 +11,7 @@ import pytest
 from conformance.cli.main import main
 from conformance.model import Status
 from conformance.results import Result, write_results
+from conformance.run.artifacts import folder_name
 
 ENV = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "driver_version": "580.159.04"}], "eps": [{"label": "cuda"}]}
 TIES = Result("cases/t.yaml::ties", "TOP_K1", "cuda", Status.FAIL, "tie_order", "FLOAT32", "TopK-11", "ties differ")
@@ -105,14 +106,37 @@ def test_no_waiver_passes_a_run_whose_ep_never_started(tmp_path: Path, capsys: p
     results = _results(tmp_path / "results.json", TIES, idle)
     waivers = _waivers(tmp_path / "known.yaml", "*")  # waives every cuda failure; webgpu ran nothing
     assert main(["report", results, "--waivers", waivers]) == 1
-    assert "<title>DirectML conformance: FAILED</title>" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "<title>DirectML conformance: INCOMPLETE/FAILED — EP webgpu executed none of its cases;" in html
 
 
 def test_an_interrupted_run_fails_every_report_of_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "results.json"
     write_results(str(path), {**ENV, "interrupted": True, "planned_results": 5}, [SLICE])
     assert main(["report", str(path)]) == 1
-    assert "- **interrupted**: fewer results than planned" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert capsys.readouterr().out.splitlines()[-1] == "INCOMPLETE/FAILED — interrupted: 1 of 5 cases run"
+    assert "- **interrupted: 1 of 5 cases run**: the run fails" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "INCOMPLETE/FAILED</span> — interrupted: 1 of 5 cases run" in html
+    junit = ET.parse(tmp_path / "junit.xml").getroot()
+    assert [e.get("message") for e in junit.iter("error")] == ["interrupted: 1 of 5 cases run"]
+
+
+def test_report_html_links_each_failure_to_its_artifacts_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --artifacts kept a folder for the FAIL (named by run/artifacts.py); results.json names its root.
+    (tmp_path / "artifacts" / folder_name(TIES.case, TIES.ep)).mkdir(parents=True)
+    env = {**ENV, "artifacts": str(tmp_path / "artifacts")}
+    write_results(str(tmp_path / "results.json"), env, [TIES, SLICE])
+    assert main(["report", str(tmp_path / "results.json"), "--out-dir", str(tmp_path / "reports")]) == 1
+    html = (tmp_path / "reports" / "report.html").read_text(encoding="utf-8")
+    # Relative to the page: the two folders can be moved together.
+    assert f'href="../artifacts/{folder_name(TIES.case, TIES.ep)}/"' in html
+    # A folder that is not there (another machine, or the save failed) gets no link.
+    write_results(str(tmp_path / "results.json"), {**env, "artifacts": str(tmp_path / "elsewhere")}, [TIES])
+    assert main(["report", str(tmp_path / "results.json"), "--out-dir", str(tmp_path / "reports")]) == 1
+    assert "artifacts/" not in (tmp_path / "reports" / "report.html").read_text(encoding="utf-8")
 
 
 def test_a_results_file_this_version_cannot_render_is_one_line(

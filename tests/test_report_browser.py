@@ -1,8 +1,10 @@
 """The HTML report in a real browser: headless Chromium (Debian's package) renders it, takes a screenshot, and logs
-no console message or failed load. Skipped where no Chromium is installed (`apt-get install chromium`)."""
+no console message or failed load; the filter's script runs, and the page it leaves behind is read back. Skipped
+where no Chromium is installed (`apt-get install chromium`)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,14 +14,46 @@ import pytest
 
 from conformance.compare.common import mismatch_details, ulp_histogram
 from conformance.gate.summary import summarize
-from conformance.model import Status
+from conformance.gate.waivers import Waiver, apply_waivers
+from conformance.model import SourcePos, Status
 from conformance.report.html import render_html
 from conformance.results import Result
 
 CHROMIUM = next((path for name in ("chromium", "chromium-browser") if (path := shutil.which(name))), None)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH")
+def _chromium(tmp_path: Path, url: str, *how: str) -> subprocess.CompletedProcess[str]:
+    """Chromium on ``url``, its console on stderr; ``how``: --screenshot=... or --dump-dom."""
+    run = subprocess.run(
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            "--window-size=1400,2000",
+            *how,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    problems = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Failed to load" in line]
+    assert problems == []  # a script error is a console message
+    return run
+
+
 def test_chromium_renders_the_report_without_console_errors(tmp_path: Path) -> None:
     mismatched = np.zeros((6, 40), bool)
     mismatched[2, 5:9] = True
@@ -39,25 +73,65 @@ def test_chromium_renders_the_report_without_console_errors(tmp_path: Path) -> N
     page = tmp_path / "report.html"
     page.write_text(render_html(summarize({"gpus": []}, results), results), encoding="utf-8")
     shot = tmp_path / "shot.png"
-    run = subprocess.run(
-        [
-            str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=5000",
-            "--window-size=1280,2000",
-            f"--screenshot={shot}",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    _chromium(tmp_path, page.as_uri(), f"--screenshot={shot}")
     assert shot.stat().st_size > 10_000  # a real picture, not an empty page
-    problems = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Failed to load" in line]
-    assert problems == []
+
+
+def _rows(dom: str) -> dict[str, bool]:
+    """Each failure row's case id -> whether the filter left it shown."""
+    rows = re.findall(r'<details class="row"([^>]*)>.*?<code>(.*?)</code>', dom, re.DOTALL)
+    return {case: "hidden" not in attributes for attributes, case in rows}
+
+
+def test_the_filter_runs_in_the_browser(tmp_path: Path) -> None:
+    def fail(case: str, ep: str, kind: str) -> Result:
+        return Result(case, "TOP_K1", ep, Status.FAIL, kind, "FLOAT32", message=f"{kind} differs")
+
+    results = [
+        fail("t.yaml::known-a", "cuda", "tie_order"),
+        fail("t.yaml::new", "dml", "values"),
+        fail("t.yaml::known-c", "cuda", "tie_order"),
+        Result("t.yaml::open", "TOP_K1", "dml", Status.QUALITY_WARNING, "nan_placement", "FLOAT32"),
+        Result("t.yaml::declined", "TOP_K1", "cuda", Status.NOT_SUPPORTED, "no_kernel", "UINT16", message="none"),
+    ]
+    env = {"gpus": [], "eps": [{"label": "cuda"}, {"label": "dml"}], "interrupted": True, "planned_results": 9}
+    waiver = Waiver(
+        "t.yaml::known-*", "cuda", None, None, "not index-stable", "https://example.com/1", SourcePos("k", 1, 1)
+    )
+    gate = apply_waivers(env, results, [waiver])
+    page = tmp_path / "report.html"
+    page.write_text(render_html(summarize(env, results), results, gate), encoding="utf-8")
+
+    # Nothing chosen: every row shown; the waived group stays closed.
+    dom = _chromium(tmp_path, page.as_uri(), "--dump-dom").stdout
+    assert _rows(dom) == {"t.yaml::known-a": True, "t.yaml::new": True, "t.yaml::known-c": True, "t.yaml::open": True}
+    assert re.search(r'<span id="shown">5</span>', dom)
+    assert re.search(r'<details class="waived" id="waived">', dom)  # no "open" attribute
+
+    # Text from the query string: one waived row matches, and the closed group around it opens.
+    dom = _chromium(tmp_path, page.as_uri() + "?q=known-c", "--dump-dom").stdout
+    assert _rows(dom) == {
+        "t.yaml::known-a": False,
+        "t.yaml::new": False,
+        "t.yaml::known-c": True,
+        "t.yaml::open": False,
+    }
+    assert re.search(r'<details class="waived" id="waived" open="">', dom)
+    assert re.search(r'<span id="shown">1</span>', dom)
+
+    # Toggles: only the dml EP; the groups left without a shown row hide, and the no-verdict row (cuda) too.
+    dom = _chromium(tmp_path, page.as_uri() + "?ep=dml", "--dump-dom").stdout
+    assert _rows(dom) == {"t.yaml::known-a": False, "t.yaml::new": True, "t.yaml::known-c": False, "t.yaml::open": True}
+    assert re.search(r'<tr data-row=""[^>]*data-ep="cuda"[^>]*hidden=""', dom)
+    assert re.search(r'<section class="group"[^>]*data-ep="cuda"[^>]*hidden=""', dom)
+    assert re.search(r'<span id="shown">2</span>', dom)
+
+    # The gate's toggle: unexpected failures only; rows the gate did not sort (warnings, no verdict) stay.
+    dom = _chromium(tmp_path, page.as_uri() + "?gate=unexpected", "--dump-dom").stdout
+    assert _rows(dom) == {"t.yaml::known-a": False, "t.yaml::new": True, "t.yaml::known-c": False, "t.yaml::open": True}
+
+    # A link to a failure inside the closed waived group opens it.
+    anchor = re.search(r'<section class="group" id="(g\d+)"[^>]*data-ep="cuda"', dom)
+    assert anchor is not None
+    dom = _chromium(tmp_path, f"{page.as_uri()}#{anchor.group(1)}", "--dump-dom").stdout
+    assert re.search(r'<details class="waived" id="waived" open="">', dom)

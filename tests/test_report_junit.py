@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 
-from conformance.model import Status
+from conformance.gate.summary import summarize
+from conformance.gate.waivers import Gate, Waiver, apply_waivers
+from conformance.model import SourcePos, Status
 from conformance.report.junit import render_junit
 from conformance.results import Result, read_results
 
@@ -18,6 +21,7 @@ ENV = {
     "gpus": [{"name": "NVIDIA H100 80GB HBM3", "driver_version": "580.159.04"}],
     "eps": [{"label": "cpu", "name": "CPUExecutionProvider", "options": {}}],
 }
+TRACKING = "https://example.com/7"
 HOSTILE = 'm.yaml::<&>"\x01id'
 FAIL_MESSAGE = "OutputIndexTensor: tie order differs\n  index 3: expected 1, actual 2"
 REPRO = "dmlconf run t.yaml -k t.yaml::fail --ep cpu"
@@ -40,6 +44,18 @@ def _results() -> list[Result]:
     ]
 
 
+def _gate(results: list[Result], waived: Mapping[tuple[str, str], str]) -> Gate:
+    """The gate of waivers naming each (case, EP) exactly, with its reason."""
+    waivers = [
+        Waiver(case, ep, None, None, why, TRACKING, SourcePos("k.yaml", 1, 1)) for (case, ep), why in waived.items()
+    ]
+    return apply_waivers(ENV, results, waivers)
+
+
+def _junit(results: list[Result], waived: Mapping[tuple[str, str], str] | None = None) -> str:
+    return render_junit(summarize(ENV, results), results, _gate(results, waived) if waived is not None else None)
+
+
 def _parse(text: str) -> ET.Element:
     assert text.startswith('<?xml version="1.0" encoding="UTF-8"?>')
     return ET.fromstring(text.encode("utf-8"))
@@ -57,7 +73,7 @@ def _kinds(root: ET.Element) -> dict[str, list[str]]:
 
 
 def test_counts_per_suite_and_in_total() -> None:
-    root = _parse(render_junit(ENV, _results(), waived={("s.yaml::waived", ODD_EP): "issue 42"}))
+    root = _parse(_junit(_results(), {("s.yaml::waived", ODD_EP): "issue 42"}))
     assert root.tag == "testsuites" and root.get("name") == "dml-conformance"
     # Worked out by hand: 9 results; FAIL t.yaml::fail and the hostile one; ERROR t.yaml::error; skipped are
     # NOT_SUPPORTED, NOT_EXPRESSIBLE and the waived FAIL. Suites in (operator, EP) order.
@@ -79,7 +95,7 @@ def test_counts_per_suite_and_in_total() -> None:
 
 
 def test_element_kinds_per_testcase() -> None:
-    root = _parse(render_junit(ENV, _results(), waived={("s.yaml::waived", ODD_EP): "issue 42"}))
+    root = _parse(_junit(_results(), {("s.yaml::waived", ODD_EP): "issue 42"}))
     assert _kinds(root) == {
         'm.yaml::<&>"id': ["failure"],
         "s.yaml::warn": ["system-out"],
@@ -109,24 +125,24 @@ def test_element_kinds_per_testcase() -> None:
 
 
 def test_waived_failure_is_skipped_but_kept() -> None:
-    root = _parse(render_junit(ENV, _results(), waived={("s.yaml::waived", ODD_EP): "issue <42> & co"}))
+    root = _parse(_junit(_results(), {("s.yaml::waived", ODD_EP): "issue <42> & co"}))
     case = next(c for c in root.iter("testcase") if c.get("name") == "s.yaml::waived")
     assert case.get("classname") == "SLICE1.dml_1_a"
     skipped = case.find("skipped")
-    assert skipped is not None and skipped.get("message") == "known failure: issue <42> & co"
+    assert skipped is not None and skipped.get("message") == f"known failure: issue <42> & co ({TRACKING})"
     kept = case.findtext("system-out")
     assert kept is not None and "wrong slice" in kept and "off_by_one" in kept and "repro: r" in kept
 
 
 def test_waiver_for_another_ep_does_not_apply() -> None:
-    root = _parse(render_junit(ENV, _results(), waived={("t.yaml::fail", ODD_EP): "elsewhere"}))
+    root = _parse(_junit(_results(), {("t.yaml::fail", ODD_EP): "elsewhere"}))
     # Unwaived: s.yaml::waived is a failure too, so 3 failures; 2 skipped (NOT_SUPPORTED, NOT_EXPRESSIBLE).
     assert _counts(root) == (9, 3, 1, 2)
     assert _kinds(root)["t.yaml::fail"] == ["failure"]
 
 
 def test_hostile_text_is_escaped_and_xml_safe() -> None:
-    text = render_junit(ENV, _results())
+    text = _junit(_results())
     assert "\x01" not in text and "\x02" not in text
     assert "<b>" not in text and "<&>" not in text  # markup from a case file never appears raw
     root = _parse(text)
@@ -137,13 +153,13 @@ def test_hostile_text_is_escaped_and_xml_safe() -> None:
 
 
 def test_no_results() -> None:
-    root = _parse(render_junit(ENV, []))
+    root = _parse(_junit([]))
     assert _counts(root) == (0, 0, 0, 0) and root.findall("testsuite") == []
 
 
 def test_committed_h100_run() -> None:
     environment, results = read_results(str(Path(__file__).parent.parent / "reports" / "h100-cuda" / "results.json"))
-    root = _parse(render_junit(environment, results))
+    root = _parse(render_junit(summarize(environment, results), results))
     failures = sum(r.status is Status.FAIL for r in results)
     errors = sum(r.status is Status.ERROR for r in results)
     skipped = sum(r.status in (Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE) for r in results)
@@ -155,13 +171,47 @@ def test_committed_h100_run() -> None:
     assert sum(int(s.get("failures", "0")) for s in suites) == failures
 
 
+def test_an_interrupted_run_is_an_error_testcase() -> None:
+    env = {**ENV, "interrupted": True, "planned_results": 20}
+    root = _parse(render_junit(summarize(env, _results()), _results()))
+    # 9 results and the run's own testcase, which is an error: a CI's test tab must not show a partial run green.
+    assert _counts(root) == (10, 3, 2, 2)
+    run = next(case for case in root.iter("testcase") if case.get("classname") == "dml-conformance")
+    error = run.find("error")
+    assert error is not None and error.get("message") == "interrupted: 9 of 20 cases run"
+
+
+def test_skipped_case_files_are_an_error_testcase() -> None:
+    env = {**ENV, "problems": ["bad.yaml:3:1: K: missing required field"]}
+    root = _parse(render_junit(summarize(env, _results()), _results()))
+    run = next(case for case in root.iter("testcase") if case.get("classname") == "dml-conformance")
+    error = run.find("error")
+    assert error is not None and "case files skipped for 1 problem(s) (--keep-going)" in error.get("message", "")
+    assert error.text is not None and "bad.yaml:3:1: K: missing required field" in error.text
+
+
+def test_a_complete_run_has_no_run_testcase() -> None:
+    root = _parse(render_junit(summarize(ENV, _results()), _results()))
+    assert all(case.get("classname") != "dml-conformance" for case in root.iter("testcase"))
+
+
+def test_a_known_failure_that_passes_now_is_a_failure() -> None:
+    # The gate fails on it (its waiver must go), so the CI's test tab must not show it green.
+    results = [Result("t.yaml::fixed", "TOP_K1", "cpu", Status.PASS)]
+    gate = _gate(results, {("t.yaml::fixed", "cpu"): "was broken"})
+    root = _parse(render_junit(summarize(ENV, results), results, gate))
+    failure = next(root.iter("testcase")).find("failure")
+    assert failure is not None and failure.get("type") == "unexpected_pass"
+    assert "was broken" in failure.get("message", "") and "https://example.com/7" in failure.get("message", "")
+
+
 def test_a_ci_side_parser_reads_the_same_verdicts(tmp_path: Path) -> None:
     # junitparser is what the publish-unit-test-result GitHub Action reads JUnit files with: it must see each
     # testcase's verdict as written (9 cases: FAIL x2, ERROR, skipped: NOT_SUPPORTED, NOT_EXPRESSIBLE, the waived FAIL).
     import junitparser  # type: ignore[import-untyped]
 
     path = tmp_path / "junit.xml"
-    path.write_text(render_junit(ENV, _results(), {("s.yaml::waived", ODD_EP): "known"}), encoding="utf-8")
+    path.write_text(_junit(_results(), {("s.yaml::waived", ODD_EP): "known"}), encoding="utf-8")
     verdicts: dict[str, str] = {}
     for suite in junitparser.JUnitXml.fromfile(str(path)):
         for case in suite:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conformance.gate.summary import summarize
-from conformance.model import Status
+from conformance.gate.waivers import Waiver, apply_waivers
+from conformance.model import SourcePos, Status
 from conformance.report.console import render_console
 from conformance.report.markdown import render_markdown
 from conformance.results import SCHEMA_VERSION, Result, read_results, write_results
@@ -122,7 +123,8 @@ def test_markdown_tables() -> None:
     markdown = render_markdown(summarize(ENV, _results()))
     assert markdown.startswith("# DirectML conformance summary\n")
     header = markdown.split("## Totals")[0].splitlines()
-    assert header[2:6] == [
+    assert header[2] == "**FAILED — 2 failures (1 FAIL, 1 ERROR), no waiver file given**"
+    assert header[4:8] == [
         "- GPU: NVIDIA H100 80GB HBM3 (driver 580.159.04, 81559 MiB, PCI 00000000:00:06.0)",
         "- onnxruntime: 1.0.0 (onnxruntime-directml 1.0.0)",
         "- EP cpu: CPUExecutionProvider",
@@ -373,3 +375,67 @@ def test_unproven_placements_are_cut_in_markdown() -> None:
     markdown = render_markdown(summarize(ENV, results))
     header = markdown.split("## Totals")[0]
     assert header.count("\n  - ") == 40 and "… and 60 more: see report.html" in header
+
+
+# --- issue 19: an interrupted or partial run says so in every format, with what ran of what was planned ------------
+
+INTERRUPTED = {**ENV, "interrupted": True, "planned_results": 5}
+METADATA = {
+    "started_at": "2025-11-24T13:50:02Z",
+    "duration_s": 77.25,
+    "harness": {
+        "version": "0.4.0",
+        "git_commit": "0123456789abcdef0123456789abcdef01234567",
+        "cases_sha256": "ab" * 32,
+    },
+    "cpu": "AMD EPYC 9654 96-Core Processor",
+}
+
+
+def test_an_interrupted_run_says_how_many_cases_ran_in_markdown_and_on_the_console() -> None:
+    summary = summarize({**INTERRUPTED, "eps": ENV["eps"][:1]}, _results()[:1])
+    assert "- **interrupted: 1 of 5 cases run**: the run fails" in render_markdown(summary)
+    assert "interrupted: 1 of 5 cases run: the run fails" in render_console(summary)
+
+
+def test_several_eps_count_a_case_once_per_ep() -> None:
+    # 2 EPs planned over 3 cases: 6 (case, EP) runs, 4 of them finished.
+    summary = summarize({**ENV, "interrupted": True, "planned_results": 6}, _results()[:4])
+    assert "interrupted: 4 of 6 cases run (3 cases, each on 2 EPs)" in render_markdown(summary)
+
+
+def test_skipped_case_files_are_said_with_the_cases_that_ran() -> None:
+    env = {**ENV, "problems": ["bad.yaml:3:1: K: missing required field"], "skipped_files": ["bad.yaml"]}
+    summary = summarize(env, _results())
+    markdown = render_markdown(summary)
+    assert "9 cases run; case files skipped for 1 problem(s) (--keep-going)" in markdown
+    assert "- files skipped: 1 (bad.yaml)" in markdown
+    assert "case files skipped (--keep-going) for 1 problem(s): the run fails" in render_console(summary)
+
+
+def test_markdown_shows_when_and_with_what_the_run_was_made() -> None:
+    markdown = render_markdown(summarize({**ENV, **METADATA}, _results()))
+    header = markdown.split("## Totals")[0]
+    assert "- CPU: AMD EPYC 9654 96-Core Processor" in header
+    assert "- started: 2025-11-24T13:50:02Z, took 1 min 17.2 s" in header
+    assert (
+        "- harness: dml-conformance 0.4.0, git commit 0123456789abcdef0123456789abcdef01234567, "
+        f"cases sha256 {'ab' * 32}" in header
+    )
+    # A results.json written before these keys existed shows none of them, and no "None".
+    old = render_markdown(summarize(ENV, _results())).split("## Totals")[0]
+    assert "started" not in old and "harness" not in old and "None" not in old
+
+
+def test_markdown_lists_unexpected_failures_first_and_marks_the_known_ones() -> None:
+    waiver = Waiver("t.yaml::b", "cpu", None, None, "known tie order", "https://example.com/1", SourcePos("k", 1, 1))
+    gate = apply_waivers(ENV, _results(), [waiver])
+    markdown = render_markdown(summarize(ENV, _results()), gate)
+    assert markdown.splitlines()[2] == "**FAILED — 1 unexpected failure; 1 known failure waived**"
+    failing = _table(markdown, "Failures and warnings")
+    # s.yaml::b (ERROR) is unexpected; t.yaml::b (FAIL) is waived: listed after the unexpected ones and the warning.
+    assert [row[:3] for row in failing[2:]] == [
+        ["s.yaml::b", "cpu", "ERROR"],
+        ["m.yaml::w", "cpu", "QUALITY_WARNING"],
+        ["t.yaml::b", "cpu", "FAIL (known)"],
+    ]

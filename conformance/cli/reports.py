@@ -8,18 +8,23 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from conformance.cli.shared import UsageError
 from conformance.gate.diff import SeveralEps, diff_runs
 from conformance.gate.merge import MergeError, merge_runs
 from conformance.gate.summary import Summary, summarize
-from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers, overall_failed, waived_keys
+from conformance.gate.verdict import decide
+from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers, overall_failed
+from conformance.model import Status
 from conformance.report.diff import render_diff_console, render_diff_markdown
 from conformance.report.html import render_html
 from conformance.report.junit import render_junit
 from conformance.report.markdown import render_markdown
 from conformance.results import Result, read_results, write_results, write_text_atomic
+from conformance.run.artifacts import folder_name
 from conformance.run.options import REPORT_FORMATS
 
 
@@ -40,17 +45,36 @@ def _read(path: str) -> tuple[dict[str, Any], list[Result]]:
         raise UsageError(f"{path}: not a readable results.json: {error}") from None
 
 
+def artifact_links(env: Mapping[str, Any], results: Sequence[Result], out_dir: str) -> dict[tuple[str, str], str]:
+    """(case, EP) -> the address of its --artifacts folder (results.json's environment names the root; artifacts.py
+    names each folder), for the folders that exist: relative to ``out_dir``, so that the two folders can be moved
+    together (a CI artifact holding both), else the folder's file: URI."""
+    root = env.get("artifacts")
+    if not isinstance(root, str) or not root:
+        return {}
+    links = {}
+    for r in results:
+        folder = os.path.join(root, folder_name(r.case, r.ep))
+        if r.status is Status.FAIL and os.path.isdir(folder):
+            try:
+                relative = os.path.relpath(folder, out_dir).replace(os.sep, "/")
+            except ValueError:  # Windows: another drive
+                relative = ""
+            links[(r.case, r.ep)] = (
+                quote(relative, safe="/=,+") + "/" if relative else Path(folder).resolve().as_uri() + "/"
+            )
+    return links
+
+
 def write_reports(
     out_dir: str, summary: Summary, results: Sequence[Result], gate: Gate | None, formats: Sequence[str]
 ) -> list[str]:
     """Write each format of ``summary`` (of ``results``) into ``out_dir`` (atomically, file by file); the paths
     written."""
-    env = summary.environment
-    waived = waived_keys(gate) if gate is not None else None
     renderers = {
-        "html": lambda: render_html(summary, results, gate),
-        "md": lambda: render_markdown(summary),
-        "junit": lambda: render_junit(env, results, waived),
+        "html": lambda: render_html(summary, results, gate, artifact_links(summary.environment, results, out_dir)),
+        "md": lambda: render_markdown(summary, gate),
+        "junit": lambda: render_junit(summary, results, gate),
     }
     try:  # every format rendered before any is written: a renderer that fails leaves the folder as it was
         texts = {name: renderers[name]() for name in formats}
@@ -80,13 +104,15 @@ def _publish(
     out_dir: str, env: Mapping[str, Any], results: Sequence[Result], waiver_file: str | None, formats: Sequence[str]
 ) -> tuple[list[str], list[str], int]:
     """``report`` and ``merge``'s common end: the gate and every format written; the paths written, the gate's
-    lines and the exit code. (A waiver file's problems are CaseFileError lines, which main prints.)"""
+    lines ending with the verdict, and the exit code. (A waiver file's problems are CaseFileError lines, which main
+    prints.)"""
     waivers = read_waivers(waiver_file)
     gate = apply_waivers(env, results, waivers) if waivers is not None else None
     summary = summarize(env, results)
     os.makedirs(out_dir, exist_ok=True)
     written = write_reports(out_dir, summary, results, gate, formats)
-    return written, gate_lines(gate) if gate is not None else [], 1 if overall_failed(summary, gate) else 0
+    lines = [*(gate_lines(gate) if gate is not None else []), decide(summary, gate).headline]
+    return written, lines, 1 if overall_failed(summary, gate) else 0
 
 
 def _skipped_input(env: Mapping[str, Any], code: int) -> int:

@@ -11,8 +11,103 @@ from conformance.model import Status
 from conformance.results import FAILING, Result
 
 STATUS_ORDER = tuple(Status)
-# Non-PASS statuses worth a line each in a report; INVALID is a negative case rejected as it should be.
-NOTABLE = frozenset(Status) - {Status.PASS, Status.INVALID}
+# INVALID is a negative case rejected as it should be; the rest, worth a line each in a report, are NOTABLE.
+OK = frozenset({Status.PASS, Status.INVALID})
+NOTABLE = frozenset(Status) - OK
+# The EP gave no verdict: it declined the case, or ONNX cannot express it. Reports count these by reason.
+NO_VERDICT = frozenset({Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE})
+
+
+def severity(status: Status) -> tuple[int, int]:
+    """A sort key, most severe first: FAIL, every other failing status, the other verdicts (QUALITY_WARNING), no
+    verdict, then PASS and INVALID; each in the enum's order, so that a status added to the enum sorts without a
+    change here."""
+    if status is Status.FAIL:
+        rank = 0
+    elif status in FAILING:
+        rank = 1
+    elif status in NO_VERDICT:
+        rank = 3
+    elif status in OK:
+        rank = 4
+    else:
+        rank = 2
+    return rank, STATUS_ORDER.index(status)
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """ "1 known failure", "52 known failures"."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """How much of the planned run results.json holds: a run interrupted (Ctrl-C, workers that would not start)
+    records ``interrupted`` and ``planned_results`` ((case, EP) pairs); one with --keep-going records the case files'
+    ``problems`` (their cases never ran, so no count of them exists); ``skipped_files``, where a run records it, names
+    files it did not read. An interrupted run, skipped case files' problems or an EP that executed nothing fail the
+    run; ``skipped_files`` alone is only reported."""
+
+    ran: int
+    planned: int | None
+    eps: int
+    interrupted: bool
+    problems: tuple[str, ...]
+    idle_eps: tuple[str, ...]
+    skipped_files: tuple[str, ...] = ()
+    skipped_count: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return not (self.interrupted or self.problems or self.idle_eps)
+
+    @property
+    def cases_run(self) -> str:
+        """ "120 of 1881 cases run"; with several EPs a case counts once per EP, and the line says so."""
+        if self.planned is None:
+            return f"{plural(self.ran, 'case')} run"
+        line = f"{self.ran} of {self.planned} cases run"
+        if self.eps > 1 and self.planned % self.eps == 0:
+            line += f" ({plural(self.planned // self.eps, 'case')}, each on {self.eps} EPs)"
+        return line
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why the run is incomplete, one line each ("interrupted: 120 of 1881 cases run"); empty when complete."""
+        reasons = []
+        if self.interrupted:
+            reasons.append(f"interrupted: {self.cases_run}")
+        if self.problems:
+            counted = f"{self.cases_run}; " if not self.interrupted else ""
+            skipped = f"case files skipped for {len(self.problems)} problem(s) (--keep-going)"
+            reasons.append(f"{counted}{skipped}: their cases did not run")
+        reasons += [f"EP {ep} executed none of its cases" for ep in self.idle_eps]
+        return tuple(reasons)
+
+    @property
+    def skipped_line(self) -> str:
+        """ "files skipped: 2 (a.yaml, b.yaml)", where the run recorded files it skipped; else empty."""
+        if not self.skipped_count:
+            return ""
+        named = f" ({', '.join(self.skipped_files)})" if self.skipped_files else ""
+        return f"files skipped: {self.skipped_count}{named}"
+
+
+def completeness(environment: Mapping[str, Any], ran: int, idle_eps: Sequence[str], eps: int) -> Completeness:
+    """``ran`` results of ``eps`` EPs (those with results: results.json's own list where it has one)."""
+    planned = environment.get("planned_results")
+    skipped = environment.get("skipped_files")
+    files = tuple(str(name) for name in skipped) if isinstance(skipped, list | tuple) else ()
+    return Completeness(
+        ran=ran,
+        planned=planned if isinstance(planned, int) and not isinstance(planned, bool) else None,
+        eps=len(environment.get("eps") or []) or eps,
+        interrupted=bool(environment.get("interrupted")),
+        problems=tuple(str(problem) for problem in environment.get("problems") or ()),
+        idle_eps=tuple(idle_eps),
+        skipped_files=files,
+        skipped_count=len(files) if files else skipped if isinstance(skipped, int) and skipped > 0 else 0,
+    )
 
 
 @dataclass(frozen=True)
@@ -45,6 +140,17 @@ class Summary:
     placement: Placement | None = None
     idle_eps: tuple[str, ...] = ()  # EPs that never started a session and so executed nothing
     packed_differences: tuple[str, ...] = ()  # "case [ep]: FAIL when packed ..., PASS alone: ..." (Result.packed)
+    # (operator, data type, EP, counts): the report's matrix, a row per operator and data type
+    by_data_type: tuple[tuple[str, str, str, Mapping[Status, int]], ...] = ()
+
+    @property
+    def run(self) -> tuple[tuple[str, str], ...]:
+        """(what, which): the command line, the feature level, when, the harness (run_lines)."""
+        return run_lines(self.environment)
+
+    @property
+    def completeness(self) -> Completeness:
+        return completeness(self.environment, sum(self.totals.values()), self.idle_eps, len(self.eps))
 
     @property
     def failed(self) -> bool:
@@ -56,12 +162,7 @@ class Summary:
     def incomplete(self) -> bool:
         """What fails a run whatever the waivers say: an EP that never started, an interrupted run, or case files
         skipped for their problems (--keep-going)."""
-        return bool(self.idle_eps) or bool(self.environment.get("interrupted")) or bool(self.skipped_files)
-
-    @property
-    def skipped_files(self) -> tuple[str, ...]:
-        """The one-line problems of the case files a --keep-going run skipped (results.json's environment)."""
-        return tuple(str(problem) for problem in self.environment.get("problems") or ())
+        return not self.completeness.complete
 
 
 EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.FLAKY, Status.QUALITY_WARNING})
@@ -136,6 +237,8 @@ def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     lines = [
         ("GPU", "; ".join(_gpu_line(g) for g in gpus) if gpus else "none found (nvidia-smi / Win32_VideoController)")
     ]
+    if env.get("cpu"):
+        lines.append(("CPU", _cpu_text(env["cpu"])))
     lines.append(("onnxruntime", f"{env.get('onnxruntime')} ({packages})" if packages else str(env.get("onnxruntime"))))
     for ep in env.get("eps") or []:
         lines.append((f"EP {ep.get('label')}", _ep_line(ep)))
@@ -144,6 +247,68 @@ def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
             lines.append((f"DirectML chain of {ep.get('label')}", chain_line(chain)))
     lines.append(("platform", f"{env.get('platform')}, Python {env.get('python')}, numpy {env.get('numpy')}"))
     return tuple(lines)
+
+
+def _cpu_text(cpu: Any) -> str:
+    """The CPU as results.json records it: a model name, or a mapping whose model comes first."""
+    if isinstance(cpu, Mapping):
+        model = cpu.get("model") or cpu.get("name")
+        rest = ", ".join(f"{k}={v}" for k, v in cpu.items() if k not in ("model", "name") and v not in (None, ""))
+        return f"{model or '?'}" + (f" ({rest})" if rest else "")
+    return str(cpu)
+
+
+def _duration(seconds: float) -> str:
+    """ "17.7 s", "1 min 17.2 s", "2 h 3 min"."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{int(minutes)} min {rest:.1f} s"
+    hours, minutes = divmod(int(minutes), 60)
+    return f"{hours} h {minutes} min"
+
+
+def _feature_level(env: Mapping[str, Any]) -> str:
+    """--feature-level where given (every EP's target); else each EP's target (DirectML's installed level)."""
+    if env.get("target_feature_level"):
+        return f"{env['target_feature_level']} (--feature-level: every EP's target; cases needing more: NOT_SUPPORTED)"
+    targets = [f"{ep.get('label')}: {ep.get('target_feature_level') or 'none'}" for ep in env.get("eps") or []]
+    return "per EP, " + ", ".join(targets) + " (none: every case runs)" if targets else "none given"
+
+
+def _harness(env: Mapping[str, Any]) -> str | None:
+    harness = env.get("harness")
+    if isinstance(harness, Mapping):
+        commit = harness.get("git_commit")
+        words = [f"dml-conformance {harness.get('version') or '?'}"]
+        words.append(f"git commit {commit}" if commit else "not from a git checkout")
+        if harness.get("cases_sha256"):
+            words.append(f"cases sha256 {harness['cases_sha256']}")
+        return ", ".join(words)
+    return f"dml-conformance {env['dml_conformance']}" if env.get("dml_conformance") else None
+
+
+def run_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """How the run was made: the command line, the feature level, when and for how long, which harness; each
+    line only where results.json records it (older files lack the timing and the harness)."""
+    lines = [("command", " ".join(str(word) for word in env.get("command") or []))]
+    lines.append(("feature level", _feature_level(env)))
+    started, duration = env.get("started_at"), env.get("duration_s")
+    if started or isinstance(duration, int | float):
+        took = f"took {_duration(float(duration))}" if isinstance(duration, int | float) else ""
+        lines.append(("started", ", ".join(part for part in (str(started or ""), took) if part)))
+    harness = _harness(env)
+    if harness:
+        lines.append(("harness", harness))
+    return tuple(lines)
+
+
+def data_type_counts(results: Sequence[Result]) -> tuple[tuple[str, str, str, Mapping[Status, int]], ...]:
+    cells: dict[tuple[str, str, str], Counter[Status]] = {}
+    for r in results:
+        cells.setdefault((r.operator, r.data_type or "—", r.ep), Counter())[r.status] += 1
+    return tuple((op, data_type, ep, dict(counts)) for (op, data_type, ep), counts in sorted(cells.items()))
 
 
 def idle(results: Sequence[Result]) -> tuple[str, ...]:
@@ -183,4 +348,5 @@ def summarize(environment: Mapping[str, Any], results: Sequence[Result]) -> Summ
         idle_eps=idle(results),
         placement=placement_proof(environment, results),
         packed_differences=tuple(f"{r.case} [{r.ep}]: {r.packed}" for r in results if r.packed),
+        by_data_type=data_type_counts(results),
     )

@@ -33,10 +33,15 @@ def render_console(summary: Summary, max_listed: int = 30) -> str:
     if len(listed) > max_listed:
         parts.append(f"... and {len(listed) - max_listed} more not passing (see summary.md)")
     parts.append("\n".join(f"{what}: {plain(which)}" for what, which in summary.identity[:1]))
+    completeness = summary.completeness
+    if completeness.interrupted:
+        parts.append(f"interrupted: {completeness.cases_run}: the run fails")
     for ep in summary.idle_eps:
         parts.append(f"EP {plain(ep)} executed none of its cases (see the NOT_SUPPORTED messages): the run fails")
-    if summary.skipped_files:
-        parts.append(f"case files skipped (--keep-going) for {len(summary.skipped_files)} problem(s): the run fails")
+    if completeness.problems:
+        parts.append(f"case files skipped (--keep-going) for {len(completeness.problems)} problem(s): the run fails")
+    if completeness.skipped_line:
+        parts.append(plain(completeness.skipped_line))
     if summary.placement is not None:
         parts.append(f"placement: {summary.placement.line}")
     if summary.packed_differences:

@@ -1,38 +1,33 @@
-"""The HTML report: one self-contained file (inline CSS and SVG, no script, no external asset) that a driver
-engineer opens when a run turns red. The data comes from ``summary`` and each result's ``details``; this module
-only formats it, and every string from a case file or an EP passes through ``html.escape``.
+"""The HTML report: one self-contained file (inline CSS, SVG and one small script for the filter, no external asset)
+that a driver engineer opens when a run turns red. The data comes from ``summary``, ``verdict`` and each result's
+``details``; this module only formats it, and every string from a case file or an EP passes through ``html.escape``.
 
-Order: the verdict and who ran it (device, driver, versions, feature level, command), the operator by data type by
-EP matrix, the known-failure gate when a waiver file was given, every FAIL/ERROR/QUALITY_WARNING in detail
-(parameters, pictures, the first mismatches, the reproduction command, the full message), then the results that
-gave no verdict (NOT_SUPPORTED, NOT_EXPRESSIBLE), grouped by reason.
+Order: the verdict with what decided it, and who ran it (device, driver, versions, feature level, command, when,
+which harness); what the run lacks when it is incomplete; the operator by data type by EP matrix, whose cells link
+to their failures; a filter (text; status, EP, failure kind, unexpected or known); the unexpected failures, grouped
+by signature and open; the known failures, waived, in one closed group; the warnings; then the results that gave no
+verdict (NOT_SUPPORTED, NOT_EXPRESSIBLE), grouped by reason. Each failure is one line (status, kind, case, reason,
+time, its --artifacts folder) that opens on its details: parameters, pictures, the first mismatches, the reproduction
+command and the full message.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
+from urllib.parse import urlsplit
 
-from conformance.gate.summary import Summary
-from conformance.gate.waivers import Gate, overall_failed, waived_keys
+from conformance.gate.summary import NO_VERDICT, Summary, plural, severity
+from conformance.gate.verdict import Findings, Group, Verdict, decide, findings
+from conformance.gate.waivers import Gate, Waiver
 from conformance.model import Status
 from conformance.problems import first_line
 from conformance.report.svg import mismatch_map, ulp_histogram
-from conformance.results import Result
+from conformance.results import FAILING, Result
 
-FAULTS = (Status.CRASH, Status.TIMEOUT, Status.DEVICE_LOST)
-ORDER = (
-    Status.FAIL,
-    Status.FLAKY,
-    *FAULTS,
-    Status.ERROR,
-    Status.QUALITY_WARNING,
-    Status.NOT_SUPPORTED,
-    Status.NOT_EXPRESSIBLE,
-)
-DETAILED = frozenset({Status.FAIL, Status.FLAKY, *FAULTS, Status.ERROR, Status.QUALITY_WARNING})
 COLOURS = {
     Status.PASS: "#2e7d32",
     Status.FAIL: "#c62828",
@@ -46,25 +41,115 @@ COLOURS = {
     Status.NOT_EXPRESSIBLE: "#757575",
     Status.INVALID: "#1565c0",
 }
+# What the filter's toggles select on: a row's data-status, data-ep, data-kind, and with a waiver file data-gate
+# (unexpected or known); a row without the attribute is not filtered on it.
+FACETS = ("status", "ep", "kind", "gate")
+REASON_LENGTH = 160  # characters of a failure's first message line on its row
 CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#212121}
-h1{margin:.2em 0}h2{border-bottom:2px solid #e0e0e0;margin-top:1.8em}h3{margin:.2em 0;font-size:1.05em}
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1320px;padding:0 1em;color:#212121}
+h1{margin:.2em 0}h2{border-bottom:2px solid #e0e0e0;margin-top:1.6em}h3{margin:.2em 0;font-size:1.05em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #e0e0e0;padding:2px 8px;text-align:left}
 th{background:#f5f5f5}code,pre{font:12px/1.4 ui-monospace,monospace}pre{background:#fafafa;padding:.6em;
-overflow-x:auto;border:1px solid #eee}
+overflow-x:auto;border:1px solid #eee;white-space:pre-wrap}[hidden]{display:none!important}
 dl.params{display:grid;grid-template-columns:max-content auto;gap:0 1em;margin:.3em 0}
-dt{font-weight:600}dd{margin:0}.badge{color:#fff;border-radius:3px;padding:0 6px;font-weight:600;font-size:12px}
-article{border:1px solid #e0e0e0;border-left:6px solid var(--c);padding:.6em 1em;margin:1em 0}
-.verdict{font-size:1.2em;font-weight:600}.pictures{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-end}
-td.n{text-align:right}figure{margin:0;max-width:600px}figcaption{font-size:11px;color:#555}
-.cell{white-space:nowrap}.tie td{font-family:ui-monospace,monospace}
+dd{margin:0;overflow-wrap:anywhere}dt{font-weight:600}
+.badge{color:#fff;border-radius:3px;padding:0 6px;font-weight:600;font-size:12px;white-space:nowrap}
+a.badge{text-decoration:none}a.badge:hover{outline:2px solid #212121}
+.verdict{font-size:1.25em;font-weight:600;border-left:8px solid var(--c);background:#fafafa;padding:.4em .8em;
+margin:.6em 0}
+.verdict .badge{font-size:1em;padding:1px 8px}.totals .badge{margin-right:2px}
+.incomplete{border:2px solid #c62828;background:#ffebee;padding:.4em 1em;margin:.8em 0}
+nav a{margin-right:1.2em}
+.filters{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid #e0e0e0;padding:.5em 0;margin-top:1em}
+.filters input[type=search]{width:28em;font:inherit;padding:2px 6px}.facet{margin:.25em 0}.facet b{display:inline-block;
+width:4.5em}.chip{display:inline-block;border:1px solid #e0e0e0;border-radius:12px;padding:0 8px 0 4px;margin:1px 2px;
+font-size:12px;white-space:nowrap;cursor:pointer}.chip small{color:#757575}
+section.group{border:1px solid #e0e0e0;border-left:6px solid var(--c);margin:.6em 0;padding:.2em .8em}
+section.group>details>summary{cursor:pointer;padding:.2em 0;font-weight:600}
+.note{display:block;margin:.2em 0 .2em 1.2em;font-weight:400}
+.muted{color:#616161;font-weight:400}details.row{border-top:1px solid #f0f0f0}details.row>summary{cursor:pointer;
+padding:2px 0;list-style-position:outside;margin-left:1.2em}
+.line{display:inline-grid;grid-template-columns:12.5em minmax(0,5fr) minmax(0,6fr) 4.5em auto;gap:.8em;
+width:calc(100% - 1em);vertical-align:top}.line .kind{color:#616161;font-size:12px;overflow-wrap:anywhere}
+.line code{overflow-wrap:anywhere;color:#212121}.line .why{color:#424242;overflow-wrap:anywhere}
+.line .t{text-align:right}
+details.row>article{margin:.3em 0 .8em 1.2em;padding:.5em 1em;background:#fcfcfc;border-left:3px solid var(--c)}
+details.waived{border:1px solid #e0e0e0;padding:.3em .8em;margin:1em 0}details.waived>summary{cursor:pointer;
+font-size:1.15em;font-weight:600}.pictures{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}
+figure{margin:0;max-width:640px}figcaption{font-size:12px;color:#555}.cell{white-space:nowrap}
+.tie td{font-family:ui-monospace,monospace}td.n{text-align:right}
+"""
+# The filter: rows (data-row) are shown when their status, EP and kind are toggled on and their text holds what the
+# box holds; a group whose rows are all hidden hides; typing opens the groups that match. The query string sets a
+# first filter (report.html?q=tie&status=FAIL,ERROR&ep=dml); a link to an anchor opens the groups around it.
+SCRIPT = """
+(function () {
+  var box = document.getElementById("q");
+  var toggles = Array.prototype.slice.call(document.querySelectorAll("input[data-facet]"));
+  var rows = Array.prototype.slice.call(document.querySelectorAll("[data-row]"));
+  var groups = Array.prototype.slice.call(document.querySelectorAll("section.group"));
+  var shown = document.getElementById("shown");
+  var texts = new Map();
+  function text(row) {
+    if (!texts.has(row)) { texts.set(row, row.textContent.toLowerCase()); }
+    return texts.get(row);
+  }
+  function openAround(element) {
+    for (var e = element; e; e = e.parentElement) { if (e.tagName === "DETAILS") { e.open = true; } }
+  }
+  function apply() {
+    var on = {};
+    toggles.forEach(function (t) { (on[t.dataset.facet] = on[t.dataset.facet] || {})[t.value] = t.checked; });
+    var words = box.value.trim().toLowerCase();
+    var count = 0;
+    rows.forEach(function (row) {
+      var visible = Object.keys(on).every(function (facet) {
+        var value = row.dataset[facet];
+        return value === undefined || !on[facet] || on[facet][value] !== false;
+      }) && (!words || text(row).indexOf(words) >= 0);
+      row.hidden = !visible;
+      if (visible) { count += Number(row.dataset.n || 1); }
+    });
+    groups.forEach(function (group) {
+      var visible = group.querySelectorAll("[data-row]:not([hidden])");
+      group.hidden = visible.length === 0;
+      var part = group.querySelector(".part");
+      if (part) { part.textContent = visible.length < Number(group.dataset.n) ? visible.length + " shown of " : ""; }
+      if (words && visible.length) { openAround(visible[0].parentElement); }
+    });
+    shown.textContent = count;
+  }
+  var query = new URLSearchParams(window.location.search);
+  if (query.has("q")) { box.value = query.get("q"); }
+  toggles.forEach(function (t) {
+    if (query.has(t.dataset.facet)) { t.checked = query.get(t.dataset.facet).split(",").indexOf(t.value) >= 0; }
+    t.addEventListener("change", apply);
+  });
+  box.addEventListener("input", apply);
+  function follow() {
+    var target = window.location.hash ? document.getElementById(window.location.hash.slice(1)) : null;
+    if (target) { openAround(target); target.scrollIntoView(); }
+  }
+  window.addEventListener("hashchange", follow);
+  apply();
+  follow();
+})();
 """
 
 
-def _status(status: Status | None, text: str | None = None) -> str:
+def _colour(status: Status) -> str:
+    """A status's colour; one the table does not name (a status added to the enum) takes its family's."""
+    return COLOURS.get(status) or ("#b71c1c" if status in FAILING else "#757575")
+
+
+def _status(status: Status | None, text: str | None = None, href: str | None = None, title: str = "") -> str:
     if status is None:
         return "—"
-    return f'<span class="badge" style="background:{COLOURS[status]}">{escape(text or status.value)}</span>'
+    tag, link = ("a", f' href="{escape(href)}"') if href else ("span", "")
+    tip = f' title="{escape(title)}"' if title else ""
+    return (
+        f'<{tag} class="badge"{link}{tip} style="background:{_colour(status)}">{escape(text or status.value)}</{tag}>'
+    )
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], raw: bool = False) -> str:
@@ -74,71 +159,182 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], raw: bool = Fa
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _header(summary: Summary, gate: Gate | None, red: bool) -> str:
-    totals = ", ".join(
-        f"{summary.totals[s]} {s.value}" for s in (*ORDER, Status.PASS, Status.INVALID) if s in summary.totals
+def _seconds(seconds: float) -> str:
+    """A case's time: "35 ms", "1.25 s"; "—" where none was recorded."""
+    if not math.isfinite(seconds) or seconds <= 0:
+        return "—"
+    return f"{round(seconds * 1000)} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _facts(summary: Summary) -> str:
+    """Device and software, then how the run was made; the command as code, ready to copy."""
+    lines = [*summary.identity, *summary.run]
+    return "".join(
+        f"<dt>{escape(what)}</dt><dd>{f'<code>{escape(which)}</code>' if what == 'command' else escape(which)}</dd>"
+        for what, which in lines
     )
-    verdict = "FAILED" if red else "PASSED"
-    lines = "".join(f"<dt>{escape(what)}</dt><dd>{escape(which)}</dd>" for what, which in summary.identity)
-    if gate is not None:
-        known = f"{len(gate.expected_failures)} known failure(s) waived, {len(gate.unexpected_failures)} unexpected"
-        totals += f" ({known})"
+
+
+def _header(summary: Summary, verdict: Verdict, gate: Gate | None, found: Findings) -> str:
+    colour = _colour(Status.PASS if verdict.passed else Status.FAIL)
+    badge = f'<span class="badge" style="background:{colour}">{escape(verdict.label)}</span>'
+    reasons = f" — {escape('; '.join(verdict.reasons))}" if verdict.reasons else ""
+    totals = " ".join(
+        _status(s, f"{summary.totals[s]} {s.value}") for s in sorted(summary.totals, key=severity) if summary.totals[s]
+    )
     placement = f"<p>{escape(summary.placement.line)}</p>" if summary.placement else ""
+    links = [("matrix", "matrix")]
+    failures = "unexpected failures" if gate is not None else "failures"
+    links.append(("unexpected", f"{failures} ({sum(len(g.results) for g in found.unexpected)})"))
+    if gate is not None:
+        links.append(("waived", f"known failures ({sum(len(g.results) for g in found.waived)})"))
+    if found.warnings:
+        links.append(("warnings", f"warnings ({sum(len(g.results) for g in found.warnings)})"))
+    links.append(("declined", "no verdict"))
+    nav = "".join(f'<a href="#{anchor}">{escape(text)}</a>' for anchor, text in links)
     return (
-        f'<header><h1>DirectML conformance</h1><p class="verdict">'
-        f"{_status(Status.FAIL if red else Status.PASS, verdict)} {escape(totals)}</p>"
-        f'<dl class="params">{lines}</dl>{placement}</header>'
+        f'<header><h1>DirectML conformance</h1><p class="verdict" style="--c:{colour}">{badge}{reasons}</p>'
+        f'<p class="totals">{totals or "no results"}</p><nav>{nav}</nav>'
+        f'<dl class="params">{_facts(summary)}</dl>{placement}</header>'
     )
 
 
-def _matrix(results: Sequence[Result], eps: Sequence[str]) -> str:
-    """Operator and data type rows, one column per EP; a cell counts its statuses and takes the worst one's colour."""
-    cells: dict[tuple[str, str], dict[str, Counter[Status]]] = defaultdict(lambda: defaultdict(Counter))
-    for r in results:
-        cells[(r.operator, r.data_type or "—")][r.ep][r.status] += 1
+def _incomplete(summary: Summary) -> str:
+    """What the run lacks: interrupted, case files skipped (--keep-going), EPs that executed nothing."""
+    completeness = summary.completeness
+    skipped = completeness.skipped_line
+    if completeness.complete:
+        return f"<p>{escape(skipped)}</p>" if skipped else ""
+    reasons = "".join(f"<li>{escape(line)}</li>" for line in completeness.reasons)
+    problems = "".join(f"<li><code>{escape(line)}</code></li>" for line in completeness.problems)
+    listed = f"<p>The case files' problems:</p><ul>{problems}</ul>" if problems else ""
+    return (
+        f'<div class="incomplete" id="incomplete"><p><b>This run is incomplete, so it fails whatever its verdicts: '
+        f"results that never ran cannot pass.</b></p><ul>{reasons}</ul>{listed}"
+        f"{f'<p>{escape(skipped)}</p>' if skipped else ''}</div>"
+    )
+
+
+def _anchors(found: Findings) -> dict[Group, str]:
+    return {group: f"g{index}" for index, group in enumerate(found.groups)}
+
+
+def _known_badge(status: Status, text: str, href: str | None, title: str) -> str:
+    """A waived count: the status's colour on white, beside the unexpected count in full colour."""
+    colour = _colour(status)
+    tag, link = ("a", f' href="{escape(href)}"') if href else ("span", "")
+    style = f"color:{colour};background:#fff;border:1px solid {colour}"
+    return f'<{tag} class="badge"{link} title="{escape(title)}" style="{style}">{escape(text)}</{tag}>'
+
+
+def _matrix(summary: Summary, found: Findings, anchors: Mapping[Group, str]) -> str:
+    """Operator and data type rows, one column per EP; each status's count in a cell links to its first group of
+    failures, the known (waived) ones counted apart, or to the no-verdict table."""
+    first: dict[tuple[str, str, str, Status, bool], str] = {}
+    kinds: dict[tuple[str, str, str, Status, bool], list[str]] = defaultdict(list)
+    known: Counter[tuple[str, str, str, Status]] = Counter()
+    for group in found.groups:
+        key = (group.operator, group.data_type, group.ep, group.status, bool(group.waivers))
+        first.setdefault(key, anchors[group])
+        kinds[key].append(f"{len(group.results)} {group.kind}")
+        known[key[:4]] += len(group.results) if group.waivers else 0
+    cells: dict[tuple[str, str], dict[str, Mapping[Status, int]]] = defaultdict(dict)
+    for operator, data_type, ep, counts in summary.by_data_type:
+        cells[(operator, data_type)][ep] = counts
     rows = []
-    for (operator, data_type), by_ep in sorted(cells.items()):
+    for (operator, data_type), by_ep in cells.items():
         row = [escape(operator), escape(data_type)]
-        for ep in eps:
-            counts = by_ep.get(ep, Counter())
-            shown = (*ORDER, Status.PASS, Status.INVALID)
-            row.append(" ".join(_status(s, f"{counts[s]} {s.value}") for s in shown if counts[s]) or "—")
+        for ep in summary.eps:
+            counts = by_ep.get(ep, {})
+            badges = []
+            for s in sorted(counts, key=severity):
+                key = (operator, data_type, ep, s, False)
+                waived = known[key[:4]]
+                if counts[s] > waived:
+                    href = f"#{first[key]}" if key in first else "#declined" if s in NO_VERDICT else None
+                    badges.append(_status(s, f"{counts[s] - waived} {s.value}", href, ", ".join(kinds.get(key, []))))
+                if waived:
+                    key = (*key[:4], True)
+                    title = "known failures: " + ", ".join(kinds[key])
+                    badges.append(_known_badge(s, f"{waived} known {s.value}", f"#{first[key]}", title))
+            row.append(" ".join(badges) or "—")
         rows.append(row)
-    return "<h2 id=matrix>Operator, data type and EP</h2>" + _table(["operator", "data type", *eps], rows, raw=True)
+    return "<h2 id=matrix>Operator, data type and EP</h2>" + _table(["operator", "data type", *summary.eps], rows, True)
 
 
-def _gate(gate: Gate) -> str:
-    def waiver_text(reason: str, tracking: str) -> str:
-        return f'{escape(reason)} (<a href="{escape(tracking)}">{escape(tracking)}</a>)'
+def _facet_order(facet: str) -> Callable[[tuple[str, int]], Any]:
+    """Statuses most severe first; EPs and kinds with most results first."""
+    if facet == "status":
+        return lambda item: severity(Status(item[0]))
+    if facet == "gate":
+        return lambda item: item[0] != "unexpected"
+    return lambda item: (-item[1], item[0])
 
-    rows = [
-        [_status(r.status), escape(r.case), escape(r.ep), waiver_text(w.reason, w.tracking)]
-        for r, w in gate.expected_failures
-    ]
-    rows += [
-        [_status(Status.FAIL, "UNEXPECTED PASS"), escape(r.case), escape(r.ep), waiver_text(w.reason, w.tracking)]
-        for r, w in gate.unexpected_passes
-    ]
-    stale = "".join(
-        f"<li><code>{escape(w.case)}</code> on {escape(w.ep)} ({escape(str(w.pos))})</li>" for w in gate.stale
-    )
-    counts = (
-        f"{len(gate.expected_failures)} known failure(s), {len(gate.unexpected_failures)} unexpected failure(s), "
-        f"{len(gate.unexpected_passes)} unexpected pass(es), {len(gate.stale)} stale waiver(s)"
-    )
-    stale_part = f"<p>Waivers that matched nothing:</p><ul>{stale}</ul>" if stale else ""
-    table = _table(["status", "case", "EP", "waiver"], rows, raw=True)
+
+def _facet_values(
+    found: Findings, declined: Sequence[tuple[tuple[str, Status, str, str], list[str]]], gated: bool
+) -> str:
+    """The filter: a text box, and a toggle for each status, EP and failure kind among the rows, and with a waiver
+    file for unexpected and known failures, each with its count."""
+    counts: dict[str, Counter[str]] = {facet: Counter() for facet in FACETS}
+    for group in found.groups:
+        for facet, value in zip(FACETS, (group.status.value, group.ep, group.kind), strict=False):
+            counts[facet][value] += len(group.results)
+    for gate_value, groups in (("unexpected", found.unexpected), ("known", found.waived)) if gated else ():
+        counts["gate"][gate_value] += sum(len(g.results) for g in groups)
+    for (ep, status, kind, _), cases in declined:
+        for facet, value in zip(FACETS, (status.value, ep, kind), strict=False):
+            counts[facet][value] += len(cases)
+    total = sum(counts["status"].values())
+    lines = []
+    for facet in (f for f in FACETS if counts[f]):
+        chips = "".join(
+            f'<label class="chip"><input type="checkbox" data-facet="{facet}" value="{escape(value)}" checked> '
+            f"{escape(value)} <small>{n}</small></label>"
+            for value, n in sorted(counts[facet].items(), key=_facet_order(facet))
+        )
+        lines.append(f'<div class="facet"><b>{facet}</b>{chips}</div>')
     return (
-        f"<h2 id=gate>Known failures</h2><p>{escape(counts)}</p>"
-        f"<details><summary>the {len(rows)} waived or unexpectedly passing result(s)</summary>{table}</details>"
-        + stale_part
+        '<div class="filters"><input type="search" id="q" placeholder="filter: case id, operator, message, anything '
+        f'shown" aria-label="filter"> showing <span id="shown">{total}</span> of {total} results'
+        f"{''.join(lines)}</div>"
     )
+
+
+def _short_link(url: str) -> str:
+    """A tracking address as link text a reader takes in: without the scheme, a long path cut in its middle
+    ("github.com/microsoft/onnxruntime/…/math/topk_impl.cuh"); the link itself is the whole address."""
+    parts = urlsplit(url)
+    segments = [s for s in parts.path.split("/") if s]
+    text = "/".join([parts.netloc, *segments])
+    if len(text) > 60 and len(segments) > 4:
+        text = "/".join([parts.netloc, *segments[:2], "…", *segments[-2:]])
+    return text + (f"#{parts.fragment}" if parts.fragment else "")
+
+
+def _places(waivers: Sequence[Waiver]) -> str:
+    """Where the waiver file gives a reason: "known-failures.yaml:32, 38, 56 and 4 more"."""
+    by_file: dict[str, list[int]] = defaultdict(list)
+    for waiver in waivers:
+        by_file[waiver.pos.path].append(waiver.pos.line)
+    texts = []
+    for path, lines in by_file.items():
+        shown = ", ".join(str(line) for line in sorted(lines)[:3])
+        texts.append(f"{path}:{shown}" + (f" and {len(lines) - 3} more" if len(lines) > 3 else ""))
+    return "; ".join(texts)
+
+
+def _waiver_note(reason: str, tracking: str, waivers: Sequence[Waiver]) -> str:
+    """A known failure's reason, its tracking link, and where the waiver file says so."""
+    link = f'<a href="{escape(tracking)}" title="{escape(tracking)}">{escape(_short_link(tracking))}</a>'
+    known = _status(Status.NOT_SUPPORTED, "KNOWN FAILURE")
+    return f'{known} {escape(reason)} ({link}) <span class="muted">{escape(_places(waivers))}</span>'
 
 
 def _pictures(details: Mapping[str, Any]) -> str:
     pictures = []
     if details.get("ulp_histogram"):
-        pictures.append(ulp_histogram(details["ulp_histogram"], details.get("max_ulp")))
+        pictures.append(ulp_histogram(details["ulp_histogram"], details.get("max_ulp"), details.get("atol")))
     if details.get("shape") is not None and details.get("positions"):
         pictures.append(mismatch_map(details["shape"], details["positions"], int(details.get("mismatches", 0))))
     return f'<div class="pictures">{"".join(pictures)}</div>' if pictures else ""
@@ -180,59 +376,147 @@ def _sequence(details: Mapping[str, Any]) -> str:
     )
 
 
-def _article(index: int, r: Result, waived: Mapping[tuple[str, str], str]) -> str:
+def _article(r: Result, artifacts: str | None) -> str:
+    """What a failure's line opens on: its parameters, pictures, first mismatches, reproduction and message."""
     params = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in r.parameters.items())
     about = [
+        ("data type", r.data_type or "—"),
         ("lowering", r.lowering or "—"),
         ("DML operator", r.dml_operator or "—"),
-        ("feature level", r.feature_level),
+        ("feature level", r.feature_level or "—"),
+        ("time", _seconds(r.seconds)),
     ]
     params += "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in about)
+    if artifacts:
+        params += f'<dt>artifacts</dt><dd><a href="{escape(artifacts)}">{escape(artifacts)}</a></dd>'
     details = r.details
     table = details.get("table")
     mismatches = _table(table["headers"], table["rows"]) if table else ""
-    kind = f" ({r.failure_kind})" if r.failure_kind else ""
     repro = f"<p>Reproduce: <code>{escape(r.repro)}</code></p>" if r.repro else ""
-    known = waived.get((r.case, r.ep))
-    waiver = f"<p>{_status(Status.NOT_SUPPORTED, 'KNOWN FAILURE')} {escape(known)}</p>" if known else ""
     return (
-        f'<article id="r{index}" style="--c:{COLOURS[r.status]}"><h3>{_status(r.status)}{escape(kind)} '
-        f"<code>{escape(r.case)}</code> on {escape(r.ep)}</h3>{waiver}<p>{escape(first_line(r.message, 400))}</p>"
-        f'<dl class="params">{params}</dl>{_pictures(details)}{_sequence(details)}{mismatches}'
-        f"{repro}"
+        f'<article><dl class="params">{params}</dl>{_pictures(details)}{_sequence(details)}{mismatches}{repro}'
         f"<details><summary>full message</summary><pre>{escape(r.message)}</pre></details></article>"
     )
 
 
-def _declined(results: Sequence[Result]) -> str:
-    """NOT_SUPPORTED and NOT_EXPRESSIBLE, grouped by EP, status and reason (their first message line)."""
-    groups: dict[tuple[str, Status, str], list[str]] = defaultdict(list)
-    for r in results:
-        if r.status in (Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE):
-            groups[(r.ep, r.status, first_line(r.message, 200))].append(r.case)
-    if not groups:
-        return ""
-    rows = [
-        [
-            escape(ep),
-            _status(status),
-            escape(reason),
-            str(len(cases)),
-            "<details><summary>cases</summary>" + "<br>".join(escape(c) for c in cases) + "</details>",
-        ]
-        for (ep, status, reason), cases in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0][0]))
-    ]
-    return "<h2 id=declined>No verdict: not supported or not expressible</h2>" + _table(
-        ["EP", "status", "reason", "results", "cases"], rows, raw=True
+def _row(anchor: str, r: Result, artifacts: str | None, gate: str | None) -> str:
+    """One failure on one line (status, kind, case, reason, time, artifacts), opening on its article; ``gate``:
+    unexpected or known, where a waiver file sorted it."""
+    sorted_by = f' data-gate="{gate}"' if gate else ""
+    link = f'<a href="{escape(artifacts)}" title="the files --artifacts kept">artifacts</a>' if artifacts else ""
+    kind = r.failure_kind or "—"
+    return (
+        f'<details class="row" id="{anchor}" data-row data-status="{escape(r.status.value)}" data-ep="{escape(r.ep)}" '
+        f'data-kind="{escape(kind)}"{sorted_by} style="--c:{_colour(r.status)}"><summary><span class="line">'
+        f'<span>{_status(r.status)} <span class="kind">{escape(kind)}</span></span><code>{escape(r.case)}</code>'
+        f'<span class="why">{escape(first_line(r.message, REASON_LENGTH))}</span>'
+        f'<span class="t">{_seconds(r.seconds)}</span><span>{link}</span></span></summary>{_article(r, artifacts)}'
+        "</details>"
     )
 
 
-def _skipped(problems: Sequence[str]) -> str:
-    """The case files a --keep-going run skipped: none of their cases ran, so the run fails."""
-    if not problems:
+def _group(group: Group, anchor: str, opened: bool, rows: str) -> str:
+    """A group's line (status, signature, count, first case) and its known-failure notes, which stay in sight
+    while the group is closed; its rows below."""
+    notes = "".join(f'<span class="note">{_waiver_note(*note)}</span>' for note in group.notes)
+    return (
+        f'<section class="group" id="{anchor}" data-status="{escape(group.status.value)}" '
+        f'data-op="{escape(group.operator)}" data-kind="{escape(group.kind)}" data-ep="{escape(group.ep)}" '
+        f'data-type="{escape(group.data_type)}" data-n="{len(group.results)}" style="--c:{_colour(group.status)}">'
+        f"<details{' open' if opened else ''}><summary>{_status(group.status)} {escape(group.operator)} · "
+        f"{escape(group.kind)} · {escape(group.ep)} · {escape(group.data_type)} "
+        f'<span class="muted">— <span class="part"></span>{plural(len(group.results), "result")}, first: '
+        f"<code>{escape(group.first.case)}</code></span>{notes}</summary>{rows}</details></section>"
+    )
+
+
+Links = Mapping[tuple[str, str], str]  # (case, EP) -> the address of its --artifacts folder
+
+
+def _groups(
+    groups: Sequence[Group], opened: bool, anchors: Mapping[Group, str], links: Links, gate: str | None = None
+) -> str:
+    parts = []
+    for group in groups:
+        anchor = anchors[group]
+        rows = "".join(_row(f"{anchor}-{i}", r, links.get((r.case, r.ep)), gate) for i, r in enumerate(group.results))
+        parts.append(_group(group, anchor, opened, rows))
+    return "".join(parts)
+
+
+def _counted(groups: Sequence[Group]) -> str:
+    results = sum(len(g.results) for g in groups)
+    return f"{plural(results, 'result')} in {plural(len(groups), 'group')}"
+
+
+def _unexpected(found: Findings, gate: Gate | None, anchors: Mapping[Group, str], links: Links) -> str:
+    title = "Unexpected failures" if gate is not None else "Failures"
+    why = "" if gate is not None else "<p>No waiver file was given: every failure counts.</p>"
+    body = (
+        _groups(found.unexpected, True, anchors, links, "unexpected" if gate is not None else None)
+        if found.unexpected
+        else "<p>None.</p>"
+    )
+    part = f"<h2 id=unexpected>{title} ({_counted(found.unexpected)})</h2>{why}{body}"
+    if found.unexpected_passes:
+        rows = [
+            [escape(r.case), escape(r.ep), _waiver_note(w.reason, w.tracking, [w])] for r, w in found.unexpected_passes
+        ]
+        part += f"<h3>Known failures that no longer fail ({len(rows)}): their waivers must go</h3>" + _table(
+            ["case", "EP", "waiver"], rows, raw=True
+        )
+    return part
+
+
+def _waived(found: Findings, gate: Gate, anchors: Mapping[Group, str], links: Links) -> str:
+    results = sum(len(g.results) for g in found.waived)
+    stale = "".join(
+        f"<li><code>{escape(w.case)}</code> on {escape(w.ep)} ({escape(str(w.pos))})</li>" for w in gate.stale
+    )
+    stale_part = (
+        f"<p>Waivers that matched no result of this run ({len(gate.stale)}):</p><ul>{stale}</ul>" if stale else ""
+    )
+    return (
+        f'<details class="waived" id="waived"><summary>Known failures, waived: {plural(results, "known failure")} in '
+        f"{plural(len(found.waived), 'group')}</summary>{_groups(found.waived, False, anchors, links, 'known')}"
+        f"{stale_part}</details>"
+    )
+
+
+def _warnings(found: Findings, anchors: Mapping[Group, str], links: Links) -> str:
+    if not found.warnings:
         return ""
-    items = "".join(f"<li><code>{escape(line)}</code></li>" for line in problems)
-    return f"<h2 id=skipped>Case files skipped for their problems ({len(problems)})</h2><ul>{items}</ul>"
+    return (
+        f"<h2 id=warnings>Warnings ({_counted(found.warnings)})</h2><p>Behaviour the spec leaves open that differs "
+        f"from the oracle's choice: not a failure.</p>{_groups(found.warnings, False, anchors, links)}"
+    )
+
+
+def _declined_groups(results: Sequence[Result]) -> list[tuple[tuple[str, Status, str, str], list[str]]]:
+    """NOT_SUPPORTED and NOT_EXPRESSIBLE, grouped by EP, status, kind and reason (their first message line)."""
+    groups: dict[tuple[str, Status, str, str], list[str]] = defaultdict(list)
+    for r in results:
+        if r.status in NO_VERDICT:
+            groups[(r.ep, r.status, r.failure_kind or "—", first_line(r.message, 200))].append(r.case)
+    return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0][0]))
+
+
+def _declined(groups: Sequence[tuple[tuple[str, Status, str, str], list[str]]]) -> str:
+    if not groups:
+        return "<h2 id=declined>No verdict: not supported or not expressible</h2><p>None.</p>"
+    rows = "".join(
+        f'<tr data-row data-n="{len(cases)}" data-status="{escape(status.value)}" data-ep="{escape(ep)}" '
+        f'data-kind="{escape(kind)}"><td>{escape(ep)}</td><td>{_status(status)}</td><td>{escape(kind)}</td>'
+        f'<td>{escape(reason)}</td><td class="n">{len(cases)}</td><td><details><summary>cases</summary>'
+        + "<br>".join(escape(c) for c in cases)
+        + "</details></td></tr>"
+        for (ep, status, kind, reason), cases in groups
+    )
+    head = "".join(f"<th>{h}</th>" for h in ("EP", "status", "kind", "reason", "results", "cases"))
+    return (
+        "<h2 id=declined>No verdict: not supported or not expressible</h2>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 def _packed(differences: Sequence[str]) -> str:
@@ -247,30 +531,30 @@ def _packed(differences: Sequence[str]) -> str:
     )
 
 
-def render_html(summary: Summary, results: Sequence[Result], gate: Gate | None = None) -> str:
-    """The whole report as one HTML document."""
-    detailed = [r for r in results if r.status in DETAILED]
-    detailed.sort(key=lambda r: (ORDER.index(r.status), r.operator, r.case, r.ep))
-    waived = waived_keys(gate) if gate is not None else {}
-    index = "".join(
-        f'<li><a href="#r{i}">{_status(r.status)} {escape(r.case)} on {escape(r.ep)}</a>'
-        f"{' (known failure)' if (r.case, r.ep) in waived else ''}</li>"
-        for i, r in enumerate(detailed)
-    )
-    red = overall_failed(summary, gate)
+def render_html(
+    summary: Summary, results: Sequence[Result], gate: Gate | None = None, artifacts: Links | None = None
+) -> str:
+    """The whole report as one HTML document; ``artifacts`` gives the address of each (case, EP)'s --artifacts
+    folder that exists (the caller knows where the page and the folders are)."""
+    links = artifacts or {}
+    verdict = decide(summary, gate)
+    found = findings(results, gate)
+    anchors = _anchors(found)
+    declined = _declined_groups(results)
     parts = [
-        _header(summary, gate, red),
-        _matrix(results, summary.eps),
-        _gate(gate) if gate is not None else "",
-        f"<h2 id=failures>Failures and warnings ({len(detailed)})</h2><ol>{index}</ol>" if detailed else "",
-        "".join(_article(i, r, waived) for i, r in enumerate(detailed)),
-        _skipped(summary.skipped_files),
+        _header(summary, verdict, gate, found),
+        _incomplete(summary),
+        _matrix(summary, found, anchors),
+        _facet_values(found, declined, gate is not None),
+        _unexpected(found, gate, anchors, links),
+        _waived(found, gate, anchors, links) if gate is not None else "",
+        _warnings(found, anchors, links),
+        _declined(declined),
         _packed(summary.packed_differences),
-        _declined(results),
     ]
-    title = "DirectML conformance: " + ("FAILED" if red else "PASSED")
+    title = "DirectML conformance: " + verdict.headline
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
         f'<meta name="viewport" content="width=device-width"><style>{CSS}</style></head>'
-        f"<body>{''.join(parts)}</body></html>\n"
+        f"<body>{''.join(parts)}<script>{SCRIPT}</script></body></html>\n"
     )

@@ -2,8 +2,11 @@
 Jenkins all read, so a conformance run shows up per case in a CI's test tab.
 
 One <testsuite> per (operator, EP), one <testcase> per Result. FAIL and ERROR turn CI red unless waived as known
-failures; NOT_SUPPORTED and NOT_EXPRESSIBLE are skipped; PASS, INVALID (a negative case rejected as it should be)
-and QUALITY_WARNING pass, the last with its message kept in <system-out>.
+failures (then skipped, with the waiver's reason); a known failure that passes now is a failure, as the gate says;
+NOT_SUPPORTED and NOT_EXPRESSIBLE are skipped; PASS, INVALID (a negative case rejected as it should be) and
+QUALITY_WARNING pass, the last with its message kept in <system-out>. A run that is incomplete (interrupted, case
+files skipped with --keep-going, an EP that executed nothing) gets one more testcase, an error saying so: a CI's test
+tab must not show a partial run green.
 """
 
 from __future__ import annotations
@@ -11,11 +14,11 @@ from __future__ import annotations
 import math
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from conformance.gate.summary import identity_lines
+from conformance.gate.summary import Summary
+from conformance.gate.waivers import Gate, Waiver, waived_keys
 from conformance.model import Status
 from conformance.problems import first_line
 from conformance.results import FAILING, Result
@@ -28,6 +31,7 @@ _NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010fff
 _CLASSNAME_UNSAFE = re.compile(r"[.:]")
 _SKIPPED = frozenset({Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE})
 _MESSAGE_LIMIT = 1000  # the message attribute is the one-line headline; the whole text goes in the element body
+RUN = "dml-conformance"  # the classname of the run's own testcase (its completeness)
 
 
 def _clean(text: object) -> str:
@@ -76,7 +80,8 @@ class _Counts:
         }
 
 
-def _testcase(suite: ET.Element, r: Result, waiver: str | None, counts: _Counts) -> None:
+def _testcase(suite: ET.Element, r: Result, waiver: str | None, passing: Waiver | None, counts: _Counts) -> None:
+    """``waiver``: why a failure here is known; ``passing``: the waiver of a known failure that passes now."""
     classname = f"{r.operator}.{_CLASSNAME_UNSAFE.sub('_', r.ep)}"
     case = _element(suite, "testcase", name=r.case, classname=classname, time=_seconds(r.seconds))
     counts.tests += 1
@@ -95,35 +100,58 @@ def _testcase(suite: ET.Element, r: Result, waiver: str | None, counts: _Counts)
     elif r.status in _SKIPPED:
         _element(case, "skipped", message=f"{r.status.value}: {headline}" if headline else r.status.value)
         counts.skipped += 1
+    elif passing is not None:  # the gate fails on it until its waiver goes, and so does CI's test tab
+        why = f"known failure no longer fails: remove its waiver ({passing.pos}): {passing.reason} ({passing.tracking})"
+        _element(case, "failure", _detail(r) or r.status.value, message=why, type="unexpected_pass")
+        counts.failures += 1
     elif r.status is Status.QUALITY_WARNING:
         _element(case, "system-out", f"{r.status.value}: {_detail(r)}")
 
 
-def render_junit(
-    environment: Mapping[str, Any],
-    results: Sequence[Result],
-    waived: Mapping[tuple[str, str], str] | None = None,
-) -> str:
-    """JUnit XML for ``results``; ``waived`` maps (case, ep) to the reason a FAIL or ERROR there is known."""
-    waived = waived or {}
+def _suite(root: ET.Element, name: str, facts: Sequence[tuple[str, str]]) -> ET.Element:
+    suite = _element(root, "testsuite", name=name)
+    properties = _element(suite, "properties")
+    for what, which in facts:
+        _element(properties, "property", name=what, value=which)
+    return suite
+
+
+def _finish(suite: ET.Element, counts: _Counts, total: _Counts) -> None:
+    # Attributes are set after the cases are counted; ElementTree keeps them in insertion order, name first.
+    for key, value in counts.attributes().items():
+        suite.set(key, value)
+    total.add(counts)
+
+
+def _completeness(root: ET.Element, summary: Summary, facts: Sequence[tuple[str, str]], total: _Counts) -> None:
+    """An incomplete run's own testcase: an error naming what is missing ("interrupted: 120 of 1881 cases run")."""
+    completeness = summary.completeness
+    if completeness.complete:
+        return
+    suite = _suite(root, f"{RUN} run", facts)
+    case = _element(suite, "testcase", name="every planned case ran", classname=RUN, time=_seconds(0))
+    text = "\n".join([*completeness.reasons, *(f"  {problem}" for problem in completeness.problems)])
+    _element(case, "error", text, message="; ".join(completeness.reasons), type="incomplete")
+    _finish(suite, _Counts(tests=1, errors=1), total)
+
+
+def render_junit(summary: Summary, results: Sequence[Result], gate: Gate | None = None) -> str:
+    """JUnit XML for ``results`` (of ``summary``), sorted by the known-failure ``gate`` where there is one."""
+    waived = waived_keys(gate) if gate is not None else {}
+    passing = {(r.case, r.ep): w for r, w in gate.unexpected_passes} if gate and gate.unexpected_passes_fail else {}
     root = ET.Element("testsuites", name="dml-conformance")
     grouped: dict[tuple[str, str], list[Result]] = {}
     for r in results:
         grouped.setdefault((r.operator, r.ep), []).append(r)
-    identity = identity_lines(environment)
+    facts = [*summary.identity, *summary.run]
     total = _Counts()
     for (operator, ep), members in sorted(grouped.items()):
-        suite = _element(root, "testsuite", name=f"{operator} [{ep}]")
-        properties = _element(suite, "properties")
-        for what, which in identity:
-            _element(properties, "property", name=what, value=which)
+        suite = _suite(root, f"{operator} [{ep}]", facts)
         counts = _Counts()
         for r in members:
-            _testcase(suite, r, waived.get((r.case, r.ep)), counts)
-        # Attributes are set after the cases are counted; ElementTree keeps them in insertion order, name first.
-        for key, value in counts.attributes().items():
-            suite.set(key, value)
-        total.add(counts)
+            _testcase(suite, r, waived.get((r.case, r.ep)), passing.get((r.case, r.ep)), counts)
+        _finish(suite, counts, total)
+    _completeness(root, summary, facts, total)
     for key, value in total.attributes().items():
         root.set(key, value)
     ET.indent(root)

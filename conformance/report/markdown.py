@@ -5,21 +5,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from conformance.gate.summary import STATUS_ORDER, Summary
-from conformance.model import Status
+from conformance.gate.summary import NO_VERDICT, STATUS_ORDER, Completeness, Summary, severity
+from conformance.gate.verdict import decide
+from conformance.gate.waivers import Gate, waived_keys
 from conformance.problems import first_line
 from conformance.report.text import cell, code, table
 
 MAX_ROWS = 40  # rows per list: GitHub refuses comments over 65,536 characters
 MAX_COMMAND = 500  # characters of the command line shown (a run over thousands of named files has a long one)
-NO_VERDICT = frozenset({Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE})  # counted by reason, not listed one by one
 
 
-def _skipped_lines(problems: Sequence[str]) -> list[str]:
-    if not problems:
-        return []
-    head = f"- **case files skipped** (`--keep-going`) for {len(problems)} problem(s): the run fails"
-    return [head, *(f"  - {cell(line)}" for line in problems[:MAX_ROWS]), *_more(len(problems))]
+def _incomplete_lines(completeness: Completeness) -> list[str]:
+    """Why the run is incomplete ("interrupted: 120 of 1881 cases run"), then the skipped case files' problems."""
+    lines = [f"- **{cell(reason)}**: the run fails" for reason in completeness.reasons]
+    problems = completeness.problems
+    lines += [*(f"  - {cell(line)}" for line in problems[:MAX_ROWS]), *_more(len(problems))]
+    return lines + ([f"- {cell(completeness.skipped_line)}"] if completeness.skipped_line else [])
 
 
 def _more(count: int) -> list[str]:
@@ -34,23 +35,26 @@ def _packed_lines(differences: Sequence[str]) -> list[str]:
     return [head, *(f"  - {cell(line)}" for line in differences[:MAX_ROWS]), *_more(len(differences))]
 
 
-def render_markdown(summary: Summary) -> str:
-    """The summary, short enough for a pull request comment: long lists are cut at MAX_ROWS rows."""
-    env = summary.environment
-    command = env.get("command") or []
+def _run_line(what: str, which: str) -> str:
+    """The command as a code span (cut at MAX_COMMAND characters); the rest as text."""
+    return f"- {what}: {code(first_line(which, MAX_COMMAND)) if what == 'command' else cell(which)}"
+
+
+def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
+    """The summary, short enough for a pull request comment: long lists are cut at MAX_ROWS rows. The verdict is
+    the gate's where a waiver file was given."""
     unproven = summary.placement.unproven if summary.placement else ()
     lines = [
         "# DirectML conformance summary",
         "",
+        f"**{cell(decide(summary, gate).headline)}**",
+        "",
         *(f"- {what}: {cell(which)}" for what, which in summary.identity),
-        f"- target feature level: {env.get('target_feature_level') or 'per EP (above)'}",
-        f"- command: {code(first_line(' '.join(str(word) for word in command), MAX_COMMAND))}",
+        *(_run_line(what, which) for what, which in summary.run),
         *([f"- placement: {summary.placement.line}"] if summary.placement else []),
         *(f"  - {cell(line)}" for line in unproven[:MAX_ROWS]),
         *_more(len(unproven)),
-        *(["- **interrupted**: fewer results than planned; the run fails"] if env.get("interrupted") else []),
-        *(f"- **EP {cell(ep)} executed none of its cases**: the run fails" for ep in summary.idle_eps),
-        *_skipped_lines(summary.skipped_files),
+        *_incomplete_lines(summary.completeness),
         *_packed_lines(summary.packed_differences),
         "",
         "## Totals",
@@ -75,11 +79,22 @@ def render_markdown(summary: Summary) -> str:
             lines += _more(len(differing))
         else:
             lines.append(f"none: each of the {len(summary.matrix)} cases has the same verdict on every EP")
-    failing = [r for r in summary.notable if r.status not in NO_VERDICT]
+    # Unexpected ones first, so that the rows cut at MAX_ROWS are the known failures; those say they are known.
+    known = waived_keys(gate) if gate is not None else {}
+    failing = sorted(
+        (r for r in summary.notable if r.status not in NO_VERDICT),
+        key=lambda r: ((r.case, r.ep) in known, severity(r.status)),
+    )
     if failing:
         lines += ["", "## Failures and warnings", ""]
         rows = [
-            [cell(r.case), cell(r.ep), r.status.value, r.failure_kind or "", cell(first_line(r.message, 100))]
+            [
+                cell(r.case),
+                cell(r.ep),
+                r.status.value + (" (known)" if (r.case, r.ep) in known else ""),
+                r.failure_kind or "",
+                cell(first_line(r.message, 100)),
+            ]
             for r in failing[:MAX_ROWS]
         ]
         lines.append(table(rows, ["case", "EP", "status", "kind", "message"]))

@@ -211,4 +211,6 @@ def environment(
         "target_feature_level": str(options.feature_level) if options.feature_level else None,
         "pack": options.pack,
         **_run_facts(facts, problems),
+        # where --artifacts kept each FAIL's files (artifacts.py names them), so that report.html links to them
+        "artifacts": os.path.abspath(options.artifacts) if options.artifacts else None,
     }

@@ -1,0 +1,137 @@
+"""The gate's decision in words, and a run's failures grouped for a reader: data for every report, built from a
+Summary and, where a waiver file was given, its Gate.
+
+The verdict names what decided it ("PASSED — 52 known failures waived", "FAILED — 3 unexpected failures",
+"INCOMPLETE/FAILED — interrupted: 120 of 1881 cases run"), so that no report shows a green badge beside "52 FAIL".
+Failures are grouped by signature: operator, failure kind, EP and data type (and status), since one driver bug
+usually fails many cases the same way; a reader looks at one group, not at each of its cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from conformance.gate.summary import NO_VERDICT, OK, Summary, plural, severity
+from conformance.gate.waivers import Gate, Waiver, overall_failed
+from conformance.model import Status
+from conformance.results import FAILING, Result
+
+# Statuses shown without detail: passes, and no verdict (counted by reason). Of the rest, those not FAILING are
+# warnings (QUALITY_WARNING, and any such status the enum gains), grouped like failures.
+WITHOUT_DETAIL = NO_VERDICT | OK
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``passed`` is the exit code's verdict; ``headline`` says it with what decided it; ``label`` is its first
+    word(s): PASSED, FAILED, or INCOMPLETE/FAILED when results were never produced."""
+
+    passed: bool
+    label: str
+    reasons: tuple[str, ...]
+
+    @property
+    def headline(self) -> str:
+        return f"{self.label} — {'; '.join(self.reasons)}" if self.reasons else self.label
+
+
+def _failing_counts(summary: Summary) -> str:
+    """ "3 failures (2 FAIL, 1 ERROR)", every failing status in severity order; "19 failures" when all are FAIL."""
+    counts = {s: n for s, n in summary.totals.items() if s in FAILING and n}
+    total = sum(counts.values())
+    if set(counts) == {Status.FAIL}:
+        return plural(total, "failure")
+    return f"{plural(total, 'failure')} ({', '.join(f'{counts[s]} {s.value}' for s in sorted(counts, key=severity))})"
+
+
+def decide(summary: Summary, gate: Gate | None) -> Verdict:
+    """The verdict that ``overall_failed`` gives, with the reasons for it, most decisive first."""
+    failed = overall_failed(summary, gate)
+    completeness = summary.completeness
+    reasons = list(completeness.reasons)
+    if gate is not None:
+        if gate.unexpected_failures:
+            reasons.append(plural(len(gate.unexpected_failures), "unexpected failure"))
+        if gate.unexpected_passes and gate.unexpected_passes_fail:
+            reasons.append(
+                f"{plural(len(gate.unexpected_passes), 'known failure')} no longer failing (remove the waiver)"
+            )
+        if gate.expected_failures:
+            reasons.append(f"{plural(len(gate.expected_failures), 'known failure')} waived")
+    elif any(summary.totals.get(s) for s in FAILING):
+        reasons.append(_failing_counts(summary) + ", no waiver file given")
+    if not reasons:
+        reasons.append("no failures" if summary.totals else "no results")
+    label = "PASSED" if not failed else "FAILED" if completeness.complete else "INCOMPLETE/FAILED"
+    return Verdict(not failed, label, tuple(reasons))
+
+
+@dataclass(frozen=True, eq=False)  # each group is its own: reports key their anchors on it
+class Group:
+    """Results that failed (or warned) the same way: one operator, failure kind, EP, data type and status.
+    ``waivers`` are the known failures that cover its results (none when unexpected)."""
+
+    status: Status
+    operator: str
+    kind: str
+    ep: str
+    data_type: str
+    results: tuple[Result, ...]
+    waivers: tuple[Waiver, ...] = ()
+
+    @property
+    def first(self) -> Result:
+        return self.results[0]
+
+    @property
+    def notes(self) -> tuple[tuple[str, str, tuple[Waiver, ...]], ...]:
+        """(reason, tracking, the waivers that give it): a waiver file often says the same of many cases, one
+        entry each; the reader needs the reason once, with where it is written."""
+        notes: dict[tuple[str, str], list[Waiver]] = {}
+        for waiver in self.waivers:
+            notes.setdefault((waiver.reason, waiver.tracking), []).append(waiver)
+        return tuple((reason, tracking, tuple(ws)) for (reason, tracking), ws in notes.items())
+
+
+@dataclass(frozen=True)
+class Findings:
+    """A run's results a reader must look at, each list ordered most severe and largest first: failures no
+    waiver covers (every failure without a waiver file), known failures that no longer fail, waived failures, and
+    warnings."""
+
+    unexpected: tuple[Group, ...]
+    unexpected_passes: tuple[tuple[Result, Waiver], ...]
+    waived: tuple[Group, ...]
+    warnings: tuple[Group, ...]
+
+    @property
+    def groups(self) -> tuple[Group, ...]:
+        return self.unexpected + self.waived + self.warnings
+
+
+def _grouped(results: Sequence[Result], waivers: dict[tuple[str, str], Waiver]) -> tuple[Group, ...]:
+    members: dict[tuple[Status, str, str, str, str], list[Result]] = {}
+    for r in results:
+        members.setdefault((r.status, r.operator, r.failure_kind or "—", r.ep, r.data_type or "—"), []).append(r)
+    groups = [
+        Group(
+            *key,
+            results=tuple(rs),
+            waivers=tuple(dict.fromkeys(w for r in rs if (w := waivers.get((r.case, r.ep))) is not None)),
+        )
+        for key, rs in members.items()
+    ]
+    return tuple(sorted(groups, key=lambda g: (severity(g.status), -len(g.results), g.operator, g.ep, g.kind)))
+
+
+def findings(results: Sequence[Result], gate: Gate | None) -> Findings:
+    """The failing results split by the gate, and the warnings, each grouped by signature."""
+    waived = {(r.case, r.ep): waiver for r, waiver in gate.expected_failures} if gate is not None else {}
+    failing = [r for r in results if r.status in FAILING]
+    return Findings(
+        unexpected=_grouped([r for r in failing if (r.case, r.ep) not in waived], {}),
+        unexpected_passes=gate.unexpected_passes if gate is not None else (),
+        waived=_grouped([r for r in failing if (r.case, r.ep) in waived], waived),
+        warnings=_grouped([r for r in results if r.status not in FAILING and r.status not in WITHOUT_DETAIL], {}),
+    )
