@@ -148,8 +148,9 @@ COMMANDS = (
     "merge",
     "fuzz",
     "doctor",
+    "schema",
 )  # dmlconf's, in its help's order
-_VALIDATE, _RUN, _COVERAGE, _REPORT, _DIFF, _MERGE, _FUZZ, _DOCTOR = COMMANDS
+_VALIDATE, _RUN, _COVERAGE, _REPORT, _DIFF, _MERGE, _FUZZ, _DOCTOR, _SCHEMA = COMMANDS
 _READING = frozenset({_VALIDATE, _RUN, _COVERAGE})  # the commands that read case files
 
 OPTIONS: Mapping[str, Option] = _options(
