@@ -116,7 +116,7 @@ def schema_refuses(document: Any, validator: jsonschema.Draft7Validator) -> bool
 class Verdict(enum.Enum):
     BOTH_REFUSE = "both refuse"
     BOTH_ACCEPT = "both accept"
-    SPEC_ONLY = "the loader refuses by a rule no JSON Schema can state"  # the reason says which
+    LOADER_ONLY = "the loader refuses by a rule no JSON Schema can state"  # the reason says which
     UNREADABLE = "refused while reading bytes or YAML, before there is a document a schema could check"
 
 
@@ -195,7 +195,7 @@ HOSTILE = [
         "test_wrong_sizes",
         "sizes-2.0",
         _with("Sizes: [2, 2]", "Sizes: [2.0, 2]"),
-        Verdict.SPEC_ONLY,
+        Verdict.LOADER_ONLY,
         "JSON Schema (draft 6 and later) counts 2.0 as an integer; the loader wants an integer literal",
     ),
     Hostile(
@@ -213,14 +213,14 @@ HOSTILE = [
         .replace("[0, 0]", "[0, 0, 0, 0]")
         .replace("[2, 2]", "[2, 2, 2, 2]")
         .replace("[1, 1]", "[1, 1, 1, 1]"),
-        Verdict.SPEC_ONLY,
+        Verdict.LOADER_ONLY,
         "the product of Sizes against --max-elements: a rule over a list's values and an option",
     ),
     Hostile(
         "test_data_longer_than_sizes_is_refused",
         "data-vs-sizes",
         _with("Sizes: [2, 2]", "Sizes: [2, 200000]"),
-        Verdict.SPEC_ONLY,
+        Verdict.LOADER_ONLY,
         "Data's shape against Sizes: a rule over two fields",
     ),
     Hostile(
@@ -233,7 +233,7 @@ HOSTILE = [
         "test_nan_and_infinity_are_data_for_floats_only",
         "nan-int32",
         _with("[[1, 2], [3, 4]]", "[[.nan, .inf], [-.inf, -0.0]]").replace("FLOAT32", "INT32"),
-        Verdict.SPEC_ONLY,
+        Verdict.LOADER_ONLY,
         "which values Data may hold depends on DataType: a rule over two fields",
     ),
     Hostile("test_unknown_and_duplicate_keys", "unknown-key", OK_CASE + "    Bogus: 1\n", Verdict.BOTH_REFUSE),
@@ -259,25 +259,25 @@ HOSTILE = [
             f"      each_{i}: [{', '.join(f'{{InputWindowStrides: [1, {k}]}}' for k in range(1, 7))}]\n"
             for i in range(24)
         ),
-        Verdict.SPEC_ONLY,
+        Verdict.LOADER_ONLY,
         "how many cases a matrix expands to: the product of its lists' lengths",
     ),
     Hostile(
         "test_ties_levels_that_overflow_are_one_line_without_a_warning",
         "ties-overflow",
         _with("Data: [[1, 2], [3, 4]]", "Generator: {Kind: ties, Seed: 1, Low: 1.0e308, Step: 1.0e308, Distinct: 3}"),
-        Verdict.SPEC_ONLY,
+        Verdict.LOADER_ONLY,
         "whether a generator's values are exact in the DataType: a rule over several fields",
     ),
     Hostile(
         "test_one_bad_file_does_not_hide_the_problems_of_the_others",
         "d-zero-stride",
         _with("[1, 1]", "[1, 0]"),
-        Verdict.SPEC_ONLY,
+        Verdict.LOADER_ONLY,
         _STRIDE_ZERO,
     ),
     Hostile("test_one_bad_file_does_not_hide_the_problems_of_the_others", "c-ok", OK_CASE, Verdict.BOTH_ACCEPT),
-    Hostile("(hostile.py)", "two-cases", TWO_CASES, Verdict.SPEC_ONLY, _STRIDE_ZERO),
+    Hostile("(hostile.py)", "two-cases", TWO_CASES, Verdict.LOADER_ONLY, _STRIDE_ZERO),
 ]
 # The tests whose refusals come before any text is read, or are about where files are: no document to compare.
 NO_DOCUMENT = {
@@ -294,7 +294,7 @@ def test_every_hostile_input_test_is_listed_here() -> None:
     tests = {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
     listed = {hostile.test for hostile in HOSTILE} | set(NO_DOCUMENT)
     assert tests == listed - {"(hostile.py)"}
-    assert all(h.why for h in HOSTILE if h.verdict in (Verdict.SPEC_ONLY, Verdict.UNREADABLE))
+    assert all(h.why for h in HOSTILE if h.verdict in (Verdict.LOADER_ONLY, Verdict.UNREADABLE))
 
 
 @pytest.mark.parametrize("hostile", HOSTILE, ids=lambda hostile: hostile.name)
@@ -313,7 +313,7 @@ def test_the_loader_and_the_schema_agree_on_the_hostile_files(
     verdicts = {
         (True, True): Verdict.BOTH_REFUSE,
         (False, False): Verdict.BOTH_ACCEPT,
-        (True, False): Verdict.SPEC_ONLY,
+        (True, False): Verdict.LOADER_ONLY,
     }
     assert verdicts.get((refused, schema_refuses(document, validator))) is hostile.verdict
 

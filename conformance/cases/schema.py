@@ -53,7 +53,7 @@ from conformance.model import ACTIVATION_PARAMS, Operator
 DRAFT = "http://json-schema.org/draft-07/schema#"
 Schema = dict[str, Any]
 
-_ONE_LINE = 100  # characters: a mapping of plain values this short is written on one line
+_ONE_LINE = 120  # characters: a value this short, indented, is written on one line
 _LARGEST = 1.7976931348623157e308  # the largest finite float64: Fields.number refuses infinities
 _DIGITS = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
 # Text that Python's float() reads (fields.as_number): spaces around, no underscores; Data may hold NaN and
@@ -341,17 +341,24 @@ def _met(alternatives: tuple[tuple[str, ...], ...]) -> Schema:
     return {"anyOf": options}
 
 
-def _swept_case(operator: Operator) -> Schema:
-    """A case with a matrix: values of their kind, and each requirement met by the case or by its matrix."""
+def _swept_case(operator: Operator, definitions: Schema) -> Schema:
+    """A case with a matrix: values of their kind, and each requirement met by the case or by its matrix (each
+    requirement a definition of its own, ``requires.<paths>``, added to ``definitions``: the operators share most)."""
+
+    def met(alternatives: tuple[tuple[str, ...], ...]) -> Schema:
+        name = "requires." + "-or-".join(".".join(path) for path in alternatives)  # characters a URI takes as they are
+        definitions.setdefault(name, _met(alternatives))
+        return _ref(name)
+
     schema = _mapping(case_keys(operator), Mode.SWEPT, operator)
     read_first = {key.name for key in case_keys(operator) if key.kind in _TYPED_WHEN_NEGATIVE}  # the id: not swept
-    schema["allOf"] = [_met(needed) for needed in _requirements(case_keys(operator)) if needed[0][0] not in read_first]
+    schema["allOf"] = [met(needed) for needed in _requirements(case_keys(operator)) if needed[0][0] not in read_first]
     kind, seed = (key.name for key in GENERATOR_KEYS)
     seeded = [name for name in GENERATOR_KINDS if name not in SEEDLESS_KINDS]
     random_kind = {"type": "string", "pattern": _choice_pattern(tuple(seeded))}
     for tensor in (key.name for key in case_keys(operator) if key.kind is Kind.TENSOR):
         generator = (tensor, next(key.name for key in TENSOR_KEYS if key.kind is Kind.GENERATOR))
-        schema["allOf"].append({"if": _written((*generator, kind), random_kind), "then": _met(((*generator, seed),))})
+        schema["allOf"].append({"if": _written((*generator, kind), random_kind), "then": met(((*generator, seed),))})
     return schema
 
 
@@ -398,7 +405,8 @@ def _definitions() -> Schema:
     for operator in Operator:
         definitions[f"{operator}.case"] = _case(operator)
         for mode in Mode:
-            case = _swept_case(operator) if mode is Mode.SWEPT else _mapping(case_keys(operator), mode, operator)
+            swept = mode is Mode.SWEPT
+            case = _swept_case(operator, definitions) if swept else _mapping(case_keys(operator), mode, operator)
             definitions[f"{operator}.case.{mode.value}"] = case
             definitions[f"{operator}.expected.{mode.value}"] = _mapping(expected_keys(operator), mode)
         for mode in (Mode.SWEPT, Mode.NEGATIVE):
@@ -427,23 +435,17 @@ def case_schema() -> Schema:
 
 
 def render_schema() -> str:
-    """The schema as the committed cases/case.schema.json holds it: JSON indented by two, a list of plain values
-    on one line (``"required": ["id"]``), so that the file reads like a table of keys."""
+    """The schema as the committed cases/case.schema.json holds it: JSON indented by two, where a value fits on one
+    line (``"required": ["id"]``) on one line, so that the file reads like a table of keys."""
     return _render(case_schema(), "") + "\n"
 
 
 def _render(value: Any, indent: str) -> str:
     inner = indent + "  "
     flat = json.dumps(value, ensure_ascii=False)
-    if isinstance(value, dict) and value and not _nested(value.values()) and len(flat) <= _ONE_LINE:
+    if len(indent) + len(flat) <= _ONE_LINE or not isinstance(value, dict | list) or not value:
         return flat
-    if isinstance(value, dict) and value:
+    if isinstance(value, dict):
         items = (f"{inner}{json.dumps(key)}: {_render(item, inner)}" for key, item in value.items())
         return "{\n" + ",\n".join(items) + f"\n{indent}}}"
-    if isinstance(value, list) and _nested(value):
-        return "[\n" + ",\n".join(inner + _render(item, inner) for item in value) + f"\n{indent}]"
-    return flat
-
-
-def _nested(values: Iterable[Any]) -> bool:
-    return any(isinstance(item, dict) or (isinstance(item, list) and _nested(item)) for item in values)
+    return "[\n" + ",\n".join(inner + _render(item, inner) for item in value) + f"\n{indent}]"
