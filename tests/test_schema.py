@@ -126,7 +126,7 @@ class Hostile:
     name: str
     content: str | bytes
     verdict: Verdict
-    why: str = ""  # for SPEC_ONLY and UNREADABLE
+    why: str = ""  # for LOADER_ONLY and UNREADABLE
 
 
 def _with(old: str, new: str, text: str = OK_CASE) -> str:
