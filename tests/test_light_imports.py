@@ -68,8 +68,20 @@ def _dmlconf(args: list[str], cwd: Path) -> tuple[int, list[str], str]:
         ["list", "CASES", "--quick", "--shard", "1/2"],
         ["coverage", "CASES", "--output", "OUT/coverage.md"],
         ["coverage", "CASES", "--quick", "--output", "OUT/coverage.md"],
+        ["schema"],
     ],
-    ids=["report", "report-waivers", "diff", "merge", "validate", "list", "list-quick", "coverage", "coverage-quick"],
+    ids=[
+        "report",
+        "report-waivers",
+        "diff",
+        "merge",
+        "validate",
+        "list",
+        "list-quick",
+        "coverage",
+        "coverage-quick",
+        "schema",
+    ],
 )
 def test_reading_commands_load_neither_onnxruntime_nor_onnx(args: list[str], tmp_path: Path) -> None:
     places = {
@@ -84,7 +96,7 @@ def test_reading_commands_load_neither_onnxruntime_nor_onnx(args: list[str], tmp
     code, attempts, output = _dmlconf(args, tmp_path)
     assert attempts == [], output
     assert code in (0, 1) and "Traceback" not in output, output  # report and merge gate on the run's FAILs
-    assert any(tmp_path.iterdir()) or args[0] in ("validate", "list")  # these two write nothing
+    assert any(tmp_path.iterdir()) or args[0] in ("validate", "list", "schema")  # these print, writing nothing
 
 
 def test_the_blocker_sees_a_command_that_runs_cases(tmp_path: Path) -> None:

@@ -78,8 +78,43 @@ def test_unknown_case_field(tmp_path: Path) -> None:
     path, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK + "    Bogus: 1\n")
     assert lines == [
         f"{path}:8:5: Bogus: unknown field (expected one of: id, description, feature_level, expected, "
-        "tolerance, expect, reason, InputTensor, Axis, K, AxisDirection, OutputValueTensor, OutputIndexTensor)"
+        "tolerance, expect, reason, matrix, InputTensor, Axis, K, AxisDirection, OutputValueTensor, OutputIndexTensor)"
     ]
+
+
+def test_a_misspelt_field_is_named_with_the_field_it_is_near(tmp_path: Path) -> None:
+    path, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK.replace("Axis:", "Axiz:"))
+    assert lines[0] == (
+        f"{path}:6:5: Axiz: unknown field, did you mean Axis? (expected one of: id, description, feature_level, "
+        "expected, tolerance, expect, reason, matrix, InputTensor, Axis, K, AxisDirection, OutputValueTensor, "
+        "OutputIndexTensor)"
+    )
+    assert lines[1] == f"{path}:4:5: Axis: missing required field"
+    _, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK.replace("Axis:", "axis:"))  # the wrong case
+    assert "axis: unknown field, did you mean Axis? (" in lines[0]
+    _, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK + "    Matrix: {K: [1]}\n")
+    assert "Matrix: unknown field, did you mean matrix? (" in lines[0]
+
+
+def test_a_misspelt_field_is_refused_in_a_negative_case_too(tmp_path: Path) -> None:
+    """A typo is never what an ``expect: invalid`` case is meant to show: not read as "invalid as expected"."""
+    negative = "    expect: invalid\n    reason: K must be below the axis size\n"
+    _, entries, _ = parse(tmp_path, TOPK_HEADER + GOOD_TOPK.replace("K: 2", "K: 9") + negative)
+    assert isinstance(entries[0], Case) and entries[0].expect_invalid is not None  # the validator's to reject
+    path, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK.replace("K: 2", "Kk: 9") + negative)
+    _, entries, _ = parse(tmp_path, TOPK_HEADER + GOOD_TOPK.replace("K: 2", "Kk: 9") + negative)
+    assert isinstance(entries[0], Rejected) and entries[0].expect_invalid is None
+    assert lines[0].startswith(f"{path}:7:5: Kk: unknown field, did you mean K? (")
+    _, entries, _ = parse(tmp_path, TOPK_HEADER + GOOD_TOPK.replace("K: 2", "K: -1") + negative)
+    assert isinstance(entries[0], Rejected) and entries[0].expect_invalid == "K must be below the axis size"
+
+
+@pytest.mark.parametrize("field", ["description", "reason"])
+def test_a_description_or_reason_that_is_not_text_is_refused(tmp_path: Path, field: str) -> None:
+    path, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK + f"    {field}: [not, text]\n")
+    assert lines == [f"{path}:8:5: {field}: must be text"]
+    path, _, problems = parse(tmp_path, TOPK_HEADER.replace("cases:", "description: {a: 1}\ncases:") + GOOD_TOPK)
+    assert problems == [f"{path}:3:1: description: must be text"]
 
 
 def test_unknown_tensor_field(tmp_path: Path) -> None:
@@ -91,7 +126,8 @@ def test_unknown_tensor_field(tmp_path: Path) -> None:
 def test_unknown_expected_output(tmp_path: Path) -> None:
     path, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK + "    expected: {OutputTensor: [1]}\n")
     assert lines == [
-        f"{path}:8:16: expected.OutputTensor: unknown field (expected one of: OutputValueTensor, OutputIndexTensor)"
+        f"{path}:8:16: expected.OutputTensor: unknown field, did you mean OutputValueTensor? "
+        "(expected one of: OutputValueTensor, OutputIndexTensor)"
     ]
 
 

@@ -227,3 +227,14 @@ def test_a_ci_side_parser_reads_the_same_verdicts(tmp_path: Path) -> None:
         "s.yaml::inexpressible": "Skipped",
         'm.yaml::<&>"id': "Failure",
     }
+
+
+def test_a_flaky_case_is_a_failure_and_a_crash_an_error() -> None:
+    # FLAKY gave answers (that differ between repeats): a wrong answer, like FAIL; a CRASH gave none.
+    results = [
+        Result("t.yaml::flaky", "TOP_K1", "cpu", Status.FLAKY, "verdicts_differ", message="3 repeats: PASS, FAIL"),
+        Result("t.yaml::crash", "TOP_K1", "cpu", Status.CRASH, "crash", message="worker died"),
+    ]
+    root = _parse(_junit(results))
+    assert _kinds(root) == {"t.yaml::flaky": ["failure"], "t.yaml::crash": ["error"]}
+    assert _counts(root)[1:3] == (1, 1)

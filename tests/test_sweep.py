@@ -157,6 +157,7 @@ def test_an_unknown_field_introduced_by_the_matrix_is_refused_there(tmp_path: Pa
             "      InputTensor.Sizes.0: [1]\n",
             "9:7: matrix.InputTensor.Sizes.0: path does not lead to a field of the case",
         ),
+        ("      matrix.K: [1]\n", "9:7: matrix.matrix.K: path does not lead to a field of the case"),
         ("      K: []\n", "9:7: matrix.K: must be a non-empty list"),
         ("      K: 3\n", "9:7: matrix.K: must be a non-empty list"),
         ("      K: [1, 1]\n", "8:5: matrix: gives the id '{path}::sweep[1]' twice (repeated values?)"),

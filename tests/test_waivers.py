@@ -140,7 +140,7 @@ def test_the_top_level_must_be_a_mapping(tmp_path: Path) -> None:
 def test_the_known_failures_key_is_required(tmp_path: Path) -> None:
     path = write(tmp_path, "\nknown_failure: []\n")  # a typo, on line 2
     assert refusal(path) == [
-        f"{path}:2:1: known_failure: unknown field (expected one of: known_failures)",
+        f"{path}:2:1: known_failure: unknown field, did you mean known_failures? (expected one of: known_failures)",
         f"{path}:2:1: known_failures: missing required field",  # where the mapping starts
     ]
 

@@ -2,7 +2,8 @@
 execution provider.
 
 ``load`` and ``load_file`` read YAML safely within ``limits``; ``fields``, ``parse``, ``parse_descriptor``,
-``parse_tensor`` and ``sweep`` make frozen cases; ``validate`` (with ``validate_checker``) applies the spec pages;
+``parse_tensor`` and ``sweep`` make frozen cases, of the keys ``keys`` lists (``schema`` renders them as the JSON
+Schema editors read); ``validate`` (with ``validate_checker``) applies the spec pages;
 ``generate`` (with ``generate_streams``) makes the inputs; ``oracle`` calls ``reference/``; ``fingerprint`` hashes
 inputs; ``parameters`` describes a descriptor for reports; ``suite`` finds, reads, filters and shards case files,
 and ``detect`` tells a case file from other YAML met while walking a directory (the pytest plugin's rule too).

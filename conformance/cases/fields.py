@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import enum
 import math
 from collections.abc import Iterable, Mapping
@@ -12,8 +13,9 @@ from conformance.problems import Problem
 
 E = TypeVar("E", bound=enum.Enum)
 _MISSING = object()
-_UINT_MAX = 2**32 - 1
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+UINT_MAX = 2**32 - 1
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+UNKNOWN_FIELD = "unknown field"  # how every unknown-key problem begins (parse.py tells a typo from a negative case)
 
 
 def as_number(value: Any) -> float | None:
@@ -28,6 +30,16 @@ def as_number(value: Any) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def unknown_field(name: str, allowed: Iterable[str]) -> str:
+    """The message for a key that is not one of ``allowed``, with the closest allowed key when one is near (a
+    typo such as Axiz, or axis in the wrong case)."""
+    allowed = list(allowed)
+    by_folded = {key.casefold(): key for key in allowed}
+    close = difflib.get_close_matches(name.casefold(), list(by_folded), n=1)
+    hint = f", did you mean {by_folded[close[0]]}?" if close else ""
+    return f"{UNKNOWN_FIELD}{hint} (expected one of: {', '.join(allowed)})"
 
 
 class Fields:
@@ -62,7 +74,7 @@ class Fields:
         allowed = list(allowed)
         for name in self.raw:
             if name not in allowed:
-                self.problem(name, f"unknown field (expected one of: {', '.join(allowed)})")
+                self.problem(name, unknown_field(str(name), allowed))
 
     def get(self, name: str, required: bool) -> Any:
         if name in self.raw:
@@ -109,7 +121,7 @@ class Fields:
         return value
 
     def uint(self, name: str, required: bool = True) -> int | None:
-        return self.integer(name, 0, _UINT_MAX, required, " (UINT)")
+        return self.integer(name, 0, UINT_MAX, required, " (UINT)")
 
     def int_list(self, name: str, signed: bool = False, required: bool = True) -> tuple[int, ...] | None:
         value = self.get(name, required)
@@ -118,7 +130,7 @@ class Fields:
         if not isinstance(value, list):
             self.problem(name, "must be a list of integers")
             return None
-        low, high, what = (_INT_MIN, _INT_MAX, " (INT)") if signed else (0, _UINT_MAX, " (UINT)")
+        low, high, what = (INT_MIN, INT_MAX, " (INT)") if signed else (0, UINT_MAX, " (UINT)")
         items = [self._integer(f"{name}.{i}", v, low, high, what) for i, v in enumerate(value)]
         if any(item is None for item in items):
             return None

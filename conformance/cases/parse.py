@@ -12,7 +12,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.cases.fields import Fields
+from conformance.cases.fields import UNKNOWN_FIELD, Fields
+from conformance.cases.keys import (
+    CASE_KEYS,
+    EXPECT_INVALID,
+    EXPECT_VALID,
+    FILE_KEYS,
+    MAX_ULP,
+    OPERATOR_KEYS,
+    OPERATOR_PREFIX,
+    TOLERANCE_KEYS,
+    names,
+)
 from conformance.cases.load import Document
 from conformance.cases.parse_descriptor import read_descriptor
 from conformance.cases.parse_tensor import read_outputs, read_values
@@ -29,28 +40,10 @@ from conformance.problems import Problem
 
 # Every operator was introduced at DML_FEATURE_LEVEL_2_1 (each page's "Availability").
 INTRODUCED = FeatureLevel(2, 1)
-FILE_FIELDS = ("operator", "feature_level", "description", "cases")
-CASE_FIELDS = ("id", "description", "feature_level", "expected", "tolerance", "expect", "reason")
+FILE_FIELDS = names(FILE_KEYS)
+CASE_FIELDS = names(CASE_KEYS)
 OPERATOR_FIELDS: Mapping[Operator, tuple[str, ...]] = {
-    Operator.TOP_K1: ("InputTensor", "Axis", "K", "AxisDirection", "OutputValueTensor", "OutputIndexTensor"),
-    Operator.MEAN_VARIANCE_NORMALIZATION1: (
-        "InputTensor",
-        "ScaleTensor",
-        "BiasTensor",
-        "Axes",
-        "NormalizeVariance",
-        "Epsilon",
-        "FusedActivation",
-        "OutputTensor",
-    ),
-    Operator.SLICE1: (
-        "InputTensor",
-        "InputWindowOffsets",
-        "InputWindowSizes",
-        "InputWindowStrides",
-        "OutputSizes",
-        "OutputTensor",
-    ),
+    operator: names(keys) for operator, keys in OPERATOR_KEYS.items()
 }
 
 
@@ -88,8 +81,8 @@ def _feature_level(f: Fields, default: FeatureLevel) -> FeatureLevel:
 def _tolerance(f: Fields | None) -> Tolerance | None:
     if f is None:
         return None
-    f.check_known(("max_ulp", "atol"))
-    max_ulp = f.integer("max_ulp", 0, 2**31, required=False)
+    f.check_known(names(TOLERANCE_KEYS))
+    max_ulp = f.integer("max_ulp", 0, MAX_ULP, required=False)
     atol = f.number("atol")
     if atol is not None and atol < 0:
         f.problem("atol", "must be >= 0")
@@ -121,10 +114,13 @@ def _case(
     problems: list[Problem] = []
     f = Fields(raw, "", positions, problems)
     f.check_known((*CASE_FIELDS, *OPERATOR_FIELDS[operator]))
-    expect = f.text("expect", default="valid").lower()
-    if expect not in ("valid", "invalid"):
-        f.problem("expect", f"must be 'valid' or 'invalid', got {expect!r}")
-    reason = f.text("reason", default="(no reason given)") if expect == "invalid" else None
+    expect = f.text("expect", default=EXPECT_VALID).lower()
+    if expect not in (EXPECT_VALID, EXPECT_INVALID):
+        f.problem("expect", f"must be {EXPECT_VALID!r} or {EXPECT_INVALID!r}, got {expect!r}")
+    # Both read, and so checked, whatever the case is: a problem found after the check below would be lost.
+    written_reason = f.text("reason", default="(no reason given)")
+    reason = written_reason if expect == EXPECT_INVALID else None
+    description = f.text("description")
     level = _feature_level(f, file_level)
     outputs = read_outputs(f, OUTPUT_NAMES[operator])
     descriptor = read_descriptor(operator, f, outputs)
@@ -133,14 +129,17 @@ def _case(
     if descriptor is None and not problems:  # every reader records why it gave up; this is a safety net
         f.problem("", "the descriptor could not be read")
     if problems or descriptor is None:
-        return Rejected(case_id, path, operator.value, f.pos(), reason, tuple(problems))
+        # A misspelt key is never what a negative case is meant to show: its case is refused, not "invalid as
+        # expected" (else `Axiz: 9` under `expect: invalid` would pass for the wrong reason).
+        typo = any(problem.message.startswith(UNKNOWN_FIELD) for problem in problems)
+        return Rejected(case_id, path, operator.value, f.pos(), None if typo else reason, tuple(problems))
     return Case(
         id=case_id,
         path=path,
         operator=operator,
         feature_level=level,
         descriptor=descriptor,
-        description=f.text("description"),
+        description=description,
         expected=expected,
         expected_shapes=shapes,
         tolerance=tolerance,
@@ -166,7 +165,8 @@ def parse_document(doc: Document) -> tuple[list[Entry], list[Problem]]:
     if not isinstance(doc.data, dict):
         return [], [Problem(doc.pos(()), "", "a case file is a mapping with 'operator:' and 'cases:'")]
     top.check_known(FILE_FIELDS)
-    operator = top.choice("operator", Operator, strip="DML_")
+    top.text("description")  # only checked: a file's description is for its readers
+    operator = top.choice("operator", Operator, strip=OPERATOR_PREFIX)
     level = _feature_level(top, INTRODUCED)
     cases = top.get("cases", True)
     if top.has("cases") and not isinstance(cases, list):

@@ -7,6 +7,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from conformance.cases.fields import Fields
+from conformance.cases.keys import (
+    ACTIVATION_KEYS,
+    ACTIVATION_PREFIX,
+    ACTIVATION_TYPE,
+    AXIS_DIRECTION_PREFIX,
+    activation_keys,
+)
 from conformance.cases.parse_tensor import read_tensor
 from conformance.model import (
     ACTIVATION_PARAMS,
@@ -20,23 +27,12 @@ from conformance.model import (
     TopK1Desc,
 )
 
-# YAML spelling of each activation parameter -> the oracle's key.
-ACTIVATION_KEYS = {
-    "Alpha": "alpha",
-    "Beta": "beta",
-    "Gamma": "gamma",
-    "Steepness": "steepness",
-    "Bias": "bias",
-    "Threshold": "threshold",
-    "SigmoidInputScale": "sigmoid_input_scale",
-}
-
 
 def _topk(f: Fields) -> Descriptor | None:
     tensor = f.sub("InputTensor")
     input_ = read_tensor(tensor) if tensor else None
     axis, k = f.uint("Axis"), f.uint("K")
-    direction = f.choice("AxisDirection", AxisDirection, required=False, strip="DML_AXIS_DIRECTION_")
+    direction = f.choice("AxisDirection", AxisDirection, required=False, strip=AXIS_DIRECTION_PREFIX)
     if input_ is None or axis is None or k is None:
         return None
     return TopK1Desc(input_, axis, k, direction or AxisDirection.DECREASING)
@@ -45,13 +41,12 @@ def _topk(f: Fields) -> Descriptor | None:
 def _activation(f: Fields | None) -> Activation | None:
     if f is None:
         return None
-    name = f.text("Type", required=True).upper().removeprefix("DML_OPERATOR_ACTIVATION_")
+    name = f.text(ACTIVATION_TYPE.name, required=True).upper().removeprefix(ACTIVATION_PREFIX)
     if name not in ACTIVATION_PARAMS:
-        f.problem("Type", f"unknown activation {name!r} (one of: {', '.join(ACTIVATION_PARAMS)})")
+        f.problem(ACTIVATION_TYPE.name, f"unknown activation {name!r} (one of: {', '.join(ACTIVATION_PARAMS)})")
         return None
     defaults = ACTIVATION_PARAMS[name]
-    allowed = ["Type", *(k for k, v in ACTIVATION_KEYS.items() if v in defaults)]
-    f.check_known(allowed)
+    f.check_known((ACTIVATION_TYPE.name, *activation_keys(name)))
     params = {
         key: f.number(yaml_key, default=defaults[key]) for yaml_key, key in ACTIVATION_KEYS.items() if key in defaults
     }

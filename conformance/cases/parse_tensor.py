@@ -7,9 +7,10 @@ from typing import Any
 
 from conformance.cases.fields import Fields, as_number
 from conformance.cases.generate import GENERATOR_KINDS
+from conformance.cases.keys import DATA_TYPE_PREFIX, OUTPUT_KEYS, SEED_MAX, SEEDLESS_KINDS, TENSOR_KEYS, names
 from conformance.model import DataType, Generator, OutputDesc, TensorSpec
 
-TENSOR_FIELDS = ("Sizes", "DataType", "Data", "Generator")
+TENSOR_FIELDS = names(TENSOR_KEYS)
 
 
 def flatten(value: Any) -> tuple[list[float], tuple[int, ...]] | str:
@@ -59,8 +60,8 @@ def _collect(value: Any, shape: list[int], index: tuple[int, ...], out: list[flo
 def read_generator(fields: Fields) -> Generator | None:
     kind = fields.text("Kind", required=True)
     # A Seed is needed by every random kind; arange ignores it, so there it defaults to 0.
-    random = kind.lower() in GENERATOR_KINDS and kind.lower() != "arange"  # an unknown kind is validate's to report
-    seed = fields.integer("Seed", 0, 2**64 - 1, required=random and bool(kind), what=" (seed)")
+    random = kind.lower() in GENERATOR_KINDS and kind.lower() not in SEEDLESS_KINDS  # an unknown kind: validate's
+    seed = fields.integer("Seed", 0, SEED_MAX, required=random and bool(kind), what=" (seed)")
     seed = 0 if seed is None and not fields.has("Seed") and not random else seed
     params: dict[str, float] = {}
     for name in fields.raw:
@@ -81,7 +82,7 @@ def read_tensor(fields: Fields) -> TensorSpec | None:
     if sizes is not None and not sizes:
         fields.problem("Sizes", "must list at least one dimension")
         sizes = None
-    data_type = fields.choice("DataType", DataType, strip="DML_TENSOR_DATA_TYPE_")
+    data_type = fields.choice("DataType", DataType, strip=DATA_TYPE_PREFIX)
     has_data, has_generator = fields.has("Data"), fields.has("Generator")
     if has_data == has_generator:
         fields.problem("", "needs exactly one of Data or Generator")
@@ -112,12 +113,12 @@ def read_values(fields: Fields, name: str) -> tuple[tuple[float, ...], tuple[int
 
 def read_output(fields: Fields) -> OutputDesc | None:
     """An output tensor's descriptor: optional Sizes and DataType (no data: the operator writes it)."""
-    fields.check_known(("Sizes", "DataType"))
+    fields.check_known(names(OUTPUT_KEYS))
     sizes = fields.int_list("Sizes", required=False)
     if sizes is not None and not sizes:
         fields.problem("Sizes", "must list at least one dimension")
         return None
-    data_type = fields.choice("DataType", DataType, required=False, strip="DML_TENSOR_DATA_TYPE_")
+    data_type = fields.choice("DataType", DataType, required=False, strip=DATA_TYPE_PREFIX)
     if (fields.has("Sizes") and sizes is None) or (fields.has("DataType") and data_type is None):
         return None
     return OutputDesc(sizes, data_type)

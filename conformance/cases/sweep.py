@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.cases.keys import EACH, MATRIX
 from conformance.model import SourcePos
 from conformance.problems import Problem
 
-EACH = "each"  # matrix keys "each" and "each_*" list mappings that set several fields together
 # What one file's sweeps may expand to, checked before expanding: a few lists multiply to any number of cases.
 MAX_VARIANTS = 20_000  # the case library's largest file has under 1,000 cases
 MAX_VARIANT_VALUES = 2_000_000  # YAML values copied into variants (a case's values times its variants)
@@ -54,8 +54,9 @@ def _label(value: Any) -> str:
 
 
 def _assign(raw: dict[str, Any], dotted: str, value: Any) -> bool:
-    """Set ``raw[a][b]... = value`` for "a.b..."; False where a step on the way is not a mapping."""
-    if dotted.count(".") >= MAX_PATH_PARTS:
+    """Set ``raw[a][b]... = value`` for "a.b..."; False where a step on the way is not a mapping, or the path
+    leads into the matrix itself."""
+    if dotted.count(".") >= MAX_PATH_PARTS or dotted.partition(".")[0] == MATRIX:
         return False
     *parents, last = dotted.split(".")
     target: Any = raw
@@ -74,9 +75,9 @@ def expand(
 
     ``budget``: what the file's earlier sweeps left (a fresh one when None); a matrix over it is refused unexpanded.
     """
-    matrix = raw.get("matrix")
-    base = {k: v for k, v in raw.items() if k != "matrix"}
-    if "matrix" not in raw:
+    matrix = raw.get(MATRIX)
+    base = {k: v for k, v in raw.items() if k != MATRIX}
+    if MATRIX not in raw:
         return [Variant("", base, dict(positions))], []
     where = positions.get("matrix", positions.get("", SourcePos("?", 1, 1)))
     if not isinstance(matrix, dict) or not matrix:

@@ -1,12 +1,13 @@
 """dmlconf: ``validate`` case files, ``run`` them on execution providers (``list`` what a run selects),
-``report`` and ``diff`` runs, map their ``coverage``, ``fuzz`` an EP.
+``report`` and ``diff`` runs, map their ``coverage``, ``fuzz`` an EP, print the case files' ``schema``.
 
 Exit codes: 0 nothing failed; 1 a FAIL or ERROR (run, report; with --waivers only unexpected ones), a regression
 (diff), a clause left uncovered (coverage) or a mismatch found (fuzz); 2 invalid input or usage (one line per
 problem).
 
 Each command's module is imported only when that command runs: ``report``, ``diff``, ``merge``, ``validate``,
-``list`` and ``coverage`` never load onnxruntime or onnx. The options come from the one table (run/options.py).
+``list``, ``coverage`` and ``schema`` never load onnxruntime or onnx. The options come from the one table
+(run/options.py).
 """
 
 from __future__ import annotations
@@ -103,6 +104,12 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
             (),
             "conformance.cli.doctor",
             "doctor_command",
+        ),
+        "schema": Command(
+            "print the case files' JSON Schema (cases/case.schema.json), for editors",
+            (),
+            "conformance.cli.schema",
+            "schema_command",
         ),
     }
 )

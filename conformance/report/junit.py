@@ -30,6 +30,9 @@ _NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010fff
 # A dot in a classname reads as a package separator to Jenkins and Azure; a colon is unsafe in some report tools.
 _CLASSNAME_UNSAFE = re.compile(r"[.:]")
 _SKIPPED = frozenset({Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE})
+# A wrong answer (FAIL), or answers that differ between repeats (FLAKY): a <failure>; the other failing statuses gave
+# no answer (ERROR, CRASH, TIMEOUT, DEVICE_LOST): an <error>.
+_WRONG_ANSWER = frozenset({Status.FAIL, Status.FLAKY})
 _MESSAGE_LIMIT = 1000  # the message attribute is the one-line headline; the whole text goes in the element body
 RUN = "dml-conformance"  # the classname of the run's own testcase (its completeness)
 
@@ -92,11 +95,11 @@ def _testcase(suite: ET.Element, r: Result, waiver: str | None, passing: Waiver 
         _element(case, "skipped", message=f"known failure: {waiver}")
         _element(case, "system-out", f"{r.status.value} ({r.failure_kind or 'no kind'}): {_detail(r)}")
         counts.skipped += 1
-    elif r.status in FAILING:  # FAIL: a wrong answer; ERROR, CRASH, TIMEOUT, DEVICE_LOST: no answer
-        tag = "failure" if r.status is Status.FAIL else "error"
+    elif r.status in FAILING:
+        tag = "failure" if r.status in _WRONG_ANSWER else "error"
         _element(case, tag, _detail(r), message=headline, type=r.failure_kind or r.status.value)
-        counts.failures += r.status is Status.FAIL
-        counts.errors += r.status is not Status.FAIL
+        counts.failures += r.status in _WRONG_ANSWER
+        counts.errors += r.status not in _WRONG_ANSWER
     elif r.status in _SKIPPED:
         _element(case, "skipped", message=f"{r.status.value}: {headline}" if headline else r.status.value)
         counts.skipped += 1

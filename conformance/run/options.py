@@ -149,8 +149,9 @@ COMMANDS = (
     "merge",
     "fuzz",
     "doctor",
+    "schema",
 )  # dmlconf's, in its help's order
-_VALIDATE, _RUN, _LIST, _COVERAGE, _REPORT, _DIFF, _MERGE, _FUZZ, _DOCTOR = COMMANDS
+_VALIDATE, _RUN, _LIST, _COVERAGE, _REPORT, _DIFF, _MERGE, _FUZZ, _DOCTOR, _SCHEMA = COMMANDS
 _READING = frozenset({_VALIDATE, _RUN, _LIST, _COVERAGE})  # the commands that read case files
 _SELECTING = frozenset({_RUN, _LIST})  # the commands that select cases as a run does (cli/selection.py)
 
