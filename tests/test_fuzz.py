@@ -57,7 +57,9 @@ def test_a_mismatch_is_shrunk_to_a_minimal_case_file(tmp_path: Path, monkeypatch
     assert (descriptor.k, descriptor.input.sizes[descriptor.axis]) == (2, 3)
     assert len(set(entry.descriptor.input.data or ())) == 1
     text = Path(outcome.case_file).read_text(encoding="utf-8")
-    assert text.startswith("# Written by `dmlconf fuzz --operator TOP_K1 --ep cpu --seed 7 --time 30 --shrink-examples")
+    assert text.splitlines()[1].startswith(
+        "# Written by `dmlconf fuzz --operator TOP_K1 --ep cpu --seed 7 --time 30 --shrink-examples"
+    )
     assert f"# Reproduce: dmlconf run {outcome.case_file} --ep cpu\n" in text
     again = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=7, out_dir=str(tmp_path / "again"), shrink_examples=10_000)
     assert again.case_file is not None
@@ -195,3 +197,6 @@ def test_fuzz_writes_to_reports_fuzz_not_to_cases_found(
     assert written.is_file() and not (tmp_path / "cases").exists()
     assert f"minimal case: {Path('reports', 'fuzz', written.name)}" in out
     assert "copy it to cases/found/" in out and "copy it to cases/found/" in written.read_text(encoding="utf-8")
+    # Its first line names the schema as a case file in cases/found/ does (tests/test_schema.py checks those).
+    first = written.read_text(encoding="utf-8").splitlines()[0]
+    assert first == "# yaml-language-server: $schema=../case.schema.json"

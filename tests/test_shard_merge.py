@@ -72,3 +72,22 @@ def test_a_result_in_two_files_is_not_merged(
 def test_a_bad_shard_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["--shard", "3/2", "--report-dir", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("dmlconf: --shard: expected I/N")
+
+
+def test_a_merge_of_an_interrupted_shard_says_how_much_of_the_whole_ran(tmp_path: Path) -> None:
+    # Shard 1 ran its 2 results in full; shard 2 was interrupted after 1 of its 3: 3 of 5 ran.
+    def result(case: str) -> dict[str, str]:
+        return {"case": case, "operator": "SLICE1", "ep": "cpu", "status": "PASS"}
+
+    complete = {"schema_version": 1, "environment": {"started_at": "2026-11-24T10:00:00Z"}, "results": []}
+    complete["results"] = [result("a.yaml::1"), result("a.yaml::2")]
+    cut = {"schema_version": 1, "environment": {"interrupted": True, "planned_results": 3}, "results": [result("b::1")]}
+    paths = []
+    for name, document in (("one.json", complete), ("two.json", cut)):
+        (tmp_path / name).write_text(json.dumps(document), encoding="utf-8")
+        paths.append(str(tmp_path / name))
+    main(["merge", *paths, "--report-dir", str(tmp_path / "merged")])
+    environment = json.loads((tmp_path / "merged" / "results.json").read_text(encoding="utf-8"))["environment"]
+    assert (environment["interrupted"], environment["planned_results"]) == (True, 5)
+    assert environment["shards"][0]["started_at"] == "2026-11-24T10:00:00Z"
+    assert "3 of 5 cases run" in (tmp_path / "merged" / "summary.md").read_text(encoding="utf-8")

@@ -51,6 +51,8 @@ from conformance.cases.keys import (
 from conformance.model import ACTIVATION_PARAMS, FEATURE_LEVELS, Operator
 
 DRAFT = "http://json-schema.org/draft-07/schema#"
+SCHEMA_FILE = "cases/case.schema.json"  # where the repository commits the schema, from its root
+EDITOR_COMMENT = "# yaml-language-server: $schema="  # a case file's first line, then the schema's relative path
 Schema = dict[str, Any]
 
 _ONE_LINE = 120  # characters: a value this short, indented, is written on one line

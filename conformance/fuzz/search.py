@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 
 from conformance.cases.load import Document, load_document
 from conformance.cases.parse import Entry, parse_document
+from conformance.cases.schema import EDITOR_COMMENT, SCHEMA_FILE
 from conformance.cases.validate import validate
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
@@ -258,7 +259,10 @@ def _write_found(
     description = f"Found by `{command}`: {result.status.value} ({result.failure_kind}) on {_alias(ep)}: {headline}"
     path = os.path.join(out_dir, f"{name}.yaml")
     os.makedirs(out_dir, exist_ok=True)
+    # The schema's path as seen from cases/found/, where a reviewed finding is promoted to: right once it is there.
+    schema = os.path.relpath(SCHEMA_FILE, FOUND).replace(os.sep, "/")
     header = (
+        f"{EDITOR_COMMENT}{schema}\n"
         f"# Written by `{command}`.\n# Reproduce: {_reproduce(path, ep)}\n"
         f"# feature_level: {feature_level}, the lowest that admits this case.\n"
         f"# {PROMOTE}\n"

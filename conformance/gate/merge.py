@@ -14,6 +14,9 @@ from typing import Any
 from conformance.results import Result
 
 
+_RUN_FACTS = ("started_at", "duration_s", "harness")  # each file's own: kept per shard
+
+
 class MergeError(ValueError):
     """Files that cannot be merged: one line saying why."""
 
@@ -26,6 +29,12 @@ def _unique(items: Sequence[Any], key: str | None = None) -> list[Any]:
             seen.add(mark)
             kept.append(item)
     return kept
+
+
+def _planned(env: Mapping[str, Any], results: Sequence[Result]) -> int:
+    """The (case, EP) results a file's run planned: its ``planned_results`` where it was interrupted, else all it has."""
+    planned = env.get("planned_results") if env.get("interrupted") else None
+    return planned if isinstance(planned, int) else len(results)
 
 
 def merge_runs(runs: Sequence[tuple[str, Mapping[str, Any], Sequence[Result]]]) -> tuple[dict[str, Any], list[Result]]:
@@ -45,8 +54,12 @@ def merge_runs(runs: Sequence[tuple[str, Mapping[str, Any], Sequence[Result]]]) 
     env["gpus"] = _unique([gpu for e in environments for gpu in e.get("gpus") or []])
     env["eps"] = _unique([ep for e in environments for ep in e.get("eps") or []], key="label")
     env["interrupted"] = any(e.get("interrupted") for e in environments)
+    if env["interrupted"]:  # the M of "N of M cases run": each file's plan, or what a complete one ran
+        env["planned_results"] = sum(
+            _planned(e, results) for (_, _, results), e in zip(runs, environments, strict=True)
+        )
     env["shards"] = [
-        {"file": path, **{k: e.get(k) for k in ("command", "gpus", "cuda_visible_devices", "eps")}}
+        {"file": path, **{k: e.get(k) for k in ("command", "gpus", "cuda_visible_devices", "eps", *_RUN_FACTS)}}
         for (path, _, _), e in zip(runs, environments, strict=True)
     ]
     return env, merged
