@@ -13,7 +13,6 @@ from typing import Any
 
 from conformance.results import Result
 
-
 _RUN_FACTS = ("started_at", "duration_s", "harness")  # each file's own: kept per shard
 
 
