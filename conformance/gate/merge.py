@@ -31,7 +31,7 @@ def _unique(items: Sequence[Any], key: str | None = None) -> list[Any]:
 
 
 def _planned(env: Mapping[str, Any], results: Sequence[Result]) -> int:
-    """The (case, EP) results a file's run planned: its ``planned_results`` where it was interrupted, else all it has."""
+    """The (case, EP) results a file's run planned: its ``planned_results`` where interrupted, else all it has."""
     planned = env.get("planned_results") if env.get("interrupted") else None
     return planned if isinstance(planned, int) else len(results)
 
