@@ -87,3 +87,41 @@ def test_a_closed_pipe_for_stdout_and_stderr_together(tmp_path: Path) -> None:
         code = process.wait(timeout=300)
     assert first.startswith(b"running ")
     _check(code, "", reports, _reference(MANY, tmp_path))
+
+
+def _results_json(path: Path, status: str) -> str:
+    rows = [{"case": f"cases/t.yaml::{name}", "operator": "TOP_K1", "ep": "cpu", "status": status} for name in "ab"]
+    path.write_text(json.dumps({"schema_version": 1, "environment": {}, "results": rows}), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("buffering", sorted(BUFFERING))
+@pytest.mark.parametrize(("new_status", "verdict"), [("PASS", 0), ("FAIL", 1)])
+def test_diff_report_and_merge_write_their_files_and_keep_their_verdict_for_a_closed_stdout(
+    tmp_path: Path, buffering: str, new_status: str, verdict: int
+) -> None:
+    old = _results_json(tmp_path / "old.json", "PASS")
+    new = _results_json(tmp_path / "new.json", new_status)
+    commands = {
+        "diff.md": ["diff", old, new, "--markdown", str(tmp_path / "diff.md")],
+        "report/summary.md": ["report", new, "--out-dir", str(tmp_path / "report")],
+        "merged/summary.md": ["merge", new, "--report-dir", str(tmp_path / "merged")],
+    }
+    for written, arguments in commands.items():
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "conformance", *arguments],
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                env=_environ(buffering),
+                timeout=300,
+            )
+        finally:
+            os.close(write_end)
+        stderr = done.stderr.decode()
+        for sign in ("Traceback", "BrokenPipeError", "Exception ignored"):
+            assert sign not in stderr, (arguments, stderr)
+        assert done.returncode == verdict, (arguments, stderr)
+        assert (tmp_path / written).exists(), arguments
