@@ -125,3 +125,27 @@ def test_diff_report_and_merge_write_their_files_and_keep_their_verdict_for_a_cl
             assert sign not in stderr, (arguments, stderr)
         assert done.returncode == verdict, (arguments, stderr)
         assert (tmp_path / written).exists(), arguments
+
+
+def test_a_closed_stderr_before_the_run_costs_no_report(tmp_path: Path) -> None:
+    """--keep-going prints the case files' problems on stderr before anything runs: a reader of stderr that went
+    away (``2>&1 | head -1``) must not stop the run there."""
+    cases, reports = tmp_path / "cases", tmp_path / "reports"
+    cases.mkdir()
+    (cases / "a.yaml").write_text(EXAMPLES.read_text(encoding="utf-8"), encoding="utf-8")
+    (cases / "b.yaml").write_text("operator: TOP_K1\n", encoding="utf-8")  # a case file without its cases
+    (cases / "c.yaml").write_text("not: a case file\n", encoding="utf-8")  # skipped by the walk, counted on stderr
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [*_command(cases, reports), "--keep-going"],
+            stdout=subprocess.DEVNULL,
+            stderr=write_end,
+            env=_environ("unbuffered"),
+            timeout=300,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 2  # --keep-going over an invalid file, as with stderr read
+    assert sorted(path.name for path in reports.iterdir() if path.name in REPORTS) == sorted(REPORTS)
