@@ -48,6 +48,9 @@ def test_keep_going_runs_the_valid_files_and_records_the_problems(
     summary_md = (reports / "summary.md").read_text(encoding="utf-8")
     skipped = "1 case run; case files skipped for 2 problem(s) (--keep-going): their cases did not run"
     assert f"- **{skipped}**: the run fails" in summary_md
+    # Each file skipped by name, with its number of problems (results.json's skipped_files), not as a Python dict.
+    files = f"files skipped: 2 ({cases}/b-empty.yaml: 1 problem, {cases}/c-mixed.yaml: 1 problem)"
+    assert f"- {files}" in summary_md.replace("\\_", "_")
     assert "b-empty.yaml:1:1: cases: missing required field" in summary_md
     html = (reports / "report.html").read_text(encoding="utf-8")
     assert f"INCOMPLETE/FAILED</span> — {skipped}" in html
