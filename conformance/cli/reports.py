@@ -139,9 +139,6 @@ def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         env, results = merge_runs(runs)
     except MergeError as error:
         raise UsageError(str(error)) from None
-    # Every file's case-file problems, not only the first file's (whose environment is the merged one's base).
-    problems = list(dict.fromkeys(str(p) for _, run_env, _ in runs for p in run_env.get("problems") or []))
-    env = {k: v for k, v in env.items() if k != "problems"} | ({"problems": problems} if problems else {})
     results_path = os.path.join(args.report_dir, "results.json")
     os.makedirs(args.report_dir, exist_ok=True)
     write_results(results_path, env, results)
