@@ -2,11 +2,12 @@
 
 Results are matched by (case, EP). The rules, in the order they apply to a (case, EP) found in both runs:
 
-* regression: PASS, QUALITY_WARNING or INVALID before and FAIL or ERROR now; or failing (FAIL/ERROR) in both
-  runs with a failure kind that got more severe in TOP_K1's order (``model.TOP_K1_FAILURE_KINDS``, most severe first:
-  index_out_of_range > duplicate_indices > values > wrong_elements > not_sorted > tie_order). Kinds outside that
-  order (tolerance, execution...) are not ranked, so a change between them is no regression.
-* fix: FAIL or ERROR before and PASS, QUALITY_WARNING or INVALID now.
+* regression: PASS, QUALITY_WARNING or INVALID before and failing now (``results.FAILING``: FAIL, FLAKY, ERROR,
+  CRASH, TIMEOUT, DEVICE_LOST); or failing in both runs with a failure kind that got more severe in TOP_K1's order
+  (``model.TOP_K1_FAILURE_KINDS``, most severe first: index_out_of_range > duplicate_indices > values >
+  wrong_elements > not_sorted > tie_order). Kinds outside that order (tolerance, execution...) are not ranked, so a
+  change between them is no regression.
+* fix: failing before and PASS, QUALITY_WARNING or INVALID now.
 * other change: any other change of status or failure kind (PASS -> NOT_SUPPORTED, NOT_SUPPORTED -> FAIL,
   FAIL -> ERROR, a kind getting less severe...): a gate shows it and does not fail on it.
 * metric drift: the same status in both runs, FAIL or PASS, and a metric of ``DRIFT_METRICS`` that grew (a NaN
