@@ -87,3 +87,65 @@ def test_a_closed_pipe_for_stdout_and_stderr_together(tmp_path: Path) -> None:
         code = process.wait(timeout=300)
     assert first.startswith(b"running ")
     _check(code, "", reports, _reference(MANY, tmp_path))
+
+
+def _results_json(path: Path, status: str) -> str:
+    rows = [{"case": f"cases/t.yaml::{name}", "operator": "TOP_K1", "ep": "cpu", "status": status} for name in "ab"]
+    path.write_text(json.dumps({"schema_version": 1, "environment": {}, "results": rows}), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("buffering", sorted(BUFFERING))
+@pytest.mark.parametrize(("new_status", "verdict"), [("PASS", 0), ("FAIL", 1)])
+def test_diff_report_and_merge_write_their_files_and_keep_their_verdict_for_a_closed_stdout(
+    tmp_path: Path, buffering: str, new_status: str, verdict: int
+) -> None:
+    old = _results_json(tmp_path / "old.json", "PASS")
+    new = _results_json(tmp_path / "new.json", new_status)
+    commands = {
+        "diff.md": ["diff", old, new, "--markdown", str(tmp_path / "diff.md")],
+        "report/summary.md": ["report", new, "--out-dir", str(tmp_path / "report")],
+        "merged/summary.md": ["merge", new, "--report-dir", str(tmp_path / "merged")],
+    }
+    for written, arguments in commands.items():
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "conformance", *arguments],
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                env=_environ(buffering),
+                timeout=300,
+            )
+        finally:
+            os.close(write_end)
+        stderr = done.stderr.decode()
+        for sign in ("Traceback", "BrokenPipeError", "Exception ignored"):
+            assert sign not in stderr, (arguments, stderr)
+        assert done.returncode == verdict, (arguments, stderr)
+        assert (tmp_path / written).exists(), arguments
+
+
+def test_a_closed_stderr_before_the_run_costs_no_report(tmp_path: Path) -> None:
+    """--keep-going prints the case files' problems on stderr before anything runs: a reader of stderr that went
+    away (``2>&1 | head -1``) must not stop the run there."""
+    cases, reports = tmp_path / "cases", tmp_path / "reports"
+    cases.mkdir()
+    (cases / "a.yaml").write_text(EXAMPLES.read_text(encoding="utf-8"), encoding="utf-8")
+    (cases / "b.yaml").write_text("operator: TOP_K1\n", encoding="utf-8")  # a case file without its cases
+    (cases / "c.yaml").write_text("not: a case file\n", encoding="utf-8")  # skipped by the walk, counted on stderr
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [*_command(cases, reports), "--keep-going"],
+            stdout=subprocess.DEVNULL,
+            stderr=write_end,
+            env=_environ("unbuffered"),
+            timeout=300,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 2  # --keep-going over an invalid file, as with stderr read
+    assert sorted(path.name for path in reports.iterdir() if path.name in REPORTS) == sorted(REPORTS)

@@ -116,3 +116,36 @@ def test_match_case_refuses_a_run_of_several_eps(tmp_path: Path, capsys: pytest.
         "dmlconf: --match case: the old run has results on 2 EPs (cuda, webgpu); pairing by case needs one EP a run"
     ]
     assert captured.out == ""
+
+
+def test_a_new_run_whose_ep_never_started_is_a_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A driver that no longer starts the EP: every PASS becomes NOT_SUPPORTED (ep_not_started), which alone is only
+    # an "other change"; the run itself failed, and the diff must not vouch for it.
+    env = _gpu("GPU X", "1.0") | {"eps": [{"label": "cuda", "name": "CUDAExecutionProvider"}]}
+    old = _write(tmp_path / "old.json", env, _run("cuda"))
+    rows = [
+        {"case": case, "operator": "TOP_K1", "ep": "cuda", "status": "NOT_SUPPORTED", "failure_kind": "ep_not_started"}
+        for case in CASES
+    ]
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps({"schema_version": 1, "environment": env, "results": rows}), encoding="utf-8")
+    markdown = tmp_path / "diff.md"
+    assert main(["diff", old, str(new), "--markdown", str(markdown)]) == 1
+    out = capsys.readouterr().out
+    assert "the new run is incomplete: EP cuda executed none of its cases" in out.splitlines()
+    assert "== REGRESSED (the new run is incomplete)" in out
+    assert "the new run is incomplete: EP cuda executed none of its cases" in markdown.read_text(encoding="utf-8")
+
+
+def test_an_interrupted_new_run_is_a_regression_even_with_allow_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = _gpu("GPU X", "1.0")
+    old = _write(tmp_path / "old.json", env, _run("cuda"))
+    cut = env | {"interrupted": True, "planned_results": 4}  # as dmlconf run records a Ctrl-C after one result
+    new = _write(tmp_path / "new.json", cut, _run("cuda", cases=CASES[:1]))
+    assert main(["diff", old, new, "--allow-removed"]) == 1
+    out = capsys.readouterr().out
+    assert "the new run is incomplete: interrupted: 1 of 4 cases run" in out.splitlines()
+    # The old run's completeness does not matter: what it lacks shows as new cases.
+    assert main(["diff", new, old]) == 0

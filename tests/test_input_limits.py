@@ -48,20 +48,24 @@ def test_keep_going_runs_the_valid_files_and_records_the_problems(
     summary_md = (reports / "summary.md").read_text(encoding="utf-8")
     skipped = "1 case run; case files skipped for 2 problem(s) (--keep-going): their cases did not run"
     assert f"- **{skipped}**: the run fails" in summary_md
+    # Each file skipped by name, with its number of problems (results.json's skipped_files), not as a Python dict.
+    files = f"files skipped: 2 ({cases}/b-empty.yaml: 1 problem, {cases}/c-mixed.yaml: 1 problem)"
+    assert f"- {files}" in summary_md.replace("\\_", "_")
     assert "b-empty.yaml:1:1: cases: missing required field" in summary_md
     html = (reports / "report.html").read_text(encoding="utf-8")
     assert f"INCOMPLETE/FAILED</span> — {skipped}" in html
-    assert "case files skipped (--keep-going) for 2 problem(s): the run fails" in out
+    assert f"{skipped}: the run fails" in out
 
-    # Every later report of this results.json says the input was invalid; diff compares it like any other run.
+    # Every later report of this results.json says the input was invalid; diff fails a new run that is incomplete.
     results = str(reports / "results.json")
     assert main(["report", results, "--out-dir", str(tmp_path / "again")]) == 2
     assert (tmp_path / "again" / "summary.md").exists()
     assert main(["merge", results, "--report-dir", str(tmp_path / "merged")]) == 2
     merged = json.loads((tmp_path / "merged" / "results.json").read_text(encoding="utf-8"))
     assert merged["environment"]["problems"] == problems
-    assert main(["diff", results, results]) == 0
-    err = capsys.readouterr().err
+    assert main(["diff", results, results]) == 1
+    out, err = capsys.readouterr()
+    assert f"the new run is incomplete: {skipped}" in out.splitlines()
     assert err.count("the run skipped case files for 2 problem(s) (--keep-going): exit code 2") == 2
 
 

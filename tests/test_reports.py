@@ -410,7 +410,9 @@ def test_skipped_case_files_are_said_with_the_cases_that_ran() -> None:
     markdown = render_markdown(summary)
     assert "9 cases run; case files skipped for 1 problem(s) (--keep-going)" in markdown
     assert "- files skipped: 1 (bad.yaml)" in markdown
-    assert "case files skipped (--keep-going) for 1 problem(s): the run fails" in render_console(summary)
+    assert "case files skipped for 1 problem(s) (--keep-going): their cases did not run: the run fails" in (
+        render_console(summary)
+    )
 
 
 def test_markdown_shows_when_and_with_what_the_run_was_made() -> None:

@@ -91,3 +91,24 @@ def test_a_merge_of_an_interrupted_shard_says_how_much_of_the_whole_ran(tmp_path
     assert (environment["interrupted"], environment["planned_results"]) == (True, 5)
     assert environment["shards"][0]["started_at"] == "2026-11-24T10:00:00Z"
     assert "3 of 5 cases run" in (tmp_path / "merged" / "summary.md").read_text(encoding="utf-8")
+
+
+def test_a_merge_keeps_what_each_shard_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A shard run with --keep-going skipped a case file: the merged run says so whichever file it was, so that its
+    reports cannot show a complete run."""
+
+    def document(case: str, skipped: list[dict[str, object]]) -> dict[str, object]:
+        environment = {"problems": [f"{s['path']}:1:1: cases: missing required field" for s in skipped]}
+        environment |= {"skipped_files": skipped} if skipped else {}
+        result = {"case": case, "operator": "SLICE1", "ep": "cpu", "status": "PASS"}
+        return {"schema_version": 1, "environment": environment, "results": [result]}
+
+    paths = []
+    for name, skipped in (("one.json", []), ("two.json", [{"path": "cases/b.yaml", "problems": 1}])):
+        (tmp_path / name).write_text(json.dumps(document(f"{name}::1", skipped)), encoding="utf-8")
+        paths.append(str(tmp_path / name))
+    assert main(["merge", *paths, "--report-dir", str(tmp_path / "merged")]) == 2
+    environment = json.loads((tmp_path / "merged" / "results.json").read_text(encoding="utf-8"))["environment"]
+    assert environment["problems"] == ["cases/b.yaml:1:1: cases: missing required field"]
+    assert environment["skipped_files"] == [{"path": "cases/b.yaml", "problems": 1}]
+    assert "files skipped: 1 (cases/b.yaml: 1 problem)" in (tmp_path / "merged" / "summary.md").read_text("utf-8")

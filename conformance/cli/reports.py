@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from conformance.cli.output import say, warn
 from conformance.cli.shared import UsageError
 from conformance.gate.diff import SeveralEps, diff_runs
 from conformance.gate.merge import MergeError, merge_runs
@@ -121,7 +121,7 @@ def _skipped_input(env: Mapping[str, Any], code: int) -> int:
     problems = env.get("problems") or []
     if not problems:
         return code
-    print(f"the run skipped case files for {len(problems)} problem(s) (--keep-going): exit code 2", file=sys.stderr)
+    warn(f"the run skipped case files for {len(problems)} problem(s) (--keep-going): exit code 2")
     return 2
 
 
@@ -129,7 +129,7 @@ def report_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     env, results = _read(args.results)
     out_dir = args.out_dir or os.path.dirname(args.results) or "."
     written, gate, code = _publish(out_dir, env, results, args.waivers, args.format or list(REPORT_FORMATS))
-    print("\n".join([*written, *gate]))
+    say("\n".join([*written, *gate]))
     return _skipped_input(env, code)
 
 
@@ -139,16 +139,13 @@ def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         env, results = merge_runs(runs)
     except MergeError as error:
         raise UsageError(str(error)) from None
-    # Every file's case-file problems, not only the first file's (whose environment is the merged one's base).
-    problems = list(dict.fromkeys(str(p) for _, run_env, _ in runs for p in run_env.get("problems") or []))
-    env = {k: v for k, v in env.items() if k != "problems"} | ({"problems": problems} if problems else {})
     results_path = os.path.join(args.report_dir, "results.json")
     os.makedirs(args.report_dir, exist_ok=True)
     write_results(results_path, env, results)
     written, gate, code = _publish(args.report_dir, env, results, args.waivers, list(REPORT_FORMATS))
-    print(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
+    say(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
     if gate:
-        print("\n".join(gate))
+        say("\n".join(gate))
     return _skipped_input(env, code)
 
 
@@ -160,8 +157,9 @@ def diff_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError(f"--match case: {error}") from None
     except ValueError as error:
         raise UsageError(str(error)) from None
-    print(render_diff_console(comparison))
-    if args.markdown:
+    if args.markdown:  # written before the console's lines, whose reader may go away (output.py)
         write_text_atomic(args.markdown, render_diff_markdown(comparison))
-        print(f"markdown: {args.markdown}")
+    say(render_diff_console(comparison))
+    if args.markdown:
+        say(f"markdown: {args.markdown}")
     return 1 if comparison.regressed else 0

@@ -71,11 +71,6 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return _run_suite(args, argv, eps, supervisor, directml, start)
 
 
-def _selected(args: argparse.Namespace) -> Suite | None:
-    """The cases to run (selection.selected, which ``dmlconf list`` shares)."""
-    return selected(args)
-
-
 def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> None:
     """--max-run-elements, from the descriptors' sizes: checked before anything is generated or run."""
     elements = run_elements(suite.entries, len(eps))
@@ -139,7 +134,7 @@ def _run_suite(
     directml: DirectML | None,
     start: _Start,
 ) -> int:
-    suite = _selected(args)
+    suite = selected(args)  # the selection ``dmlconf list`` shows
     if suite is None:
         return EXIT_USAGE
     if not suite.entries:

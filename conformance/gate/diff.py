@@ -2,11 +2,12 @@
 
 Results are matched by (case, EP). The rules, in the order they apply to a (case, EP) found in both runs:
 
-* regression: PASS, QUALITY_WARNING or INVALID before and FAIL or ERROR now; or failing (FAIL/ERROR) in both
-  runs with a failure kind that got more severe in TOP_K1's order (``model.TOP_K1_FAILURE_KINDS``, most severe first:
-  index_out_of_range > duplicate_indices > values > wrong_elements > not_sorted > tie_order). Kinds outside that
-  order (tolerance, execution...) are not ranked, so a change between them is no regression.
-* fix: FAIL or ERROR before and PASS, QUALITY_WARNING or INVALID now.
+* regression: PASS, QUALITY_WARNING or INVALID before and failing now (``results.FAILING``: FAIL, FLAKY, ERROR,
+  CRASH, TIMEOUT, DEVICE_LOST); or failing in both runs with a failure kind that got more severe in TOP_K1's order
+  (``model.TOP_K1_FAILURE_KINDS``, most severe first: index_out_of_range > duplicate_indices > values >
+  wrong_elements > not_sorted > tie_order). Kinds outside that order (tolerance, execution...) are not ranked, so a
+  change between them is no regression.
+* fix: failing before and PASS, QUALITY_WARNING or INVALID now.
 * other change: any other change of status or failure kind (PASS -> NOT_SUPPORTED, NOT_SUPPORTED -> FAIL,
   FAIL -> ERROR, a kind getting less severe...): a gate shows it and does not fail on it.
 * metric drift: the same status in both runs, FAIL or PASS, and a metric of ``DRIFT_METRICS`` that grew (a NaN
@@ -19,7 +20,10 @@ before the hashes existed record none, and nothing is listed for them.
 
 A (case, EP) in only one run is a new or removed case. A removed result is a regression unless removals are allowed
 (``allow_removed``): a new run that lost most of the old one's results must not pass as "no regressions". Two runs with
-nothing in common regress whatever is allowed: a diff that compared nothing cannot vouch for the new run.
+nothing in common regress whatever is allowed: a diff that compared nothing cannot vouch for the new run. So does a
+new run that is incomplete (``Completeness``: interrupted, case files skipped with --keep-going, an EP that executed
+none of its cases): an EP that never started turns every PASS into NOT_SUPPORTED, which by the rules above is only
+an other change, and an interrupted run's missing results would pass under ``allow_removed``.
 
 ``by_case`` pairs results by case alone, for runs of different EPs: one driver's DirectML against another's (the same
 EP text on other devices, or ``dml`` against ``dml:device_id=1``), DirectML against CUDA. Each run must then hold
@@ -34,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.gate.summary import identity_lines
+from conformance.gate.summary import completeness, identity_lines, idle
 from conformance.model import TOP_K1_FAILURE_KINDS, Status
 from conformance.results import FAILING, Result
 
@@ -108,6 +112,7 @@ class RunDiff:
     allow_removed: bool = False  # removed results are shown, not counted against the new run
     old_side: Side = Side()
     new_side: Side = Side()
+    new_incomplete: tuple[str, ...] = ()  # why the new run is incomplete (Completeness.reasons); empty when complete
 
     @property
     def nothing_compared(self) -> bool:
@@ -120,9 +125,9 @@ class RunDiff:
 
     @property
     def regressed(self) -> bool:
-        """A gate fails on a regression, on a removed result (unless allowed) and where nothing was compared:
-        drift, new cases and other changes are shown."""
-        return bool(self.regressions) or self.removed_regress or self.nothing_compared
+        """A gate fails on a regression, on a removed result (unless allowed), where nothing was compared and where
+        the new run is incomplete: drift, new cases and other changes are shown."""
+        return bool(self.regressions) or self.removed_regress or self.nothing_compared or bool(self.new_incomplete)
 
 
 def _one_ep(results: Sequence[Result], which: str) -> None:
@@ -299,6 +304,8 @@ def diff_runs(
     env = None
     if old_environment is not None and new_environment is not None:
         env = environment_changes(old_environment, new_environment)
+    new_eps = len(dict.fromkeys(r.ep for r in new))
+    incomplete = completeness(new_environment or {}, len(new), idle(new), new_eps).reasons
     return RunDiff(
         regressions=tuple(regressions),
         fixes=tuple(fixes),
@@ -313,4 +320,5 @@ def diff_runs(
         allow_removed=allow_removed,
         old_side=side(old, old_environment),
         new_side=side(new, new_environment),
+        new_incomplete=incomplete,
     )

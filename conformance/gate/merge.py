@@ -3,7 +3,9 @@ combined into one run, so that one report covers the whole suite.
 
 Results are taken as they are; a (case, EP) present in two files is refused, since the merged verdict would
 depend on the order of the files. The environment of the first file is the base; the GPUs and EPs of all of them
-are listed (EPs once per label), and each file's own environment is kept under ``shards``.
+are listed (EPs once per label), and each file's own environment is kept under ``shards``. What any file's run did
+not run is the merged run's: interrupted (with the M of "N of M"), and the case files --keep-going skipped, with
+their problems (``_SKIPPED``), so that no report of the merge shows a complete run where a shard was not.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from conformance.results import Result
 
 _RUN_FACTS = ("started_at", "duration_s", "harness")  # each file's own: kept per shard
+_SKIPPED = ("problems", "skipped_files")  # lists, each file's entries once, in file order
 
 
 class MergeError(ValueError):
@@ -57,6 +60,10 @@ def merge_runs(runs: Sequence[tuple[str, Mapping[str, Any], Sequence[Result]]]) 
         env["planned_results"] = sum(
             _planned(e, results) for (_, _, results), e in zip(runs, environments, strict=True)
         )
+    for key in _SKIPPED:
+        env.pop(key, None)
+        entries = _unique([entry for e in environments if isinstance(e.get(key), list) for entry in e[key]])
+        env |= {key: entries} if entries else {}
     env["shards"] = [
         {"file": path, **{k: e.get(k) for k in ("command", "gpus", "cuda_visible_devices", "eps", *_RUN_FACTS)}}
         for (path, _, _), e in zip(runs, environments, strict=True)

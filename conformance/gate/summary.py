@@ -97,7 +97,7 @@ def completeness(environment: Mapping[str, Any], ran: int, idle_eps: Sequence[st
     """``ran`` results of ``eps`` EPs (those with results: results.json's own list where it has one)."""
     planned = environment.get("planned_results")
     skipped = environment.get("skipped_files")
-    files = tuple(str(name) for name in skipped) if isinstance(skipped, list | tuple) else ()
+    files = tuple(_skipped_file(entry) for entry in skipped) if isinstance(skipped, list | tuple) else ()
     return Completeness(
         ran=ran,
         planned=planned if isinstance(planned, int) and not isinstance(planned, bool) else None,
@@ -108,6 +108,17 @@ def completeness(environment: Mapping[str, Any], ran: int, idle_eps: Sequence[st
         skipped_files=files,
         skipped_count=len(files) if files else skipped if isinstance(skipped, int) and skipped > 0 else 0,
     )
+
+
+def _skipped_file(entry: Any) -> str:
+    """One of results.json's ``skipped_files`` as a reader reads it: "cases/b.yaml: 2 problems" from the
+    ``{path, problems}`` record a run writes (run/identity.py), any other entry as it is."""
+    if isinstance(entry, Mapping) and entry.get("path"):
+        problems = entry.get("problems")
+        if isinstance(problems, int) and not isinstance(problems, bool):
+            return f"{entry['path']}: {plural(problems, 'problem')}"
+        return str(entry["path"])
+    return str(entry)
 
 
 @dataclass(frozen=True)

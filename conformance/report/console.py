@@ -34,12 +34,7 @@ def render_console(summary: Summary, max_listed: int = 30) -> str:
         parts.append(f"... and {len(listed) - max_listed} more not passing (see summary.md)")
     parts.append("\n".join(f"{what}: {plain(which)}" for what, which in summary.identity[:1]))
     completeness = summary.completeness
-    if completeness.interrupted:
-        parts.append(f"interrupted: {completeness.cases_run}: the run fails")
-    for ep in summary.idle_eps:
-        parts.append(f"EP {plain(ep)} executed none of its cases (see the NOT_SUPPORTED messages): the run fails")
-    if completeness.problems:
-        parts.append(f"case files skipped (--keep-going) for {len(completeness.problems)} problem(s): the run fails")
+    parts += [f"{plain(reason)}: the run fails" for reason in completeness.reasons]  # the words of every report
     if completeness.skipped_line:
         parts.append(plain(completeness.skipped_line))
     if summary.placement is not None:

@@ -73,6 +73,11 @@ def _removed_note(d: RunDiff) -> str:
     return "in the old run, not in the new (--allow-removed: not counted)"
 
 
+def _incomplete(d: RunDiff) -> list[str]:
+    """Why the new run is incomplete, one line each: its results cannot vouch for the cases it did not run."""
+    return [f"the new run is incomplete: {reason}" for reason in d.new_incomplete]
+
+
 def _environment(d: RunDiff) -> list[str]:
     if d.environment is None:
         return ["environment: not compared"]
@@ -86,6 +91,7 @@ def _verdict(d: RunDiff) -> str:
     if not d.regressed:
         return "no regressions"
     why = ["nothing compared"] if d.nothing_compared else []
+    why += ["the new run is incomplete"] if d.new_incomplete else []
     why += [f"{len(d.regressions)} regression(s)"] if d.regressions else []
     why += [f"{len(d.removed_cases)} removed result(s)"] if d.removed_regress else []
     return f"REGRESSED ({', '.join(why)})"
@@ -136,6 +142,7 @@ def render_diff_console(d: RunDiff, max_listed: int = 30) -> str:
     parts = ["\n".join(plain(line) for line in head), _counts(d)]
     if d.nothing_compared:
         parts.append(plain(_nothing_compared(d)))
+    parts += [plain(line) for line in _incomplete(d)]
     for title, entries in _sections(d):
         if entries:
             lines = [f"{title} ({len(entries)})"]
@@ -206,6 +213,7 @@ def render_diff_markdown(d: RunDiff, max_rows: int = 20) -> str:
     lines = ["# DirectML conformance diff", "", *(f"- {cell(line)}" for line in head)]
     lines += ["", f"**{_verdict(d)}**: {_counts(d)}"]
     lines += ["", cell(_nothing_compared(d))] if d.nothing_compared else []
+    lines += [line for reason in _incomplete(d) for line in ("", cell(reason))]
     for title, entries in _sections(d):
         if entries:
             lines += _markdown_section(d, title, entries, max_rows)

@@ -24,7 +24,7 @@ from conformance.cases.parse import Entry
 from conformance.ep.directml import package_version
 from conformance.ep.providers import EpSpec
 from conformance.results import SCHEMA_VERSION, Result, result_from_json
-from conformance.run.identity import PACKAGES
+from conformance.run.identity import PACKAGES, cases_sha256
 from conformance.run.options import RunOptions
 
 STREAM_NAME = "results.jsonl"
@@ -42,15 +42,11 @@ def run_identity(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOp
     for entry in entries:
         for ep in eps:
             pairs.update(f"{entry.id}\t{ep.text}\n".encode())
-    files = hashlib.sha256()
-    for path in sorted({entry.path for entry in entries}):
-        with open(path, "rb") as handle:
-            files.update(hashlib.sha256(handle.read()).digest())
     return {
         "schema_version": SCHEMA_VERSION,
         "pairs": len(entries) * len(eps),
         "pairs_sha256": pairs.hexdigest(),
-        "case_files_sha256": files.hexdigest(),
+        "case_files_sha256": cases_sha256(entry.path for entry in entries)[0],  # results.json's harness.cases_sha256
         "feature_level": str(options.feature_level) if options.feature_level else None,
         "directml_level": str(options.directml_level) if options.directml_level else None,
         "max_elements": options.max_elements,
