@@ -378,7 +378,8 @@ def test_a_golden_that_disagrees_with_the_spec_exits_1(
     # The console's one line names the expected: field (file:line:col) and the first element that differs.
     line = wrong.splitlines().index("      OutputIndexTensor: [[[[3, 2], [2, 3], [2, 3]]]]") + 1
     assert f"  {case_file}:{line}:7: expected.OutputIndexTensor[0, 0, 2, 0] = 2, the oracle gives 3\n" in out
-    assert out.rstrip().splitlines()[-2] == "== 3 PASS, 1 ERROR =="
+    lines = out.rstrip().splitlines()  # the counts, the reports' paths, then the verdict
+    assert (lines[-3], lines[-1]) == ("== 3 PASS, 1 ERROR ==", "FAILED — 1 failure (1 ERROR), no waiver file given")
 
 
 def test_negative_cases(mixed: Path) -> None:

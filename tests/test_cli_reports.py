@@ -148,3 +148,14 @@ def test_a_results_file_this_version_cannot_render_is_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("dmlconf: cannot render the reports:")
     assert not (tmp_path / "report.html").exists()  # nothing half-written
+
+
+def test_run_ends_with_the_verdict_that_report_gives_for_its_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The spec examples pass on the CPU EP; with no waiver file, the verdict says there was nothing to waive.
+    examples = str(Path(__file__).parent.parent / "cases" / "top_k1" / "spec_examples.yaml")
+    assert main(["run", examples, "--ep", "cpu", "--report-dir", str(tmp_path)]) == 0
+    ran = capsys.readouterr().out.splitlines()[-1]
+    assert main(["report", str(tmp_path / "results.json"), "--out-dir", str(tmp_path / "again")]) == 0
+    assert ran == capsys.readouterr().out.splitlines()[-1] == "PASSED — no failures"

@@ -30,7 +30,8 @@ from conformance.ep.dml_here import directml_for
 from conformance.ep.providers import EpSpec
 from conformance.ep.wine.chain import ChainMissing
 from conformance.gate.summary import summarize
-from conformance.gate.waivers import Waiver, apply_waivers, overall_failed
+from conformance.gate.verdict import decide
+from conformance.gate.waivers import Waiver, apply_waivers
 from conformance.report.console import render_console
 from conformance.results import Result, write_results
 from conformance.run.identity import RunFacts, cases_sha256, environment, skipped_files
@@ -205,4 +206,6 @@ def _report(
         say(f"every finished result is in {os.path.join(args.report_dir, STREAM_NAME)}: add --resume to finish")
     if gate is not None:
         say("\n".join(gate_lines(gate)))
-    return EXIT_FAILED if overall_failed(summary, gate) else EXIT_OK
+    verdict = decide(summary, gate)  # the last line, as report's and merge's: what decided the exit code
+    say(verdict.headline)
+    return EXIT_OK if verdict.passed else EXIT_FAILED
