@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Sequence
 
 from conformance.cases.limits import DEFAULT_LIMITS, FileLimits
 from conformance.cases.suite import NoCaseFiles, Suite, collect
+from conformance.cli.output import warn
 from conformance.ep.installed import NotInstalled, check_installed
 from conformance.ep.providers import EpSpec, best_available_ep
 from conformance.problems import Problem
@@ -36,20 +36,21 @@ def collect_paths(
     paths: Sequence[str], max_elements: int, keyword: str | None = None, limits: FileLimits = DEFAULT_LIMITS
 ) -> Suite:
     """The suite under ``paths``; the YAML files the walks skipped as not case files are counted on one line (on
-    stderr, so that a command's output stays its own)."""
+    stderr, so that a command's output stays its own; through cli/output, as every line before a run: a reader that
+    went away must not cost the run its reports)."""
     try:
         suite = collect(existing(paths), max_elements, keyword, limits)
     except NoCaseFiles as error:
         raise UsageError(str(error)) from None
     if suite.skipped:
-        print(f"skipped {len(suite.skipped)} YAML file(s) that are not case files", file=sys.stderr)
+        warn(f"skipped {len(suite.skipped)} YAML file(s) that are not case files")
     return suite
 
 
 def print_problems(problems: Sequence[Problem], files: int) -> None:
     for problem in problems:
-        print(problem, file=sys.stderr)
-    print(f"{len(problems)} problem(s) in {files} file(s)", file=sys.stderr)
+        warn(str(problem))
+    warn(f"{len(problems)} problem(s) in {files} file(s)")
 
 
 def chosen_eps(eps: Sequence[EpSpec]) -> list[EpSpec]:
