@@ -149,3 +149,27 @@ def test_a_closed_stderr_before_the_run_costs_no_report(tmp_path: Path) -> None:
         os.close(write_end)
     assert done.returncode == 2  # --keep-going over an invalid file, as with stderr read
     assert sorted(path.name for path in reports.iterdir() if path.name in REPORTS) == sorted(REPORTS)
+
+
+@pytest.mark.parametrize("keep_going", [False, True])
+def test_the_lines_before_the_run_meet_a_closed_pipe_too(tmp_path: Path, keep_going: bool) -> None:
+    """``dmlconf run . 2>&1 | true``: the walk's "skipped N YAML file(s)" line and, with --keep-going, a broken
+    file's problems are written to stderr before the run starts; a reader already gone costs the run nothing."""
+    folder = tmp_path / "walked"
+    folder.mkdir()
+    (folder / "examples.yaml").write_bytes(EXAMPLES.read_bytes())
+    (folder / "workflow.yml").write_text("name: gate\non: [push]\n", encoding="utf-8")  # not a case file: skipped
+    if keep_going:
+        (folder / "broken.yaml").write_text("operator: TOP_K1\ncases: 3\n", encoding="utf-8")
+    extra = ["--keep-going"] if keep_going else []
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([*_command(folder, tmp_path / "reports"), *extra], stdout=write_end, stderr=write_end)
+    finally:
+        os.close(write_end)
+    reference = subprocess.run([*_command(folder, tmp_path / "reference"), *extra], capture_output=True, text=True)
+    assert "skipped 1 YAML file(s) that are not case files" in reference.stderr  # the line that met the closed pipe
+    assert reference.returncode == (2 if keep_going else 0)  # --keep-going: a file was skipped for its problem
+    assert done.returncode == reference.returncode
+    assert sorted(path.name for path in (tmp_path / "reports").iterdir() if path.name in REPORTS) == sorted(REPORTS)

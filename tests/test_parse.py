@@ -109,6 +109,30 @@ def test_a_misspelt_field_is_refused_in_a_negative_case_too(tmp_path: Path) -> N
     assert isinstance(entries[0], Rejected) and entries[0].expect_invalid == "K must be below the axis size"
 
 
+def test_a_misspelt_generator_parameter_is_refused_where_written_even_in_a_negative_case(tmp_path: Path) -> None:
+    """A generator's parameters are its Kind's (uniform: Low and High): a misspelt one is an unknown field like any
+    other key, named with the one it is near, and a negative case holding it is refused, not "invalid as expected"
+    (else its real point, here a K above the axis size, would pass unchecked)."""
+    tensor = GOOD_TENSOR.replace("Data: [1, 2, 3, 4]", "Generator: {Kind: uniform, Seed: 1, Lwo: 0, High: 1}")
+    negative = "    expect: invalid\n    reason: K must be below the axis size\n"
+    typo = TOPK_HEADER + GOOD_TOPK.replace(GOOD_TENSOR, tensor).replace("K: 2", "K: 9") + negative
+    path, lines = rejected(tmp_path, typo)
+    assert lines == [
+        f"{path}:5:{tensor.index('Lwo') + 1}: InputTensor.Generator.Lwo: unknown field, did you mean Low? "
+        "(expected one of: Kind, Seed, High, Low)"
+    ]
+    _, entries, _ = parse(tmp_path, typo)
+    assert isinstance(entries[0], Rejected) and entries[0].expect_invalid is None
+    # Spelt right, the case is the validator's to reject, as intended.
+    _, entries, _ = parse(tmp_path, typo.replace("Lwo:", "Low:"))
+    assert isinstance(entries[0], Case) and entries[0].expect_invalid is not None
+    # Another kind's parameter is not this kind's; an unknown kind is the validator's to name.
+    _, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK.replace(GOOD_TENSOR, tensor.replace("Lwo", "Mean")))
+    assert "InputTensor.Generator.Mean: unknown field (expected one of: Kind, Seed, High, Low)" in lines[0]
+    unknown_kind = TOPK_HEADER + GOOD_TOPK.replace(GOOD_TENSOR, tensor.replace("uniform", "unifrom"))
+    assert isinstance(one_case(tmp_path, unknown_kind), Case)
+
+
 @pytest.mark.parametrize("field", ["description", "reason"])
 def test_a_description_or_reason_that_is_not_text_is_refused(tmp_path: Path, field: str) -> None:
     path, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK + f"    {field}: [not, text]\n")

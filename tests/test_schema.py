@@ -457,13 +457,13 @@ def _mutations(case: dict[str, Any], operator: Operator, negative: bool) -> Iter
     """Each mapping given an unknown key, and each of its keys removed and given a value of another kind.
 
     A plain or swept case must be refused for each unknown key, each value of the wrong kind and each required key
-    removed; a negative case (its values are meant to be wrong) for each unknown key that parse*.py checks (a
-    generator's parameters are the validator's)."""
+    removed; a negative case (its values are meant to be wrong) for each unknown key (a misspelt key is never what
+    it is meant to show: a generator's parameter included)."""
     for path, keys in _mappings(case, operator):
         where = ".".join(path)
         bogus = copy.deepcopy(case)
         _at(bogus, path)["Bogus"] = 1
-        yield Mutation(f"{where}.Bogus", bogus, refused=not negative or path[-1:] != ("Generator",))
+        yield Mutation(f"{where}.Bogus", bogus, refused=True)
         for key in keys:
             if key.name not in _at(case, path):
                 continue

@@ -166,9 +166,14 @@ def test_the_pytest_plugin_collects_by_the_same_rule(pytester: pytest.Pytester) 
     assert "clauses.yaml" not in result.stdout.str() and "waivers.yaml" not in result.stdout.str()
 
 
-def test_the_pytest_plugin_reads_a_file_it_is_given(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("spelling", ["clauses.yaml", "./clauses.yaml", "sub/../clauses.yaml", "ABSOLUTE"])
+def test_the_pytest_plugin_reads_a_file_it_is_given(pytester: pytest.Pytester, spelling: str) -> None:
+    """However the file is spelt, as the CLI reads it (``dmlconf validate sub/../clauses.yaml`` is refused for its
+    problems too)."""
     pytester.path.joinpath("clauses.yaml").write_text(CLAUSES, encoding="utf-8")
-    result = pytester.runpytest(*FAST, "--ep", "cpu", "--collect-only", "-q", "clauses.yaml")
+    pytester.path.joinpath("sub").mkdir()
+    given = str(pytester.path / "clauses.yaml") if spelling == "ABSOLUTE" else spelling
+    result = pytester.runpytest(*FAST, "--ep", "cpu", "--collect-only", "-q", given)
     result.stdout.fnmatch_lines(["*clauses.yaml:*: cases: missing required field*"])
     assert result.ret == pytest.ExitCode.INTERRUPTED
 

@@ -60,6 +60,7 @@ class Key:
 
 
 def names(keys: tuple[Key, ...]) -> tuple[str, ...]:
+    """The key names, in the table's order (the order an unknown-field message lists them in)."""
     return tuple(key.name for key in keys)
 
 
@@ -236,6 +237,7 @@ def activation_keys(activation: str) -> tuple[str, ...]:
 
 
 def expected_keys(operator: Operator) -> tuple[Key, ...]:
+    """The keys of a case's ``expected:``: one per output the operator writes (model.OUTPUT_NAMES, not restated)."""
     return tuple(
         Key(name, Kind.VALUES, f"The expected {name}, nested like its Sizes.") for name in OUTPUT_NAMES[operator]
     )

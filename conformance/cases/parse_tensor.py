@@ -7,7 +7,15 @@ from typing import Any
 
 from conformance.cases.fields import Fields, as_number
 from conformance.cases.generate import GENERATOR_KINDS
-from conformance.cases.keys import DATA_TYPE_PREFIX, OUTPUT_KEYS, SEED_MAX, SEEDLESS_KINDS, TENSOR_KEYS, names
+from conformance.cases.keys import (
+    DATA_TYPE_PREFIX,
+    GENERATOR_KEYS,
+    OUTPUT_KEYS,
+    SEED_MAX,
+    SEEDLESS_KINDS,
+    TENSOR_KEYS,
+    names,
+)
 from conformance.model import DataType, Generator, OutputDesc, TensorSpec
 
 TENSOR_FIELDS = names(TENSOR_KEYS)
@@ -59,6 +67,11 @@ def _collect(value: Any, shape: list[int], index: tuple[int, ...], out: list[flo
 
 def read_generator(fields: Fields) -> Generator | None:
     kind = fields.text("Kind", required=True)
+    params_of_kind = GENERATOR_KINDS.get(kind.lower())
+    if params_of_kind is not None:  # an unknown kind is validate's to report (with the kinds there are)
+        # Checked here, as every key is, rather than left to validate: a misspelt parameter must refuse a negative
+        # case (parse.py), not make it "invalid as expected" for the wrong reason.
+        fields.check_known((*names(GENERATOR_KEYS), *sorted(params_of_kind)))
     # A Seed is needed by every random kind; arange ignores it, so there it defaults to 0.
     random = kind.lower() in GENERATOR_KINDS and kind.lower() not in SEEDLESS_KINDS  # an unknown kind: validate's
     seed = fields.integer("Seed", 0, SEED_MAX, required=random and bool(kind), what=" (seed)")

@@ -70,9 +70,11 @@ class Mode(enum.Enum):
     NEGATIVE = "negative"
 
 
-# Mappings whose key names parse*.py check (a generator's are the validator's: its Kind's parameters); each may be
-# left empty when optional (Fields.sub(required=False) reads that as the key left out).
+# Mappings whose key names parse*.py check; each may be left empty when optional (Fields.sub(required=False) reads
+# that as the key left out). A generator's are checked too, once its Kind is known (its parameters are the Kind's),
+# but a generator left empty is not read as left out: _CHECKED_WHEN_NEGATIVE adds it where only key names count.
 _CHECKED = {Kind.TENSOR, Kind.OUTPUT, Kind.ACTIVATION, Kind.TOLERANCE, Kind.EXPECTED}
+_CHECKED_WHEN_NEGATIVE = _CHECKED | {Kind.GENERATOR}
 _TYPED_WHEN_NEGATIVE = {Kind.ID, Kind.MATRIX}  # read before the case itself: by parse_document and sweep.py
 _EACH_KEY = rf"^{EACH}(?:_[\s\S]*)?$"
 
@@ -164,7 +166,7 @@ def _mapping(keys: tuple[Key, ...], mode: Mode, operator: Operator | None = None
 def _value(key: Key, mode: Mode, operator: Operator | None) -> Schema:
     """What the value of ``key`` may be in ``mode``."""
     if mode is Mode.NEGATIVE and key.kind not in _TYPED_WHEN_NEGATIVE:
-        if key.kind in _CHECKED:
+        if key.kind in _CHECKED_WHEN_NEGATIVE:
             return _with_help({"anyOf": [{"not": {"type": "object"}}, _ref(_name(key.kind, mode, operator))]}, key.help)
         return _with_help({}, key.help)
     if key.kind is Kind.CHOICE:
@@ -403,9 +405,8 @@ def _definitions() -> Schema:
         definitions[f"activation.{mode.value}"] = _by_variant(
             ACTIVATION_TYPE, _ACTIVATION_PARAMS, _activation_keys, mode
         )
-        if mode is not Mode.NEGATIVE:
-            kind = GENERATOR_KEYS[0]
-            definitions[f"generator.{mode.value}"] = _by_variant(kind, _GENERATOR_PARAMS, _generator_keys, mode, True)
+        kind = GENERATOR_KEYS[0]
+        definitions[f"generator.{mode.value}"] = _by_variant(kind, _GENERATOR_PARAMS, _generator_keys, mode, True)
     for operator in Operator:
         definitions[f"{operator}.case"] = _case(operator)
         for mode in Mode:

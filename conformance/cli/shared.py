@@ -36,7 +36,8 @@ def collect_paths(
     paths: Sequence[str], max_elements: int, keyword: str | None = None, limits: FileLimits = DEFAULT_LIMITS
 ) -> Suite:
     """The suite under ``paths``; the YAML files the walks skipped as not case files are counted on one line (on
-    stderr, so that a command's output stays its own)."""
+    stderr, so that a command's output stays its own; through cli/output, as every line before a run: a reader that
+    went away must not cost the run its reports)."""
     try:
         suite = collect(existing(paths), max_elements, keyword, limits)
     except NoCaseFiles as error:

@@ -33,6 +33,8 @@ def golden_differences(
 
 
 def _difference(case: Case, inputs: Mapping[str, np.ndarray], name: str, got: np.ndarray) -> str | None:
+    """How ``expected[name]`` disagrees with the oracle's ``got`` (golden_differences), or None. The golden is read
+    into ``got``'s type first: the EP's output is compared in that type too."""
     where = f"{case.pos(f'expected.{name}')}: expected.{name}"
     values = case.expected[name]
     if len(values) != got.size:

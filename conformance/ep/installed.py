@@ -48,6 +48,8 @@ def _onnxruntime_packages() -> list[str]:
 
 
 def _built_in_missing(name: str) -> str | None:
+    """What is absent for a built-in EP: which onnxruntime is here (and from which package, since each EP's package
+    installs the same module in place of the others') and the one to install instead; None where its build has it."""
     version, available = _built_in_providers()
     if name in available:
         return None

@@ -14,16 +14,13 @@ from dataclasses import replace
 
 from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.validate import validate
-from conformance.ep.directml import FEATURE_LEVEL_BY_DIRECTML
-from conformance.model import Case, FeatureLevel
-
-# The DML feature levels a DirectML release tops out at, lowest first: the levels a finding can be tagged with.
-LEVELS: tuple[FeatureLevel, ...] = tuple(sorted({level for _, level in FEATURE_LEVEL_BY_DIRECTML}))
+from conformance.model import FEATURE_LEVELS, Case, FeatureLevel
 
 
 def lowest_feature_level(case: Case, max_elements: int = DEFAULT_MAX_ELEMENTS) -> FeatureLevel:
-    """The lowest of ``LEVELS`` at which ``case`` validates; its own level where none below it does."""
-    for level in LEVELS:
+    """The lowest of DirectML's feature levels (model.FEATURE_LEVELS, every one a case may name, not only those a
+    DirectML release tops out at) at which ``case`` validates; its own level where none below it does."""
+    for level in sorted(FEATURE_LEVELS):
         if level >= case.feature_level:
             break
         if not validate(replace(case, feature_level=level), max_elements):

@@ -119,6 +119,8 @@ def _candidate(operator: Operator, case: dict[str, Any]) -> Entry:
 
 
 def _level(operator: Operator, case: dict[str, Any], options: RunOptions) -> str:
+    """The feature level a finding's file is written with: the lowest that admits its case (level.py), so that it
+    runs on every DirectML that can take it."""
     entry = _candidate(operator, case)
     if not isinstance(entry, Case):  # cannot happen: a candidate that did not parse never ran
         return fuzz_strategies.FEATURE_LEVEL

@@ -136,9 +136,16 @@ def _settings(config: pytest.Config) -> _Settings:
     return settings
 
 
+def _arguments(config: pytest.Config) -> list[Path]:
+    """The paths pytest was given (the current folder where none), absolute and normal as pytest makes the paths it
+    collects (``sub/../x.yaml`` is ``x.yaml``), so that a file given is known however it is spelt."""
+    given = config.args or ["."]
+    return [Path(os.path.abspath(config.invocation_params.dir / argument.split("::")[0])) for argument in given]
+
+
 def _named(config: pytest.Config, path: Path) -> bool:
     """Whether ``path`` is one of the files pytest was given (not met while walking a folder)."""
-    return any(config.invocation_params.dir / argument.split("::")[0] == path for argument in config.args)
+    return path in _arguments(config)
 
 
 def _reads(config: pytest.Config, path: Path) -> bool:
@@ -170,8 +177,7 @@ def _outside_the_arguments(config: pytest.Config, path: Path) -> str | None:
     user's choice."""
     from conformance.cases.suite import outside
 
-    for argument in config.args or ["."]:
-        named = config.invocation_params.dir / argument.split("::")[0]
+    for named in _arguments(config):
         if named == path or (named.is_dir() and outside(os.path.realpath(named), str(path)) is None):
             return None
     return os.path.realpath(path)
