@@ -23,13 +23,14 @@ from typing import Any
 from conformance.cases.parse import display_path
 from conformance.ep import device
 from conformance.ep.directml import DirectML, package_version
+from conformance.ep.installed import ONNXRUNTIME_PACKAGES, WEBGPU_DISTRIBUTION
 from conformance.ep.providers import DML, EpSpec, is_plugin, plugin_devices
 from conformance.problems import Problem
 from conformance.run.options import RunOptions
 
 log = logging.getLogger(__name__)
 
-PACKAGES = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-ep-webgpu")
+PACKAGES = (*ONNXRUNTIME_PACKAGES, WEBGPU_DISTRIBUTION)  # the distributions whose versions a run records
 CHECKOUT = Path(__file__).resolve().parents[2]  # where the package is imported from: a git checkout's root, or not
 _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")  # SHA-1, or SHA-256 in a repository that uses it
 _SYMBOLIC_DEPTH = 5  # symbolic refs followed before giving up (git itself stops at 5 too)
