@@ -222,15 +222,15 @@ def test_repro_command_quotes_awkward_ids(tmp_path: Path) -> None:
 def test_target_feature_level_per_ep() -> None:
     """--feature-level binds every EP; without it, DirectML's own level binds dml and nothing binds the others."""
     dml, cuda = EpSpec("dml", "DmlExecutionProvider"), EpSpec("cuda", "CUDAExecutionProvider")
-    derived = RunOptions(directml_level=FeatureLevel(6, 4))
+    derived = RunOptions(directml_levels=(("dml", FeatureLevel(6, 4)),))
     assert (derived.target_level(dml), derived.target_level(cuda)) == (FeatureLevel(6, 4), None)
-    forced = RunOptions(feature_level=FeatureLevel(3, 0), directml_level=FeatureLevel(6, 4))
+    forced = RunOptions(feature_level=FeatureLevel(3, 0), directml_levels=(("dml", FeatureLevel(6, 4)),))
     assert (forced.target_level(dml), forced.target_level(cuda)) == (FeatureLevel(3, 0), FeatureLevel(3, 0))
 
 
 def test_directml_level_gates_dml_cases_before_anything_runs(entries: dict[str, Entry]) -> None:
     dml = parse_ep("dml:disable_metacommands=true")
-    result = run_entry(entries["rank3"], dml, RunOptions(directml_level=FeatureLevel(2, 1)))
+    result = run_entry(entries["rank3"], dml, RunOptions(directml_levels=((dml.text, FeatureLevel(2, 1)),)))
     assert (result.status, result.message) == (Status.NOT_SUPPORTED, "needs feature level 3_1; the target is 2_1")
     assert result.failure_kind == "feature_level"
     assert result.repro.endswith("--ep dml:disable_metacommands=true")

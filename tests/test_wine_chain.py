@@ -20,6 +20,9 @@ from typing import Any
 
 import pytest
 
+from conformance.ep.directml import DIRECTML_VERSIONS, feature_level_for
+from conformance.ep.dml_here import directml_for
+from conformance.ep.providers import parse_ep
 from conformance.ep.wine.chain import ChainMissing, find_chain
 from conformance.ep.wine.client import Runner, RunnerDied, Runners
 
@@ -82,6 +85,35 @@ def test_the_spec_examples_pass_on_directml(chain_ready: None, tmp_path: Path) -
     assert chain["dml_feature_level"] == found["environment"]["eps"][0]["target_feature_level"]
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert "wine+vkd3d-proton" in summary and chain["adapter"]["description"] in summary
+
+
+OLDEST = "dml:directml=1.13.1,ort=1.19.0"  # the oldest DirectML.dll beside the oldest onnxruntime.dll
+
+
+def test_the_oldest_and_the_newest_directml_builds_pass_the_spec_examples(chain_ready: None, tmp_path: Path) -> None:
+    # A break in either direction (a new DirectML, or the harness leaving an old one behind) shows here.
+    done = _dmlconf("run", *SPEC_EXAMPLES, "--ep", OLDEST, "--ep", "dml", "--report-dir", str(tmp_path))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    found = _results(tmp_path)
+    assert sorted((r["ep"], r["status"]) for r in found["results"]) == [("dml", "PASS")] * 6 + [(OLDEST, "PASS")] * 6
+    chains = {ep["label"]: ep["directml"]["chain"] for ep in found["environment"]["eps"]}
+    # Each build's DLLs are the ones asked for, by their own file versions (DLL versions read by the runner).
+    assert chains[OLDEST]["directml_dll"].startswith("1.13.1.") and chains["dml"]["directml_dll"].startswith("1.15.4.")
+    assert chains[OLDEST]["onnxruntime_dll"].startswith("1.19.") and chains["dml"]["onnxruntime_dll"].startswith(
+        "1.24."
+    )
+    assert (chains[OLDEST]["dml_feature_level"], chains["dml"]["dml_feature_level"]) == ("6_2", "6_4")
+
+
+@pytest.mark.parametrize("directml", DIRECTML_VERSIONS)
+def test_each_directml_build_answers_the_feature_level_the_table_gives_it(chain_ready: None, directml: str) -> None:
+    """The harness's version -> feature level table (directml.py, from Microsoft's version history) against what
+    each DirectML.dll answers itself (IDMLDevice::CheckFeatureSupport): NOT_SUPPORTED gating follows the device,
+    but a Windows machine whose DLL version cannot be asked relies on the table."""
+    ep = parse_ep(f"dml:directml={directml},ort=1.19.0")
+    answered = directml_for([ep])[ep.text]
+    assert answered.version == directml
+    assert answered.feature_level == feature_level_for(directml)
 
 
 def test_the_quick_selection_on_directml_has_only_known_failures(chain_ready: None, tmp_path: Path) -> None:

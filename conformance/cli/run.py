@@ -7,7 +7,7 @@ import argparse
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -43,9 +43,9 @@ from conformance.survive.supervisor import Supervisor
 log = logging.getLogger(__name__)
 
 
-def _directml(eps: Sequence[EpSpec]) -> DirectML | None:
-    """The run's DirectML where an EP is DirectML (off Windows, asked of the device through the runner); a usage
-    error naming the missing piece where the chain is not there."""
+def _directml(eps: Sequence[EpSpec]) -> dict[str, DirectML]:
+    """Each DirectML EP's DirectML, by its ``--ep`` text (off Windows, asked of the device through its build's
+    runner); a usage error naming the missing piece where the chain or a build is not there."""
     try:
         return directml_for(list(eps))
     except ChainMissing as error:
@@ -120,11 +120,11 @@ def _cases_hash(suite: Suite) -> tuple[str, int]:
         raise UsageError(f"{error.filename}: cannot be read again to hash it: {error.strerror or error}") from None
 
 
-def _announce(suite: Suite, eps: Sequence[EpSpec], directml: DirectML | None) -> None:
+def _announce(suite: Suite, eps: Sequence[EpSpec], directml: Mapping[str, DirectML]) -> None:
     say(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(ep.text for ep in eps)}")
-    if directml is not None:
-        level = directml.feature_level or "?"
-        say(f"DirectML {directml.version or '?'} ({directml.source}): feature level {level}")
+    for label, found in directml.items():
+        level = found.feature_level or "?"
+        say(f"{label}: DirectML {found.version or '?'} ({found.source}): feature level {level}")
 
 
 def _run_suite(
@@ -132,7 +132,7 @@ def _run_suite(
     argv: Sequence[str],
     eps: list[EpSpec],
     supervisor: Supervisor | None,
-    directml: DirectML | None,
+    directml: Mapping[str, DirectML],
     start: _Start,
 ) -> int:
     suite = selected(args)  # the selection ``dmlconf list`` shows

@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 
 # DirectML (major, minor) -> the highest DML_FEATURE_LEVEL it supports: Microsoft's "DirectML version history"
 # (learn.microsoft.com/windows/ai/directml/dml-version-history). 1.2 and 1.3 were not widely released but
-# introduced 2_1 (dml-feature-level-history); the table has no 1.14 row, so 1.14.x (bundled by onnxruntime-directml
-# 1.18) is taken at 1.13's level, the most it is documented to support.
+# introduced 2_1 (dml-feature-level-history). Microsoft's table has no 1.14 row: DirectML 1.14.1 (bundled by
+# onnxruntime-directml 1.18) answers 6_3 when asked itself (IDMLDevice::CheckFeatureSupport, under Wine on lavapipe),
+# so that is its row. Every build's answer is checked against this table (tests/test_wine_chain.py).
 FEATURE_LEVEL_BY_DIRECTML: tuple[tuple[tuple[int, int], FeatureLevel], ...] = (
     ((1, 0), FeatureLevel(1, 0)),
     ((1, 1), FeatureLevel(2, 0)),
@@ -43,22 +44,65 @@ FEATURE_LEVEL_BY_DIRECTML: tuple[tuple[tuple[int, int], FeatureLevel], ...] = (
     ((1, 11), FeatureLevel(6, 0)),
     ((1, 12), FeatureLevel(6, 1)),
     ((1, 13), FeatureLevel(6, 2)),
+    ((1, 14), FeatureLevel(6, 3)),
     ((1, 15), FeatureLevel(6, 4)),
 )
 
-# onnxruntime-directml (major, minor) -> the DirectML.dll it ships in onnxruntime/capi (the DLL's FileVersion in
-# the PyPI wheels), used when the DLL's own version cannot be read.
+# Every onnxruntime-directml win_amd64 wheel on PyPI, oldest first, with the DirectML.dll it ships in onnxruntime/capi:
+# the DLL's own FileVersion, read from each wheel (2026-11-24). Wheels from 1.19 on also ship onnxruntime.dll, of the
+# wheel's version; 1.17 and 1.18 link onnxruntime into their Python module, so their DirectML.dll runs under Wine with
+# a newer wheel's onnxruntime.dll (a Build).
+WHEELS: tuple[tuple[str, str], ...] = (
+    ("1.17.0", "1.13.1"), ("1.17.1", "1.13.1"), ("1.17.3", "1.13.1"),
+    ("1.18.0", "1.14.1"), ("1.18.1", "1.14.1"),
+    ("1.19.0", "1.15.1"), ("1.19.2", "1.15.1"),
+    ("1.20.0", "1.15.2"), ("1.20.1", "1.15.2"),
+    ("1.21.0", "1.15.4"), ("1.21.1", "1.15.4"), ("1.22.0", "1.15.4"), ("1.23.0", "1.15.4"),
+    ("1.24.1", "1.15.4"), ("1.24.2", "1.15.4"), ("1.24.3", "1.15.4"), ("1.24.4", "1.15.4"),
+)  # fmt: skip
+FIRST_WITH_ONNXRUNTIME_DLL = (1, 19)
+
+# onnxruntime-directml (major, minor) -> the DirectML.dll it ships, used when the DLL's own version cannot be read
+# (1.16, older than the wheels above for today's Pythons, shipped 1.12.1).
 DIRECTML_BUNDLED_WITH: Mapping[tuple[int, int], str] = {
     (1, 16): "1.12.1",
-    (1, 17): "1.13.1",
-    (1, 18): "1.14.1",
-    (1, 19): "1.15.1",
-    (1, 20): "1.15.2",
-    (1, 21): "1.15.4",
-    (1, 22): "1.15.4",
-    (1, 23): "1.15.4",
-    (1, 24): "1.15.4",
+    **{(int(w.split(".")[0]), int(w.split(".")[1])): directml for w, directml in WHEELS},
 }
+# The builds a run can pick (--ep dml:directml=V,ort=W): each DirectML version, and each onnxruntime.dll.
+DIRECTML_VERSIONS: tuple[str, ...] = tuple(dict.fromkeys(directml for _, directml in WHEELS))
+ONNXRUNTIME_DLL_VERSIONS: tuple[str, ...] = tuple(
+    wheel for wheel, _ in WHEELS if tuple(int(part) for part in wheel.split(".")[:2]) >= FIRST_WITH_ONNXRUNTIME_DLL
+)
+BUILD_OPTIONS = ("directml", "ort")  # the harness's own dml options: which DLLs, not how the EP runs
+
+
+@dataclass(frozen=True)
+class Build:
+    """A DirectML build as the runner under Wine loads it: ``DirectML.dll`` of version ``directml`` (from the newest
+    wheel that ships it) beside ``onnxruntime.dll`` of version ``onnxruntime`` (from that version's wheel)."""
+
+    directml: str
+    onnxruntime: str
+
+    @property
+    def directml_wheel(self) -> str:
+        """The newest onnxruntime-directml wheel that ships this DirectML.dll."""
+        return [wheel for wheel, directml in WHEELS if directml == self.directml][-1]
+
+    @property
+    def newest(self) -> bool:
+        """Both DLLs the newest wheel's: the build a plain ``--ep dml`` runs."""
+        return self == NEWEST_BUILD
+
+
+NEWEST_BUILD = Build(WHEELS[-1][1], WHEELS[-1][0])
+
+
+def build_of(options: Mapping[str, str]) -> Build:
+    """The build a dml EP's options pick (``directml=``, ``ort=``; each defaults to the newest wheel's). Their
+    values were checked against the versions above with every other option (providers.py)."""
+    return Build(options.get("directml", NEWEST_BUILD.directml), options.get("ort", NEWEST_BUILD.onnxruntime))
+
 
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 

@@ -15,27 +15,51 @@ def dml_through_wine(ep: EpSpec) -> bool:
     return ep.name == DML and sys.platform != "win32"
 
 
-def directml_for(eps: list[EpSpec]) -> dml.DirectML | None:
-    """The DirectML a run uses (version, feature level) when one of ``eps`` is DirectML; else None. On Windows, the
-    installed onnxruntime-directml's; elsewhere the runner's under Wine, whose device answers the feature level
-    (ChainMissing, one line, where a piece of that chain is absent: nothing has run yet)."""
-    ep = next((ep for ep in eps if ep.name == DML), None)
-    if ep is None:
-        return None
-    if not dml_through_wine(ep):
-        return dml.detect()
-    from conformance.ep.errors import ProcessDied  # only for a DirectML run off Windows
+def directml_for(eps: list[EpSpec]) -> dict[str, dml.DirectML]:
+    """The DirectML each of ``eps`` that is DirectML uses (version, feature level), by its ``--ep`` text. On Windows,
+    the installed onnxruntime-directml's; elsewhere the runner's under Wine for that EP's build, whose device answers
+    the feature level (ChainMissing, one line, where a piece of that chain is absent: nothing has run yet)."""
+    found: dict[str, dml.DirectML] = {}
+    for ep in (ep for ep in eps if ep.name == DML):
+        if not dml_through_wine(ep):
+            found[ep.text] = _installed(ep)
+            continue
+        found[ep.text] = _through_wine(ep)
+    return found
+
+
+def _installed(ep: EpSpec) -> dml.DirectML:
+    """Windows: the onnxruntime-directml installed in this process; it cannot pick another build."""
+    from conformance.ep.wine.chain import ChainMissing
+
+    picked = [key for key in dml.BUILD_OPTIONS if key in ep.options]
+    if picked:
+        raise ChainMissing(
+            f"{', '.join(picked)}= picks DLLs for the runner under Wine; on Windows the installed onnxruntime-directml "
+            "is used (pip install onnxruntime-directml==VERSION for another)"
+        )
+    return dml.detect()
+
+
+def _through_wine(ep: EpSpec) -> dml.DirectML:
+    """The DirectML of ``ep``'s build as its runner's device answers; ChainMissing where that build cannot start."""
+    from conformance.ep.errors import ProcessDied
     from conformance.ep.wine.chain import ChainMissing
     from conformance.ep.wine.client import Runners
     from conformance.ep.wine.device import describe
     from conformance.ep.wine.protocol import ProtocolError, Refused
     from conformance.ep.wine.session import adapter_index
 
+    build = dml.build_of(ep.options)
     runners = Runners()
     try:
-        return describe(runners.get(), adapter_index(ep))
-    except (ProcessDied, ProtocolError, Refused) as error:  # the chain is there but does not work
+        return describe(runners.get(build), adapter_index(ep))
+    except (ProcessDied, ProtocolError, Refused) as error:  # the chain is there but this build does not work
         first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
-        raise ChainMissing(f"the DirectML runner could not describe the device ({first}): run dmlconf doctor") from None
+        raise ChainMissing(
+            f"DirectML {build.directml} with onnxruntime.dll {build.onnxruntime} could not describe the device "
+            f"({first}): run dmlconf doctor; builds: directml={', '.join(dml.DIRECTML_VERSIONS)}, "
+            f"ort={', '.join(dml.ONNXRUNTIME_DLL_VERSIONS)}"
+        ) from None
     finally:
         runners.close()

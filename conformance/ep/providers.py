@@ -72,6 +72,9 @@ PROVIDER_OPTIONS: Mapping[str, Mapping[str, OptionValues]] = {
         "performance_preference": ("default", "high_performance", "minimum_power"),
         "device_filter": ("gpu", "npu", "any"),
         "disable_metacommands": ("true", "True", "false", "False"),  # ParseBoolean: "1" or "0" throws
+        # The harness's own, not the EP's: which DirectML.dll and onnxruntime.dll the runner under Wine loads.
+        "directml": dml.DIRECTML_VERSIONS,
+        "ort": dml.ONNXRUNTIME_DLL_VERSIONS,
     },
     # webgpu_provider_options.h (the short names: onnxruntime prefixes them with "ep.webgpuexecutionprovider.").
     WEBGPU: {

@@ -14,7 +14,7 @@ import platform
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -146,7 +146,7 @@ def _ep_name_and_devices(ep: EpSpec) -> tuple[str, list[dict[str, Any]]]:
     return name, device.ep_devices(name)
 
 
-def ep_record(ep: EpSpec, options: RunOptions, directml: DirectML | None) -> dict[str, Any]:
+def ep_record(ep: EpSpec, options: RunOptions, directml: Mapping[str, DirectML]) -> dict[str, Any]:
     """One EP of the run: how it was named, its options, the devices onnxruntime offered it, its target level."""
     name, devices = _ep_name_and_devices(ep)
     target = options.target_level(ep)
@@ -159,8 +159,8 @@ def ep_record(ep: EpSpec, options: RunOptions, directml: DirectML | None) -> dic
         "devices": devices,
         "target_feature_level": str(target) if target else None,
     }
-    if ep.name == DML and directml is not None:
-        record["directml"] = directml.to_json()
+    if ep.name == DML and ep.text in directml:
+        record["directml"] = directml[ep.text].to_json()
     return record
 
 
@@ -182,7 +182,7 @@ def environment(
     eps: Sequence[EpSpec],
     options: RunOptions,
     argv: Sequence[str],
-    directml: DirectML | None = None,
+    directml: Mapping[str, DirectML] | None = None,
     problems: Sequence[Problem] = (),
     facts: RunFacts | None = None,
 ) -> dict[str, Any]:
@@ -208,7 +208,7 @@ def environment(
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu": device.cpu_model(),
-        "eps": [ep_record(ep, options, directml) for ep in eps],
+        "eps": [ep_record(ep, options, directml or {}) for ep in eps],
         "target_feature_level": str(options.feature_level) if options.feature_level else None,
         "pack": options.pack,
         **_run_facts(facts, problems),

@@ -462,7 +462,7 @@ def checked(values: Mapping[str, Any], where: str) -> dict[str, Any]:
     return result
 
 
-def run_options(values: Mapping[str, Any], directml: DirectML | None, threads: int | None = None) -> RunOptions:
+def run_options(values: Mapping[str, Any], directml: Mapping[str, DirectML], threads: int | None = None) -> RunOptions:
     """``RunOptions`` from checked option values (``dmlconf run``'s or pytest's: an option a front-end lacks takes
     its default) and the installed DirectML, where an EP of the run is DirectML."""
 
@@ -472,7 +472,7 @@ def run_options(values: Mapping[str, Any], directml: DirectML | None, threads: i
     return RunOptions(
         feature_level=get("feature_level"),
         max_elements=get("max_elements"),
-        directml_level=directml.feature_level if directml else None,
+        directml_levels=tuple((label, found.feature_level) for label, found in directml.items() if found.feature_level),
         artifacts=get("artifacts"),
         pack=get("pack"),
         repeat=get("repeat"),
@@ -485,7 +485,9 @@ def run_options(values: Mapping[str, Any], directml: DirectML | None, threads: i
 class RunOptions:
     feature_level: FeatureLevel | None = None  # --feature-level: every EP's target; cases needing more: NOT_SUPPORTED
     max_elements: int = DEFAULT_MAX_ELEMENTS
-    directml_level: FeatureLevel | None = None  # the installed DirectML's level (directml.detect), for the dml EP
+    # Each DirectML EP's level by its --ep text: what its DirectML build answered (directml.detect, or the device
+    # under Wine); pairs, so that the options stay hashable and cross to the workers as they are.
+    directml_levels: tuple[tuple[str, FeatureLevel], ...] = ()
     artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
     pack: int = DEFAULT_PACK  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
     repeat: int = 1  # --repeat: each executed case run this many times, FLAKY where the runs differ (batch.py)
@@ -503,7 +505,7 @@ class RunOptions:
         """--feature-level where given; else, for DirectML, the installed DirectML's level; else none (all run)."""
         if self.feature_level is not None:
             return self.feature_level
-        return self.directml_level if ep.name == DML else None
+        return dict(self.directml_levels).get(ep.text) if ep.name == DML else None
 
 
 def distinct_eps(eps: Iterable[EpSpec]) -> list[EpSpec]:

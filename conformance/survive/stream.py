@@ -48,7 +48,7 @@ def run_identity(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOp
         "pairs_sha256": pairs.hexdigest(),
         "case_files_sha256": cases_sha256(entry.path for entry in entries)[0],  # results.json's harness.cases_sha256
         "feature_level": str(options.feature_level) if options.feature_level else None,
-        "directml_level": str(options.directml_level) if options.directml_level else None,
+        "directml_levels": {label: str(level) for label, level in options.directml_levels},
         "max_elements": options.max_elements,
         # Only where given: a results.jsonl written before --repeat existed is still the same run without it.
         **({"repeat": options.repeat} if options.repeat > 1 else {}),

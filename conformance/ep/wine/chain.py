@@ -6,8 +6,10 @@ Where each piece comes from (docs/directml-on-linux.md says why each is needed):
 - ``DMLCONF_WINE``: the Wine loader; default ``wine64``, else ``wine``, on PATH.
 - ``DMLCONF_VKD3D_PROTON``: a folder with vkd3d-proton's x64 ``d3d12.dll`` and ``d3d12core.dll``, always loaded with
   ``WINEDLLOVERRIDES=d3d12,d3d12core=n`` (Wine's own d3d12 hung InstanceNormalization on the H100).
-- ``DMLCONF_ORT_DIRECTML_WHEEL``: the onnxruntime-directml ``win_amd64`` wheel; default, the one in the cache,
-  downloaded with pip on first use.
+- ``DMLCONF_ORT_DIRECTML_WHEEL``: the onnxruntime-directml ``win_amd64`` wheel of the newest build; default, the one
+  in the cache, downloaded with pip on first use. Another build (``--ep dml:directml=1.13.1,ort=1.19.2``) takes
+  DirectML.dll and onnxruntime.dll from the wheels of those versions, from the cache or downloaded the same way (a
+  machine without network is given them in ``$DMLCONF_CACHE/wheels``).
 - ``DISPLAY``: Wine reaches Vulkan through its X11 driver, so an X server (Xvfb will do) must be there.
 - ``WINEPREFIX``: default, a prefix in the cache, made with ``wineboot -i`` on first use.
 - ``x86_64-w64-mingw32-gcc`` builds the runner once; the cache keeps it by the source's hash.
@@ -31,13 +33,16 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from conformance.ep.directml import NEWEST_BUILD, Build
+
 log = logging.getLogger(__name__)
 
-ORT_DIRECTML_VERSION = "1.24.4"  # the wheel fetched when none is named: its DirectML.dll is 1.15.4
 RUNNER_SOURCE = "dmlrunner.c"
 RUNNER = "dmlrunner.exe"
 COMPILER = "x86_64-w64-mingw32-gcc"
-WHEEL_DLLS = ("onnxruntime.dll", "DirectML.dll", "onnxruntime_providers_shared.dll")
+ONNXRUNTIME_DLLS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll")  # from the ort= wheel
+DIRECTML_DLL = "DirectML.dll"  # from the directml= wheel
+WHEEL_DLLS = (*ONNXRUNTIME_DLLS, DIRECTML_DLL)
 VKD3D_DLLS = ("d3d12.dll", "d3d12core.dll")
 DLL_OVERRIDE = "d3d12,d3d12core=n"
 TRANSPORT = "wine+vkd3d-proton"
@@ -51,7 +56,8 @@ class ChainMissing(ValueError):
 
 @dataclass(frozen=True)
 class Chain:
-    """Where each piece of the chain is; ``folder`` holds the runner and the five DLLs side by side."""
+    """Where each piece of the chain is; ``folder`` holds the runner and the five DLLs side by side: DirectML.dll from
+    ``directml_wheel``, onnxruntime's two from ``wheel`` (one wheel for the newest build)."""
 
     wine: str
     vkd3d_proton: Path
@@ -59,6 +65,8 @@ class Chain:
     display: str
     prefix: Path
     folder: Path
+    build: Build = NEWEST_BUILD
+    directml_wheel: Path | None = None  # None: ``wheel``'s own DirectML.dll
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         """The runner's environment: ``base`` with the prefix, the display and the DLL override that keeps Wine's
@@ -127,36 +135,40 @@ def find_display(environ: Mapping[str, str]) -> str:
     return display
 
 
-def _downloaded(cache: Path) -> Path | None:
-    found = sorted((cache / "wheels").glob(f"onnxruntime_directml-{ORT_DIRECTML_VERSION}-*win_amd64.whl"))
+def _downloaded(cache: Path, version: str) -> Path | None:
+    found = sorted((cache / "wheels").glob(f"onnxruntime_directml-{version}-*win_amd64.whl"))
     return found[-1] if found else None
 
 
-def find_wheel(environ: Mapping[str, str], cache: Path, download: bool) -> Path:
-    """The wheel named by DMLCONF_ORT_DIRECTML_WHEEL, else the cache's, else (``download``) one pip fetches."""
+def find_wheel(
+    environ: Mapping[str, str], cache: Path, download: bool, version: str = NEWEST_BUILD.onnxruntime
+) -> Path:
+    """The onnxruntime-directml ``version`` wheel: for the newest build, the one DMLCONF_ORT_DIRECTML_WHEEL names;
+    else the cache's; else (``download``) one pip fetches into the cache."""
     given = environ.get("DMLCONF_ORT_DIRECTML_WHEEL")
-    if given:
+    if given and version == NEWEST_BUILD.onnxruntime:
         if not zipfile.is_zipfile(given):
             raise ChainMissing(f"DMLCONF_ORT_DIRECTML_WHEEL={given}: not a wheel")
         return Path(given)
-    found = _downloaded(cache)
+    found = _downloaded(cache, version)
     if found is not None or not download:
         if found is None:
-            raise ChainMissing(f"no onnxruntime-directml {ORT_DIRECTML_VERSION} wheel in {cache / 'wheels'}")
+            raise ChainMissing(f"no onnxruntime-directml {version} wheel in {cache / 'wheels'}")
         return found
-    log.info("downloading onnxruntime-directml %s (win_amd64) into %s", ORT_DIRECTML_VERSION, cache / "wheels")
+    log.info("downloading onnxruntime-directml %s (win_amd64) into %s", version, cache / "wheels")
     command = [
         sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
         "--platform", "win_amd64", "--python-version", "3.12", "--implementation", "cp",
-        "--dest", str(cache / "wheels"), f"onnxruntime-directml=={ORT_DIRECTML_VERSION}",
+        "--dest", str(cache / "wheels"), f"onnxruntime-directml=={version}",
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=False)
-    found = _downloaded(cache)
+    found = _downloaded(cache, version)
     if done.returncode != 0 or found is None:
         last = (done.stderr.strip().splitlines() or ["no wheel came"])[-1]
         raise ChainMissing(
-            f"cannot download onnxruntime-directml {ORT_DIRECTML_VERSION} for win_amd64 ({last}); "
-            "set DMLCONF_ORT_DIRECTML_WHEEL to a downloaded wheel"
+            f"cannot download onnxruntime-directml {version} for win_amd64 ({last}); put its wheel in "
+            f"{cache / 'wheels'}"
+            + (" or set DMLCONF_ORT_DIRECTML_WHEEL" if version == NEWEST_BUILD.onnxruntime else "")
         )
     return found
 
@@ -200,22 +212,28 @@ def build_runner(cache: Path) -> Path:
     return built
 
 
-def _stage(runner: Path, wheel: Path, vkd3d: Path, cache: Path) -> Path:
-    """A folder with the runner, the wheel's three DLLs and vkd3d-proton's two, named by their contents' hash."""
-    key = _digest(_file_digest(runner), _file_digest(wheel), *(_file_digest(vkd3d / n) for n in VKD3D_DLLS))
-    folder = cache / "staged" / key
-    if all((folder / name).is_file() for name in (RUNNER, *WHEEL_DLLS, *VKD3D_DLLS)):
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=folder.parent))
+def _wheel_dlls(wheel: Path, names: tuple[str, ...]) -> dict[str, bytes]:
+    """``names`` read from the wheel's onnxruntime/capi; ChainMissing where the wheel lacks one."""
     with zipfile.ZipFile(wheel) as archive:
         members = {Path(name).name: name for name in archive.namelist() if name.startswith("onnxruntime/capi/")}
-        absent = [name for name in WHEEL_DLLS if name not in members]
+        absent = [name for name in names if name not in members]
         if absent:
-            shutil.rmtree(work)
             raise ChainMissing(f"{wheel}: not an onnxruntime-directml win_amd64 wheel (no {', '.join(absent)})")
-        for name in WHEEL_DLLS:
-            (work / name).write_bytes(archive.read(members[name]))
+        return {name: archive.read(members[name]) for name in names}
+
+
+def _stage(runner: Path, wheel: Path, directml_wheel: Path, vkd3d: Path, cache: Path) -> Path:
+    """A folder with the runner, onnxruntime's two DLLs from ``wheel``, DirectML.dll from ``directml_wheel`` and
+    vkd3d-proton's two, named by their contents' hash."""
+    parts = (runner, wheel, directml_wheel, *(vkd3d / name for name in VKD3D_DLLS))
+    folder = cache / "staged" / _digest(*(_file_digest(part) for part in parts))
+    if all((folder / name).is_file() for name in (RUNNER, *WHEEL_DLLS, *VKD3D_DLLS)):
+        return folder
+    dlls = _wheel_dlls(wheel, ONNXRUNTIME_DLLS) | _wheel_dlls(directml_wheel, (DIRECTML_DLL,))
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=folder.parent))
+    for name, data in dlls.items():
+        (work / name).write_bytes(data)
     for name in VKD3D_DLLS:
         shutil.copyfile(vkd3d / name, work / name)
     shutil.copyfile(runner, work / RUNNER)
@@ -246,17 +264,18 @@ def ensure_prefix(wine: str, prefix: Path, environ: Mapping[str, str]) -> None:
         raise ChainMissing(f"wineboot could not make the Wine prefix {prefix}: {last}")
 
 
-def find_chain(environ: Mapping[str, str] | None = None) -> Chain:
-    """Every piece found, the runner built, the folder staged and the prefix made; ChainMissing naming the first
-    piece that is not there."""
+def find_chain(environ: Mapping[str, str] | None = None, build: Build = NEWEST_BUILD) -> Chain:
+    """Every piece found, the runner built, ``build``'s folder staged and the prefix made; ChainMissing naming the
+    first piece that is not there."""
     env = os.environ if environ is None else environ
     cache = cache_folder(env)
     wine = find_wine(env)
     vkd3d = find_vkd3d_proton(env)
     display = find_display(env)
-    wheel = find_wheel(env, cache, download=True)
+    wheel = find_wheel(env, cache, True, build.onnxruntime)
+    directml_wheel = find_wheel(env, cache, True, build.directml_wheel)
     prefix = Path(env.get("WINEPREFIX") or cache / "wine-prefix")
     runner = build_runner(cache)
-    folder = _stage(runner, wheel, vkd3d, cache)
+    folder = _stage(runner, wheel, directml_wheel, vkd3d, cache)
     ensure_prefix(wine, prefix, env)
-    return Chain(wine, vkd3d, wheel, display, prefix, folder)
+    return Chain(wine, vkd3d, wheel, display, prefix, folder, build, directml_wheel)

@@ -30,6 +30,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from conformance.ep.directml import NEWEST_BUILD, Build
 from conformance.ep.errors import ProcessDied
 from conformance.ep.wine import protocol
 from conformance.ep.wine.chain import Chain, find_chain
@@ -192,29 +193,30 @@ class Runner:
 
 
 class Runners:
-    """The runner a process uses: the chain found once, the runner started on first use and again after one died;
-    ``close`` stops it."""
+    """The runners a process uses, one per DirectML build (``--ep dml:directml=...,ort=...``): each build's chain
+    found once, its runner started on first use and again after one died; ``close`` stops them all."""
 
     def __init__(self, chain: Chain | None = None) -> None:
-        self._chain = chain
-        self._runner: Runner | None = None
+        self._chains: dict[Build, Chain] = {chain.build: chain} if chain is not None else {}
+        self._runners: dict[Build, Runner] = {}
 
-    def chain(self) -> Chain:
-        if self._chain is None:
-            self._chain = find_chain()
-        return self._chain
+    def chain(self, build: Build = NEWEST_BUILD) -> Chain:
+        if build not in self._chains:
+            self._chains[build] = find_chain(build=build)
+        return self._chains[build]
 
-    def get(self) -> Runner:
-        if self._runner is not None and not self._runner.alive:
-            self._runner.stop()
-            self._runner = None
-        if self._runner is None:
-            self._runner = Runner(self.chain())
-            log.debug("DirectML runner started in %.2f s (onnxruntime %s)", self._runner.start_seconds,
-                      self._runner.onnxruntime)  # fmt: skip
-        return self._runner
+    def get(self, build: Build = NEWEST_BUILD) -> Runner:
+        runner = self._runners.get(build)
+        if runner is not None and not runner.alive:
+            runner.stop()
+            runner = None
+        if runner is None:
+            runner = self._runners[build] = Runner(self.chain(build))
+            log.debug("DirectML runner started in %.2f s (onnxruntime %s, DirectML %s)", runner.start_seconds,
+                      runner.onnxruntime, build.directml)  # fmt: skip
+        return runner
 
     def close(self) -> None:
-        if self._runner is not None:
-            self._runner.stop()
-            self._runner = None
+        for runner in self._runners.values():
+            runner.stop()
+        self._runners.clear()

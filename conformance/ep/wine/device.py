@@ -103,6 +103,7 @@ def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]
         "directml_dll": files.get("DirectML.dll") or None,
         "onnxruntime": described.get("onnxruntime"),
         "wheel": chain.wheel.name,
+        "directml_wheel": (chain.directml_wheel or chain.wheel).name,  # the wheel DirectML.dll came from
         "error": described.get("error"),
     }
 

@@ -15,6 +15,7 @@ import json
 import weakref
 from collections.abc import Mapping, Sequence
 
+from conformance.ep.directml import BUILD_OPTIONS, build_of
 from conformance.ep.errors import ExecutionError, NotSupported
 from conformance.ep.graph import Array
 from conformance.ep.lower import Lowering
@@ -38,8 +39,9 @@ ADAPTER_OPTIONS = ("device_id", "performance_preference", "device_filter")
 
 
 def provider_options(ep: EpSpec) -> dict[str, str]:
-    """The EP's options as the runner appends them: ``device_id=0`` where they pick no adapter (see above)."""
-    options = dict(ep.options)
+    """The EP's options as the runner appends them: ``device_id=0`` where they pick no adapter (see above); the
+    harness's own build options (which DLLs) stay out, since they chose the runner, not the EP's behaviour."""
+    options = {key: value for key, value in ep.options.items() if key not in BUILD_OPTIONS}
     if not any(key in options for key in ADAPTER_OPTIONS):
         options["device_id"] = "0"
     return options
@@ -130,7 +132,7 @@ def _refusal(runner: Runner, lowering: Lowering, ep: EpSpec, error: protocol.Ref
 def open_in_runner(lowering: Lowering, ep: EpSpec, runners: Runners, threads: int | None = None) -> Opened:
     """A fallback-free DirectML session for ``lowering`` in this process's runner; NotSupported or ExecutionError
     saying why there is none (RunnerDied where the runner ended)."""
-    runner = runners.get()
+    runner = runners.get(build_of(ep.options))
     try:
         session = _open(runner, lowering, ep, strict=True, threads=threads)
     except protocol.Refused as error:
