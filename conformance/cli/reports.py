@@ -17,7 +17,7 @@ from conformance.gate.diff import SeveralEps, diff_runs
 from conformance.gate.merge import MergeError, merge_runs
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.verdict import decide
-from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers, overall_failed
+from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers
 from conformance.model import Status
 from conformance.report.diff import render_diff_console, render_diff_markdown
 from conformance.report.html import render_html
@@ -100,6 +100,13 @@ def gate_lines(gate: Gate) -> list[str]:
     return lines
 
 
+def verdict_lines(summary: Summary, gate: Gate | None) -> tuple[list[str], bool]:
+    """How run, report and merge end on the console: the gate's lines, then the verdict's headline; and whether the
+    verdict passed, which decides their exit code."""
+    verdict = decide(summary, gate)
+    return [*(gate_lines(gate) if gate is not None else []), verdict.headline], verdict.passed
+
+
 def _publish(
     out_dir: str, env: Mapping[str, Any], results: Sequence[Result], waiver_file: str | None, formats: Sequence[str]
 ) -> tuple[list[str], list[str], int]:
@@ -111,8 +118,8 @@ def _publish(
     summary = summarize(env, results)
     os.makedirs(out_dir, exist_ok=True)
     written = write_reports(out_dir, summary, results, gate, formats)
-    lines = [*(gate_lines(gate) if gate is not None else []), decide(summary, gate).headline]
-    return written, lines, 1 if overall_failed(summary, gate) else 0
+    lines, passed = verdict_lines(summary, gate)
+    return written, lines, 0 if passed else 1
 
 
 def _skipped_input(env: Mapping[str, Any], code: int) -> int:
@@ -128,8 +135,8 @@ def _skipped_input(env: Mapping[str, Any], code: int) -> int:
 def report_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     env, results = _read(args.results)
     out_dir = args.out_dir or os.path.dirname(args.results) or "."
-    written, gate, code = _publish(out_dir, env, results, args.waivers, args.format or list(REPORT_FORMATS))
-    say("\n".join([*written, *gate]))
+    written, lines, code = _publish(out_dir, env, results, args.waivers, args.format or list(REPORT_FORMATS))
+    say("\n".join([*written, *lines]))
     return _skipped_input(env, code)
 
 
@@ -142,10 +149,9 @@ def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     results_path = os.path.join(args.report_dir, "results.json")
     os.makedirs(args.report_dir, exist_ok=True)
     write_results(results_path, env, results)
-    written, gate, code = _publish(args.report_dir, env, results, args.waivers, list(REPORT_FORMATS))
+    written, lines, code = _publish(args.report_dir, env, results, args.waivers, list(REPORT_FORMATS))
     say(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
-    if gate:
-        say("\n".join(gate))
+    say("\n".join(lines))
     return _skipped_input(env, code)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from conformance.cases.suite import Suite, run_elements
 from conformance.cli.output import say, warn
 from conformance.cli.progress import Progress
-from conformance.cli.reports import gate_lines, read_waivers, write_reports
+from conformance.cli.reports import read_waivers, verdict_lines, write_reports
 from conformance.cli.selection import selected
 from conformance.cli.shared import (
     EXIT_FAILED,
@@ -30,7 +30,6 @@ from conformance.ep.dml_here import directml_for
 from conformance.ep.providers import EpSpec
 from conformance.ep.wine.chain import ChainMissing
 from conformance.gate.summary import summarize
-from conformance.gate.verdict import decide
 from conformance.gate.waivers import Waiver, apply_waivers
 from conformance.report.console import render_console
 from conformance.results import Result, write_results
@@ -93,11 +92,12 @@ def _folders(args: argparse.Namespace) -> None:
 
 
 def _stream(
-    args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec], options: RunOptions
+    args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec], options: RunOptions, digest: str
 ) -> tuple[Stream, dict[int, Result]]:
-    """results.jsonl opened for appending; with --resume, the results it already holds."""
+    """results.jsonl opened for appending; with --resume, the results it already holds. ``digest``: the case files'
+    hash (_cases_hash), taken once for results.json and the run's identity alike."""
     path = os.path.join(args.report_dir, STREAM_NAME)
-    identity = run_identity(suite.entries, eps, options)
+    identity = run_identity(suite.entries, eps, options, digest)
     try:
         if args.resume and os.path.exists(path):
             done, keep = read_stream(path, identity)
@@ -145,7 +145,7 @@ def _run_suite(
     options = run_options(vars(args), directml)
     _folders(args)
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
-    stream, done = _stream(args, suite, eps, options)
+    stream, done = _stream(args, suite, eps, options, digest)
     planned = len(suite.entries) * len(eps)
     progress = Progress(planned - len(done))
     finished = dict(done)
@@ -204,8 +204,6 @@ def _report(
     say(f"reports: {', '.join([results_path, *written])}")
     if interrupted:
         say(f"every finished result is in {os.path.join(args.report_dir, STREAM_NAME)}: add --resume to finish")
-    if gate is not None:
-        say("\n".join(gate_lines(gate)))
-    verdict = decide(summary, gate)  # the last line, as report's and merge's: what decided the exit code
-    say(verdict.headline)
-    return EXIT_OK if verdict.passed else EXIT_FAILED
+    lines, passed = verdict_lines(summary, gate)  # the last lines, as report's and merge's
+    say("\n".join(lines))
+    return EXIT_OK if passed else EXIT_FAILED

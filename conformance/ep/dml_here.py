@@ -4,9 +4,13 @@ the runner under Wine elsewhere (conformance/ep/wine, imported only when a run n
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from conformance.ep import directml as dml
 from conformance.ep.providers import DML, EpSpec
+
+if TYPE_CHECKING:  # the Wine client is imported only when a run names DirectML off Windows
+    from conformance.ep.wine.client import Runners
 
 
 def dml_through_wine(ep: EpSpec) -> bool:
@@ -19,13 +23,16 @@ def directml_for(eps: list[EpSpec]) -> dict[str, dml.DirectML]:
     """The DirectML each of ``eps`` that is DirectML uses (version, feature level), by its ``--ep`` text. On Windows,
     the installed onnxruntime-directml's; elsewhere the runner's under Wine for that EP's build, whose device answers
     the feature level (ChainMissing, one line, where a piece of that chain is absent: nothing has run yet)."""
-    found: dict[str, dml.DirectML] = {}
-    for ep in (ep for ep in eps if ep.name == DML):
-        if not dml_through_wine(ep):
-            found[ep.text] = _installed(ep)
-            continue
-        found[ep.text] = _through_wine(ep)
-    return found
+    chosen = [ep for ep in eps if ep.name == DML]
+    if not any(dml_through_wine(ep) for ep in chosen):
+        return {ep.text: _installed(ep) for ep in chosen}
+    from conformance.ep.wine.client import Runners
+
+    runners = Runners()  # one runner per build, however many of the EPs use it
+    try:
+        return {ep.text: _through_wine(ep, runners) for ep in chosen}
+    finally:
+        runners.close()
 
 
 def _installed(ep: EpSpec) -> dml.DirectML:
@@ -41,17 +48,15 @@ def _installed(ep: EpSpec) -> dml.DirectML:
     return dml.detect()
 
 
-def _through_wine(ep: EpSpec) -> dml.DirectML:
+def _through_wine(ep: EpSpec, runners: Runners) -> dml.DirectML:
     """The DirectML of ``ep``'s build as its runner's device answers; ChainMissing where that build cannot start."""
     from conformance.ep.errors import ProcessDied
     from conformance.ep.wine.chain import ChainMissing
-    from conformance.ep.wine.client import Runners
     from conformance.ep.wine.device import describe
     from conformance.ep.wine.protocol import ProtocolError, Refused
     from conformance.ep.wine.session import adapter_index
 
     build = dml.build_of(ep.options)
-    runners = Runners()
     try:
         return describe(runners.get(build), adapter_index(ep))
     except (ProcessDied, ProtocolError, Refused) as error:  # the chain is there but this build does not work
@@ -61,5 +66,3 @@ def _through_wine(ep: EpSpec) -> dml.DirectML:
             f"({first}): run dmlconf doctor; builds: directml={', '.join(dml.DIRECTML_VERSIONS)}, "
             f"ort={', '.join(dml.ONNXRUNTIME_DLL_VERSIONS)}"
         ) from None
-    finally:
-        runners.close()

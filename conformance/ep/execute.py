@@ -217,7 +217,9 @@ def execute(lowering: Lowering, ep: EpSpec, sessions: Sessions | None = None, th
     opened = sessions.open(lowering, ep, partial(open_session, threads=threads, runners=sessions.runners))
     op_types = lowering_op_types(lowering)
     if opened.known is not None:  # checked before running, where the record comes with the session
-        check_placement(opened.known, lowering.nodes, opened.ep_name, op_types)
-    outputs = run_session(opened, lowering)
-    placement = check_placement(opened.records, lowering.nodes, opened.ep_name, op_types)
-    return Execution(outputs=outputs, placement=placement)
+        placement = check_placement(opened.known, lowering.nodes, opened.ep_name, op_types)
+        return Execution(outputs=run_session(opened, lowering), placement=placement)
+    outputs = run_session(opened, lowering)  # the DirectML runner's record comes from the run's profile
+    return Execution(
+        outputs=outputs, placement=check_placement(opened.records, lowering.nodes, opened.ep_name, op_types)
+    )

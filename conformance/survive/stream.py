@@ -35,9 +35,12 @@ class StreamError(Exception):
     """A results.jsonl that --resume cannot use: one line."""
 
 
-def run_identity(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOptions) -> dict[str, Any]:
+def run_identity(
+    entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOptions, case_files_sha256: str | None = None
+) -> dict[str, Any]:
     """What makes two runs the same run: their pairs in order, the case files' contents, the verdicts' options, and
-    the onnxruntime and NumPy packages installed."""
+    the onnxruntime and NumPy packages installed. ``case_files_sha256``: identity.cases_sha256 of the entries' files,
+    where the caller has it already (dmlconf run takes it for results.json): else it is taken here."""
     pairs = hashlib.sha256()
     for entry in entries:
         for ep in eps:
@@ -46,7 +49,8 @@ def run_identity(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOp
         "schema_version": SCHEMA_VERSION,
         "pairs": len(entries) * len(eps),
         "pairs_sha256": pairs.hexdigest(),
-        "case_files_sha256": cases_sha256(entry.path for entry in entries)[0],  # results.json's harness.cases_sha256
+        # results.json's harness.cases_sha256
+        "case_files_sha256": case_files_sha256 or cases_sha256(entry.path for entry in entries)[0],
         "feature_level": str(options.feature_level) if options.feature_level else None,
         "directml_levels": {label: str(level) for label, level in options.directml_levels},
         "max_elements": options.max_elements,
