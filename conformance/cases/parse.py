@@ -8,20 +8,18 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from conformance.cases.fields import UNKNOWN_FIELD, Fields
 from conformance.cases.keys import (
-    CASE_KEYS,
     EXPECT_INVALID,
     EXPECT_VALID,
     FILE_KEYS,
     MAX_ULP,
-    OPERATOR_KEYS,
     OPERATOR_PREFIX,
     TOLERANCE_KEYS,
+    case_keys,
     names,
 )
 from conformance.cases.load import Document
@@ -40,11 +38,6 @@ from conformance.problems import Problem
 
 # Every operator was introduced at DML_FEATURE_LEVEL_2_1 (each page's "Availability").
 INTRODUCED = FeatureLevel(2, 1)
-FILE_FIELDS = names(FILE_KEYS)
-CASE_FIELDS = names(CASE_KEYS)
-OPERATOR_FIELDS: Mapping[Operator, tuple[str, ...]] = {
-    operator: names(keys) for operator, keys in OPERATOR_KEYS.items()
-}
 
 
 @dataclass(frozen=True)
@@ -113,7 +106,7 @@ def _case(
 ) -> Entry:
     problems: list[Problem] = []
     f = Fields(raw, "", positions, problems)
-    f.check_known((*CASE_FIELDS, *OPERATOR_FIELDS[operator]))
+    f.check_known(names(case_keys(operator)))
     expect = f.text("expect", default=EXPECT_VALID).lower()
     if expect not in (EXPECT_VALID, EXPECT_INVALID):
         f.problem("expect", f"must be {EXPECT_VALID!r} or {EXPECT_INVALID!r}, got {expect!r}")
@@ -164,7 +157,7 @@ def parse_document(doc: Document) -> tuple[list[Entry], list[Problem]]:
     top = Fields(doc.data, "", {".".join(map(str, k)): v for k, v in doc.positions.items() if len(k) <= 1}, problems)
     if not isinstance(doc.data, dict):
         return [], [Problem(doc.pos(()), "", "a case file is a mapping with 'operator:' and 'cases:'")]
-    top.check_known(FILE_FIELDS)
+    top.check_known(names(FILE_KEYS))
     top.text("description")  # only checked: a file's description is for its readers
     operator = top.choice("operator", Operator, strip=OPERATOR_PREFIX)
     level = _feature_level(top, INTRODUCED)

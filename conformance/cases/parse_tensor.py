@@ -73,12 +73,13 @@ def read_generator(fields: Fields) -> Generator | None:
         # case (parse.py), not make it "invalid as expected" for the wrong reason.
         fields.check_known((*names(GENERATOR_KEYS), *sorted(params_of_kind)))
     # A Seed is needed by every random kind; arange ignores it, so there it defaults to 0.
-    random = kind.lower() in GENERATOR_KINDS and kind.lower() not in SEEDLESS_KINDS  # an unknown kind: validate's
+    random = params_of_kind is not None and kind.lower() not in SEEDLESS_KINDS  # an unknown kind: validate's
     seed = fields.integer("Seed", 0, SEED_MAX, required=random and bool(kind), what=" (seed)")
     seed = 0 if seed is None and not fields.has("Seed") and not random else seed
     params: dict[str, float] = {}
+    read_above = names(GENERATOR_KEYS)  # Kind and Seed
     for name in fields.raw:
-        if name in ("Kind", "Seed"):
+        if name in read_above:
             continue
         value = fields.number(name)
         if value is not None:

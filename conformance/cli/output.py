@@ -27,13 +27,20 @@ def to_devnull(stream: TextIO | None) -> None:
         os.close(devnull)
 
 
-def _line(stream: TextIO | None, text: str) -> None:
+def write(stream: TextIO | None, text: str) -> None:
+    """``text`` written to ``stream`` and flushed at once; a reader that went away sends the stream to the null
+    device, and the command goes on."""
     if stream is None:  # started without the descriptor (``>&-``): print would drop the line anyway
         return
     try:
-        print(text, file=stream, flush=True)
+        stream.write(text)
+        stream.flush()
     except BrokenPipeError:
         to_devnull(stream)
+
+
+def _line(stream: TextIO | None, text: str) -> None:
+    write(stream, text + "\n")
 
 
 def say(text: str = "") -> None:

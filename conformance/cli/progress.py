@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from conformance.cli.output import to_devnull
+from conformance.cli.output import write
 
 WIDTH = 30
 PLAIN_MINIMUM = 100  # runs shorter than this print no plain progress lines: they finish before anyone looks
@@ -39,11 +39,7 @@ class Progress:
 
     def _write(self, text: str) -> None:
         """A reader of the stream that went away (``2>&1 | head``) stops the drawing, not the run (output.py)."""
-        try:
-            self.stream.write(text)
-            self.stream.flush()
-        except BrokenPipeError:
-            to_devnull(self.stream)
+        write(self.stream, text)
 
     def advance(self, count: int = 1) -> None:
         self.done += count

@@ -48,6 +48,16 @@ FEATURE_LEVEL_BY_DIRECTML: tuple[tuple[tuple[int, int], FeatureLevel], ...] = (
     ((1, 15), FeatureLevel(6, 4)),
 )
 
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def version_tuple(version: str) -> tuple[int, int]:
+    match = _VERSION.match(version.strip())
+    if match is None:
+        raise ValueError(f"not a version: {version!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
 # Every onnxruntime-directml win_amd64 wheel on PyPI, oldest first, with the DirectML.dll it ships in onnxruntime/capi:
 # the DLL's own FileVersion, read from each wheel (2026-11-24). Wheels from 1.19 on also ship onnxruntime.dll, of the
 # wheel's version; 1.17 and 1.18 link onnxruntime into their Python module, so their DirectML.dll runs under Wine with
@@ -66,12 +76,12 @@ FIRST_WITH_ONNXRUNTIME_DLL = (1, 19)
 # (1.16, older than the wheels above for today's Pythons, shipped 1.12.1).
 DIRECTML_BUNDLED_WITH: Mapping[tuple[int, int], str] = {
     (1, 16): "1.12.1",
-    **{(int(w.split(".")[0]), int(w.split(".")[1])): directml for w, directml in WHEELS},
+    **{version_tuple(wheel): directml for wheel, directml in WHEELS},
 }
 # The builds a run can pick (--ep dml:directml=V,ort=W): each DirectML version, and each onnxruntime.dll.
 DIRECTML_VERSIONS: tuple[str, ...] = tuple(dict.fromkeys(directml for _, directml in WHEELS))
 ONNXRUNTIME_DLL_VERSIONS: tuple[str, ...] = tuple(
-    wheel for wheel, _ in WHEELS if tuple(int(part) for part in wheel.split(".")[:2]) >= FIRST_WITH_ONNXRUNTIME_DLL
+    wheel for wheel, _ in WHEELS if version_tuple(wheel) >= FIRST_WITH_ONNXRUNTIME_DLL
 )
 BUILD_OPTIONS = ("directml", "ort")  # the harness's own dml options: which DLLs, not how the EP runs
 
@@ -89,11 +99,6 @@ class Build:
         """The newest onnxruntime-directml wheel that ships this DirectML.dll."""
         return [wheel for wheel, directml in WHEELS if directml == self.directml][-1]
 
-    @property
-    def newest(self) -> bool:
-        """Both DLLs the newest wheel's: the build a plain ``--ep dml`` runs."""
-        return self == NEWEST_BUILD
-
 
 NEWEST_BUILD = Build(WHEELS[-1][1], WHEELS[-1][0])
 
@@ -104,9 +109,6 @@ def build_of(options: Mapping[str, str]) -> Build:
     return Build(options.get("directml", NEWEST_BUILD.directml), options.get("ort", NEWEST_BUILD.onnxruntime))
 
 
-_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
-
-
 def check_adapter_choice(options: Mapping[str, str]) -> None:
     """ValueError (one line) where ``device_id`` comes with ``performance_preference`` or ``device_filter``: the EP
     takes the adapter ``device_id`` names and silently ignores the other two. (Which keys and values the EP reads at
@@ -115,13 +117,6 @@ def check_adapter_choice(options: Mapping[str, str]) -> None:
         raise ValueError(
             "DirectML option device_id picks the adapter itself: give it without performance_preference/device_filter"
         )
-
-
-def version_tuple(version: str) -> tuple[int, int]:
-    match = _VERSION.match(version.strip())
-    if match is None:
-        raise ValueError(f"not a version: {version!r}")
-    return int(match.group(1)), int(match.group(2))
 
 
 def feature_level_for(directml_version: str) -> FeatureLevel:

@@ -124,10 +124,18 @@ class RunDiff:
         return bool(self.removed_cases) and not self.allow_removed
 
     @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why the gate fails the new run, one phrase per rule that failed it: a regression, a removed result (unless
+        allowed), nothing compared, an incomplete new run. Drift, new cases and other changes are only shown."""
+        why = ["nothing compared"] if self.nothing_compared else []
+        why += ["the new run is incomplete"] if self.new_incomplete else []
+        why += [f"{len(self.regressions)} regression(s)"] if self.regressions else []
+        why += [f"{len(self.removed_cases)} removed result(s)"] if self.removed_regress else []
+        return tuple(why)
+
+    @property
     def regressed(self) -> bool:
-        """A gate fails on a regression, on a removed result (unless allowed), where nothing was compared and where
-        the new run is incomplete: drift, new cases and other changes are shown."""
-        return bool(self.regressions) or self.removed_regress or self.nothing_compared or bool(self.new_incomplete)
+        return bool(self.reasons)
 
 
 def _one_ep(results: Sequence[Result], which: str) -> None:

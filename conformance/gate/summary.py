@@ -55,7 +55,6 @@ class Completeness:
     problems: tuple[str, ...]
     idle_eps: tuple[str, ...]
     skipped_files: tuple[str, ...] = ()
-    skipped_count: int = 0
 
     @property
     def complete(self) -> bool:
@@ -87,10 +86,9 @@ class Completeness:
     @property
     def skipped_line(self) -> str:
         """ "files skipped: 2 (a.yaml, b.yaml)", where the run recorded files it skipped; else empty."""
-        if not self.skipped_count:
+        if not self.skipped_files:
             return ""
-        named = f" ({', '.join(self.skipped_files)})" if self.skipped_files else ""
-        return f"files skipped: {self.skipped_count}{named}"
+        return f"files skipped: {len(self.skipped_files)} ({', '.join(self.skipped_files)})"
 
 
 def completeness(environment: Mapping[str, Any], ran: int, idle_eps: Sequence[str], eps: int) -> Completeness:
@@ -106,7 +104,6 @@ def completeness(environment: Mapping[str, Any], ran: int, idle_eps: Sequence[st
         problems=tuple(str(problem) for problem in environment.get("problems") or ()),
         idle_eps=tuple(idle_eps),
         skipped_files=files,
-        skipped_count=len(files) if files else skipped if isinstance(skipped, int) and skipped > 0 else 0,
     )
 
 
@@ -249,7 +246,7 @@ def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         ("GPU", "; ".join(_gpu_line(g) for g in gpus) if gpus else "none found (nvidia-smi / Win32_VideoController)")
     ]
     if env.get("cpu"):
-        lines.append(("CPU", _cpu_text(env["cpu"])))
+        lines.append(("CPU", str(env["cpu"])))
     lines.append(("onnxruntime", f"{env.get('onnxruntime')} ({packages})" if packages else str(env.get("onnxruntime"))))
     for ep in env.get("eps") or []:
         lines.append((f"EP {ep.get('label')}", _ep_line(ep)))
@@ -258,15 +255,6 @@ def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
             lines.append((f"DirectML chain of {ep.get('label')}", chain_line(chain)))
     lines.append(("platform", f"{env.get('platform')}, Python {env.get('python')}, numpy {env.get('numpy')}"))
     return tuple(lines)
-
-
-def _cpu_text(cpu: Any) -> str:
-    """The CPU as results.json records it: a model name, or a mapping whose model comes first."""
-    if isinstance(cpu, Mapping):
-        model = cpu.get("model") or cpu.get("name")
-        rest = ", ".join(f"{k}={v}" for k, v in cpu.items() if k not in ("model", "name") and v not in (None, ""))
-        return f"{model or '?'}" + (f" ({rest})" if rest else "")
-    return str(cpu)
 
 
 def _duration(seconds: float) -> str:

@@ -32,8 +32,13 @@ class Verdict:
     reasons: tuple[str, ...]
 
     @property
+    def because(self) -> str:
+        """The reasons as one phrase ("3 unexpected failures; 52 known failures waived"); empty without any."""
+        return "; ".join(self.reasons)
+
+    @property
     def headline(self) -> str:
-        return f"{self.label} — {'; '.join(self.reasons)}" if self.reasons else self.label
+        return f"{self.label} — {self.because}" if self.reasons else self.label
 
 
 def _failing_counts(summary: Summary) -> str:

@@ -87,14 +87,8 @@ def _environment(d: RunDiff) -> list[str]:
 
 
 def _verdict(d: RunDiff) -> str:
-    """The gate's decision and why: which of its three rules failed the new run."""
-    if not d.regressed:
-        return "no regressions"
-    why = ["nothing compared"] if d.nothing_compared else []
-    why += ["the new run is incomplete"] if d.new_incomplete else []
-    why += [f"{len(d.regressions)} regression(s)"] if d.regressions else []
-    why += [f"{len(d.removed_cases)} removed result(s)"] if d.removed_regress else []
-    return f"REGRESSED ({', '.join(why)})"
+    """The gate's decision and why: which of its rules failed the new run (RunDiff.reasons)."""
+    return f"REGRESSED ({', '.join(d.reasons)})" if d.regressed else "no regressions"
 
 
 def _sections(d: RunDiff) -> list[tuple[str, Sequence[Any]]]:

@@ -178,7 +178,7 @@ def _facts(summary: Summary) -> str:
 def _header(summary: Summary, verdict: Verdict, gate: Gate | None, found: Findings) -> str:
     colour = _colour(Status.PASS if verdict.passed else Status.FAIL)
     badge = f'<span class="badge" style="background:{colour}">{escape(verdict.label)}</span>'
-    reasons = f" — {escape('; '.join(verdict.reasons))}" if verdict.reasons else ""
+    reasons = f" — {escape(verdict.because)}" if verdict.reasons else ""
     totals = " ".join(
         _status(s, f"{summary.totals[s]} {s.value}") for s in sorted(summary.totals, key=severity) if summary.totals[s]
     )

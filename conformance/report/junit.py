@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from conformance.gate.summary import Summary
+from conformance.gate.summary import NO_VERDICT, Summary
 from conformance.gate.waivers import Gate, Waiver, waived_keys
 from conformance.model import Status
 from conformance.problems import first_line
@@ -29,7 +29,6 @@ from conformance.results import FAILING, Result
 _NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 # A dot in a classname reads as a package separator to Jenkins and Azure; a colon is unsafe in some report tools.
 _CLASSNAME_UNSAFE = re.compile(r"[.:]")
-_SKIPPED = frozenset({Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE})
 # A wrong answer (FAIL), or answers that differ between repeats (FLAKY): a <failure>; the other failing statuses gave
 # no answer (ERROR, CRASH, TIMEOUT, DEVICE_LOST): an <error>.
 _WRONG_ANSWER = frozenset({Status.FAIL, Status.FLAKY})
@@ -100,7 +99,7 @@ def _testcase(suite: ET.Element, r: Result, waiver: str | None, passing: Waiver 
         _element(case, tag, _detail(r), message=headline, type=r.failure_kind or r.status.value)
         counts.failures += r.status in _WRONG_ANSWER
         counts.errors += r.status not in _WRONG_ANSWER
-    elif r.status in _SKIPPED:
+    elif r.status in NO_VERDICT:
         _element(case, "skipped", message=f"{r.status.value}: {headline}" if headline else r.status.value)
         counts.skipped += 1
     elif passing is not None:  # the gate fails on it until its waiver goes, and so does CI's test tab

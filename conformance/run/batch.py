@@ -211,17 +211,13 @@ def _repeated(
     if options.repeat == 1:
         return _run_group(group, places, ep, options, sessions, watch)
     repeats = _Repeats(group, places, options.repeat, watch)
+    fresh = Sessions(capacity=0, runners=sessions.runners)  # none kept: each run opens its own
     for _ in range(options.repeat):
         live = repeats.live()
         if not live:
             break
-        fresh = Sessions(capacity=0, runners=sessions.runners)  # none kept: each run opens its own
         _run_group([group[i] for i in live], [places[i] for i in live], ep, options, fresh, repeats)
     return repeats.results()
-
-
-def _packing(options: RunOptions) -> bool:
-    return options.pack > 1
 
 
 def run_batch(
@@ -238,7 +234,7 @@ def run_batch(
         if isinstance(prepared, Result):  # no execution: nothing to repeat
             results[index] = prepared
             watch.finished(index, prepared)
-        elif _packing(options) and packable(prepared.lowering):
+        elif options.pack > 1 and packable(prepared.lowering):
             waiting.setdefault(opset_of(prepared.lowering), []).append((index, prepared))
         else:
             results[index] = _repeated([prepared], [index], ep, options, sessions, watch)[0]

@@ -184,7 +184,7 @@ def _digest(*parts: bytes) -> str:
     return digest.hexdigest()[:16]
 
 
-def _file_digest(path: Path) -> bytes:
+def file_digest(path: Path) -> bytes:
     with open(path, "rb") as file:
         return hashlib.file_digest(file, "sha256").digest()
 
@@ -226,7 +226,8 @@ def _stage(runner: Path, wheel: Path, directml_wheel: Path, vkd3d: Path, cache: 
     """A folder with the runner, onnxruntime's two DLLs from ``wheel``, DirectML.dll from ``directml_wheel`` and
     vkd3d-proton's two, named by their contents' hash."""
     parts = (runner, wheel, directml_wheel, *(vkd3d / name for name in VKD3D_DLLS))
-    folder = cache / "staged" / _digest(*(_file_digest(part) for part in parts))
+    digests = {part: file_digest(part) for part in dict.fromkeys(parts)}  # the newest build's one wheel: hashed once
+    folder = cache / "staged" / _digest(*(digests[part] for part in parts))
     if all((folder / name).is_file() for name in (RUNNER, *WHEEL_DLLS, *VKD3D_DLLS)):
         return folder
     dlls = _wheel_dlls(wheel, ONNXRUNTIME_DLLS) | _wheel_dlls(directml_wheel, (DIRECTML_DLL,))
@@ -273,7 +274,8 @@ def find_chain(environ: Mapping[str, str] | None = None, build: Build = NEWEST_B
     vkd3d = find_vkd3d_proton(env)
     display = find_display(env)
     wheel = find_wheel(env, cache, True, build.onnxruntime)
-    directml_wheel = find_wheel(env, cache, True, build.directml_wheel)
+    same = build.directml_wheel == build.onnxruntime  # both DLLs from one wheel, as in the newest build
+    directml_wheel = wheel if same else find_wheel(env, cache, True, build.directml_wheel)
     prefix = Path(env.get("WINEPREFIX") or cache / "wine-prefix")
     runner = build_runner(cache)
     folder = _stage(runner, wheel, directml_wheel, vkd3d, cache)

@@ -196,8 +196,8 @@ class Runners:
     """The runners a process uses, one per DirectML build (``--ep dml:directml=...,ort=...``): each build's chain
     found once, its runner started on first use and again after one died; ``close`` stops them all."""
 
-    def __init__(self, chain: Chain | None = None) -> None:
-        self._chains: dict[Build, Chain] = {chain.build: chain} if chain is not None else {}
+    def __init__(self) -> None:
+        self._chains: dict[Build, Chain] = {}
         self._runners: dict[Build, Runner] = {}
 
     def chain(self, build: Build = NEWEST_BUILD) -> Chain:

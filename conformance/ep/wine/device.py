@@ -8,7 +8,6 @@ not one derived from its version; the version table's level is recorded beside i
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.ep.directml import DirectML, feature_level_for
-from conformance.ep.wine.chain import TRANSPORT, VKD3D_DLLS, Chain
+from conformance.ep.wine.chain import TRANSPORT, VKD3D_DLLS, Chain, file_digest
 from conformance.ep.wine.client import Runner
 from conformance.model import FeatureLevel
 
@@ -71,11 +70,6 @@ def vulkan_devices() -> list[dict[str, str]]:
     return parse_vulkaninfo(_output([program, "--summary"])) if program else []
 
 
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
-
-
 def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]:
     """Everything that stands between DirectML and the hardware, and the device as DirectML saw it."""
     index = described.get("adapter_index", 0)
@@ -90,7 +84,7 @@ def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]
         "vkd3d_proton": {
             "version": vkd3d_proton_version(chain.vkd3d_proton),
             "folder": str(chain.vkd3d_proton),
-            "sha256": {name: _sha256(chain.vkd3d_proton / name) for name in VKD3D_DLLS},
+            "sha256": {name: file_digest(chain.vkd3d_proton / name).hex() for name in VKD3D_DLLS},
         },
         "vulkan_driver_files": os.environ.get("VK_DRIVER_FILES") or os.environ.get("VK_ICD_FILENAMES"),
         "vulkan_devices": vulkan,

@@ -99,15 +99,11 @@ def open_model(runner: Runner, model: bytes, ep: EpSpec, strict: bool, threads: 
     return RunnerSession(runner, number)
 
 
-def _open(runner: Runner, lowering: Lowering, ep: EpSpec, strict: bool, threads: int | None) -> RunnerSession:
-    return open_model(runner, lowering.model, ep, strict, threads)
-
-
 def _diagnose(runner: Runner, lowering: Lowering, ep: EpSpec, text: str, threads: int | None) -> Exception:
     """Which nodes the EP left to the CPU: a session with fallback allowed, run once on the case's own inputs so
     that its profile says where each node ran."""
     try:
-        session = _open(runner, lowering, ep, strict=False, threads=threads)
+        session = open_model(runner, lowering.model, ep, strict=False, threads=threads)
         session.run(list(lowering.outputs), lowering.feeds)
         check_placement(session.records or (), lowering.nodes, DML)
     except (NotSupported, ExecutionError) as found:
@@ -134,7 +130,7 @@ def open_in_runner(lowering: Lowering, ep: EpSpec, runners: Runners, threads: in
     saying why there is none (RunnerDied where the runner ended)."""
     runner = runners.get(build_of(ep.options))
     try:
-        session = _open(runner, lowering, ep, strict=True, threads=threads)
+        session = open_model(runner, lowering.model, ep, strict=True, threads=threads)
     except protocol.Refused as error:
         refusal = _refusal(runner, lowering, ep, error, threads)
     else:
