@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import math
 import os
@@ -13,6 +14,7 @@ from typing import Any
 from conformance.model import Status
 
 SCHEMA_VERSION = 1
+_GZIP_MAGIC = b"\x1f\x8b"
 # Statuses that make a run fail (exit code 1). INVALID is a negative case rejected as expected.
 FAILING = frozenset({Status.FAIL, Status.FLAKY, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.DEVICE_LOST})
 
@@ -62,6 +64,9 @@ class Result:
     # Each generated input's fingerprint.tensor_sha256 by DML tensor name; empty where the case got no inputs
     # (INVALID, refused before generation) and in results.json files written before the field existed.
     inputs_sha256: Mapping[str, str] = field(default_factory=dict)
+    # Each output's fingerprint.tensor_sha256 by DML tensor name, as the EP returned it; empty where the EP ran
+    # nothing (INVALID, NOT_SUPPORTED, an error) and in results.json files written before the field existed.
+    outputs_sha256: Mapping[str, str] = field(default_factory=dict)
     # Each run's verdict and output hashes, in order, where --repeat ran the case more than once (run/repeat.py);
     # empty for a case run once, and for one that was not executed (INVALID, NOT_SUPPORTED before a session, ...).
     repeats: tuple[Repeat, ...] = ()
@@ -76,6 +81,7 @@ class Result:
         data["details"] = _json_value(self.details)
         data["parameters"] = dict(self.parameters)
         data["inputs_sha256"] = dict(self.inputs_sha256)
+        data["outputs_sha256"] = dict(self.outputs_sha256)
         # Written only where there are repeats: a run without --repeat writes what readers before the field read.
         del data["repeats"]
         if self.repeats:
@@ -128,7 +134,12 @@ def result_from_json(data: Mapping[str, Any]) -> Result:
 
 
 def read_results(path: str) -> tuple[dict[str, Any], list[Result]]:
-    with open(path, encoding="utf-8") as handle:
+    """A results.json's environment and results; gzip-compressed (results.json.gz) too, told by its first bytes:
+    committed runs of many EPs are kept compressed, and every reader (report, diff, merge) takes them as they are."""
+    with open(path, "rb") as raw:
+        compressed = raw.read(2) == _GZIP_MAGIC
+    opener = gzip.open if compressed else open
+    with opener(path, "rt", encoding="utf-8") as handle:
         document = json.load(handle)
     if document.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"{path}: schema_version {document.get('schema_version')!r} is not {SCHEMA_VERSION}")

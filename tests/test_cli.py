@@ -42,6 +42,7 @@ RESULT_KEYS = {
     "parameters",
     "packed",
     "inputs_sha256",
+    "outputs_sha256",
     "message",
     "metrics",
     "placement",

@@ -4,6 +4,7 @@ and one per session, give the same hashes and verdicts."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.cases.fingerprint import input_hashes, tensor_sha256
+from conformance.cases.fingerprint import tensor_hashes, tensor_sha256
 from conformance.cases.suite import read_file
 from conformance.cli.main import main
 from conformance.ep.providers import parse_ep
@@ -70,8 +71,8 @@ def test_non_numeric_tensors_have_no_digest() -> None:
         tensor_sha256(np.array([object()]))
 
 
-def test_input_hashes_by_name_in_order() -> None:
-    hashes = input_hashes({"InputTensor": np.array([1], np.uint8), "ScaleTensor": np.array([2], np.uint8)})
+def test_tensor_hashes_by_name_in_order() -> None:
+    hashes = tensor_hashes({"InputTensor": np.array([1], np.uint8), "ScaleTensor": np.array([2], np.uint8)})
     assert list(hashes.items()) == [
         ("InputTensor", _sha(b"uint8;1;", b"\x01")),
         ("ScaleTensor", _sha(b"uint8;1;", b"\x02")),
@@ -195,6 +196,17 @@ def test_results_with_and_without_inputs(tmp_path: Path) -> None:
     assert (negative.status, negative.inputs_sha256) == (Status.INVALID, {})
 
 
+def test_a_run_records_the_hash_of_each_output_the_ep_returned() -> None:
+    entries, problems = read_file(str(REPO / "cases" / "top_k1" / "spec_examples.yaml"))
+    assert problems == []
+    result = run_entry(entries[0], CPU, RunOptions())
+    # The spec's example 1 outputs, as onnxruntime returns them: float32 values, TopK's int64 indices.
+    assert result.status is Status.PASS and result.outputs_sha256 == {
+        "OutputValueTensor": _sha(b"float32;1,1,3,2;", struct.pack("<6f", 11, 10, 9, 8, 7, 6)),
+        "OutputIndexTensor": _sha(b"int64;1,1,3,2;", struct.pack("<6q", 3, 2, 2, 3, 3, 2)),
+    }
+
+
 # --- results.json --------------------------------------------------------------------------------------------------
 
 
@@ -225,6 +237,42 @@ def test_diff_lists_cases_whose_inputs_differ() -> None:
     assert "inputs differ 1" in console and "Inputs differ (1)\n  PASS → PASS  differs [cpu]  (InputTensor)" in console
     assert "| differs | cpu | PASS | PASS | InputTensor |" in render_diff_markdown(d)
     assert "inputs differ" not in render_diff_console(diff_runs(old, old))
+
+
+def test_diff_lists_cases_whose_outputs_differ_on_the_same_inputs() -> None:
+    def run(case: str, inputs: str, outputs: str | None, status: Status = Status.PASS) -> Result:
+        recorded = {"OutputValueTensor": outputs, "OutputIndexTensor": "i" * 64} if outputs else {}
+        return Result(case, "TOP_K1", "dml", status, inputs_sha256={"InputTensor": inputs}, outputs_sha256=recorded)
+
+    old = [run("same", "a", "x"), run("bits", "a", "x"), run("data", "a", "x"), run("unrun", "a", None)]
+    new = [run("same", "a", "x"), run("bits", "a", "y"), run("data", "b", "y"), run("unrun", "a", "x")]
+    d = diff_runs(old, new)
+    # Other bits on the same inputs: listed; on other inputs: an inputs difference, not the EP's; unrecorded: neither.
+    assert [c.new.case for c in d.outputs_differ] == ["bits"] and [c.new.case for c in d.inputs_differ] == ["data"]
+    assert d.outputs_compared == 2 and not d.regressed
+    console = render_diff_console(d)
+    assert "Outputs differ (1)\n  PASS → PASS  bits [dml]  (OutputValueTensor)" in console
+    assert "outputs differ 1" in console and "2 of them with outputs compared bit for bit" in console
+    assert "| bits | dml | PASS | PASS | OutputValueTensor |" in render_diff_markdown(d)
+    same = render_diff_console(diff_runs(old[:1], new[:1]))
+    assert "outputs differ 0" in same and "1 of them with outputs compared bit for bit" in same
+    # Runs from before the outputs were hashed say nothing of them.
+    assert "outputs" not in render_diff_console(diff_runs(old[3:], old[3:]))
+
+
+def test_a_gzipped_results_json_reads_as_the_plain_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = Result("f.yaml::c", "TOP_K1", "cpu", Status.PASS, outputs_sha256={"OutputValueTensor": "ab" * 32})
+    plain = tmp_path / "results.json"
+    write_results(str(plain), {"command": ["dmlconf", "run"]}, [result])
+    packed = tmp_path / "packed" / "results.json.gz"
+    packed.parent.mkdir()
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert read_results(str(packed)) == read_results(str(plain)) == ({"command": ["dmlconf", "run"]}, [result])
+    assert main(["diff", str(plain), str(packed)]) == 0
+    compared = "(of 1 (case, EP) results in both runs, 1 of them with outputs compared bit for bit)"
+    assert compared in capsys.readouterr().out
+    assert main(["report", str(packed), "--format", "md"]) == 0
+    assert (packed.parent / "summary.md").is_file()
 
 
 # --- whole runs, repeated ------------------------------------------------------------------------------------------

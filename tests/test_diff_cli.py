@@ -149,3 +149,42 @@ def test_an_interrupted_new_run_is_a_regression_even_with_allow_removed(
     assert "the new run is incomplete: interrupted: 1 of 4 cases run" in out.splitlines()
     # The old run's completeness does not matter: what it lacks shows as new cases.
     assert main(["diff", new, old]) == 0
+
+
+def test_one_run_of_several_directml_builds_is_diffed_build_against_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old_build, new_build = "dml:directml=1.13.1", "dml:directml=1.14.1"
+    records = [_dml(old_build, "GPU X") | {"options": {"directml": "1.13.1"}}, _dml(new_build, "GPU X")]
+    records[0]["directml"] = records[0]["directml"] | {"version": "1.13.1"}
+    rows = _run(old_build, {CASES[0]: "FAIL"}) + _run(new_build, {CASES[1]: "FAIL"})
+    both = _write(tmp_path / "matrix.json", _gpu("GPU X", "1.0") | {"eps": records}, rows)
+    assert main(["diff", both, both, "--old-ep", old_build, "--new-ep", new_build, "--match", "case"]) == 1
+    out = capsys.readouterr().out
+    assert f"old: {old_build} (DmlExecutionProvider, DirectML 1.13.1" in out
+    assert f"new: {new_build} (DmlExecutionProvider, DirectML 1.15.4" in out
+    assert "(of 4 cases in both runs)" in out
+    assert f"PASS → FAIL  {CASES[1]} [{old_build} → {new_build}]" in out
+    assert f"FAIL → PASS  {CASES[0]} [{old_build} → {new_build}]" in out
+    # The two builds' EP lines are compared with each other, not each with nothing.
+    ep_lines = [line for line in out.splitlines() if line.startswith("EP ")]
+    assert len(ep_lines) == 1 and "DirectML 1.13.1" in ep_lines[0].split(" → ")[0] and " → " in ep_lines[0]
+
+
+def test_picking_builds_of_one_run_says_what_is_wrong_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = _run("dml:directml=1.13.1") + _run("dml")
+    both = _write(tmp_path / "matrix.json", _gpu("GPU X", "1.0"), rows)
+    assert main(["diff", both, both, "--old-ep", "dml:directml=1.13.1", "--new-ep", "dml"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "dmlconf: --old-ep dml:directml=1.13.1 and --new-ep dml are two EPs: pair them with --match case"
+    ]
+    assert main(["diff", both, both, "--old-ep", "dml:directml=1.14.1", "--match", "case"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"dmlconf: --old-ep dml:directml=1.14.1: {both}: no result on EP dml:directml=1.14.1 (its results are on: "
+        "dml:directml=1.13.1, dml)"
+    ]
+    # One EP picked on each side of one file, the same: compared with itself, no change.
+    assert main(["diff", both, both, "--old-ep", "dml", "--new-ep", "dml"]) == 0
+    assert "(of 4 (case, EP) results in both runs)" in capsys.readouterr().out

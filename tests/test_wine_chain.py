@@ -116,6 +116,29 @@ def test_each_directml_build_answers_the_feature_level_the_table_gives_it(chain_
     assert answered.feature_level == feature_level_for(directml)
 
 
+def test_a_case_beyond_a_build_s_feature_level_is_not_supported_there_and_runs_on_the_next(
+    chain_ready: None, tmp_path: Path
+) -> None:
+    """The spec's TopK example 1, demanding feature level 6_3: DirectML 1.13.1 answers 6_2 and must decline it,
+    1.14.1 answers 6_3 and must run it (to the spec's outputs). No case of the library needs more than 4_0, the
+    highest level the three spec pages name, so only such a case shows the gate following each build's answer."""
+    example = (REPO / "cases" / "top_k1" / "spec_examples.yaml").read_text(encoding="utf-8")
+    first = example.split("\n  - id: example-2")[0]
+    assert 'feature_level: "2_1"' in first
+    (tmp_path / "level-6_3.yaml").write_text(first.replace('feature_level: "2_1"', 'feature_level: "6_3"'), "utf-8")
+    old, new = "dml:directml=1.13.1,ort=1.19.0", "dml:directml=1.14.1,ort=1.19.0"
+    out = tmp_path / "out"
+    done = _dmlconf("run", str(tmp_path / "level-6_3.yaml"), "--ep", old, "--ep", new, "--report-dir", str(out))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    results = _results(out)["results"]
+    assert [r["case"].split("::")[1] for r in results] == ["example-1", "example-1"]
+    verdicts = {r["ep"]: (r["status"], r["failure_kind"], r["message"]) for r in results}
+    assert verdicts == {
+        old: ("NOT_SUPPORTED", "feature_level", "needs feature level 6_3; the target is 6_2"),
+        new: ("PASS", None, ""),
+    }
+
+
 def test_the_quick_selection_on_directml_has_only_known_failures(chain_ready: None, tmp_path: Path) -> None:
     waivers = str(REPO / "reports" / "known-failures.yaml")
     done = _dmlconf("run", "--quick", "--ep", "dml", "--waivers", waivers, "--report-dir", str(tmp_path))

@@ -1,8 +1,11 @@
-"""A machine-independent fingerprint of each generated input, recorded in every result (``Result.inputs_sha256``).
+"""A machine-independent fingerprint of each generated input and each output an EP returned, recorded in every
+result (``Result.inputs_sha256``, ``Result.outputs_sha256``).
 
 The harness promises that a case and its seed give byte-identical inputs on every machine (generate.py); a hash
 of those bytes in results.json lets two runs, on two machines or two NumPy versions, show that they ran the same
-data, and ``dmlconf diff`` names the cases whose inputs differ.
+data, and ``dmlconf diff`` names the cases whose inputs differ. The outputs' hashes show what a verdict cannot:
+two DirectML releases that both pass a case within its tolerance may still return other bits, and ``dmlconf diff``
+names those cases too.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def tensor_sha256(array: np.ndarray) -> str:
     return digest.hexdigest()
 
 
-def input_hashes(inputs: Mapping[str, np.ndarray]) -> dict[str, str]:
-    """Each input's ``tensor_sha256``, keyed by its DML tensor name (InputTensor, ScaleTensor, BiasTensor), in the
-    inputs' order."""
-    return {name: tensor_sha256(array) for name, array in inputs.items()}
+def tensor_hashes(tensors: Mapping[str, np.ndarray]) -> dict[str, str]:
+    """Each tensor's ``tensor_sha256``, keyed by its DML tensor name (InputTensor, ScaleTensor, OutputValueTensor,
+    ...), in the tensors' order."""
+    return {name: tensor_sha256(np.asarray(array)) for name, array in tensors.items()}

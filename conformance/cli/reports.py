@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from conformance.cli.output import say, warn
 from conformance.cli.shared import UsageError
-from conformance.gate.diff import SeveralEps, diff_runs
+from conformance.gate.diff import SeveralEps, diff_runs, only_ep
 from conformance.gate.merge import MergeError, merge_runs
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.verdict import decide
@@ -155,8 +155,23 @@ def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return _skipped_input(env, code)
 
 
+def _one_ep(path: str, option: str, label: str | None) -> tuple[dict[str, Any], list[Result]]:
+    """A results.json to diff: all of it, or (``--old-ep``/``--new-ep``) one EP's results."""
+    env, results = _read(path)
+    if label is None:
+        return env, results
+    try:
+        chosen, env = only_ep(results, env, label)
+    except ValueError as error:
+        raise UsageError(f"{option} {label}: {path}: {error}") from None
+    return env, chosen
+
+
 def diff_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    (old_env, old), (new_env, new) = _read(args.old), _read(args.new)
+    if args.old_ep and args.new_ep and args.old_ep != args.new_ep and args.match != "case":
+        raise UsageError(f"--old-ep {args.old_ep} and --new-ep {args.new_ep} are two EPs: pair them with --match case")
+    old_env, old = _one_ep(args.old, "--old-ep", args.old_ep)
+    new_env, new = _one_ep(args.new, "--new-ep", args.new_ep)
     try:
         comparison = diff_runs(old, new, old_env, new_env, args.match == "case", args.allow_removed)
     except SeveralEps as error:

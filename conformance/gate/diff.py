@@ -16,7 +16,10 @@ Results are matched by (case, EP). The rules, in the order they apply to a (case
 Beside these, a (case, EP) whose inputs' hashes (``Result.inputs_sha256``) are recorded in both runs and differ is
 listed under inputs differ: its two verdicts were reached on different data (another generator, or a NumPy that
 broke generation's promise of the same bytes everywhere), so a change there is not the EP's alone. Runs written
-before the hashes existed record none, and nothing is listed for them.
+before the hashes existed record none, and nothing is listed for them. A (case, EP) given the same inputs whose
+outputs' hashes (``Result.outputs_sha256``) differ is listed under outputs differ, whatever its verdicts: the EP
+returned other bits (a DirectML release whose MVN rounds otherwise still passes within the tolerance), which no
+verdict shows. Neither list is a regression by itself.
 
 A (case, EP) in only one run is a new or removed case. A removed result is a regression unless removals are allowed
 (``allow_removed``): a new run that lost most of the old one's results must not pass as "no regressions". Two runs with
@@ -108,6 +111,8 @@ class RunDiff:
     compared: int  # (case, EP) pairs found in both runs (cases, by case)
     environment: tuple[EnvChange, ...] | None = None  # None: the environments were not given, so not compared
     inputs_differ: tuple[Changed, ...] = ()
+    outputs_differ: tuple[Changed, ...] = ()  # the same inputs (or none recorded), other output bytes
+    outputs_compared: int = 0  # pairs whose outputs' hashes both runs recorded: compared bit for bit
     by_case: bool = False  # paired by case alone (one EP a side), not by (case, EP)
     allow_removed: bool = False  # removed results are shown, not counted against the new run
     old_side: Side = Side()
@@ -167,13 +172,22 @@ def more_severe(old: Result, new: Result) -> bool:
     return old_rank is not None and new_rank is not None and new_rank < old_rank
 
 
-def differing_inputs(old: Result, new: Result) -> tuple[str, ...]:
-    """The input tensors whose hashes differ between two results that both recorded them (a tensor in one only
-    counts too); none where either recorded no hashes."""
-    if not old.inputs_sha256 or not new.inputs_sha256:
+def _differing(old: Mapping[str, str], new: Mapping[str, str]) -> tuple[str, ...]:
+    """The tensors whose hashes differ between two records (a tensor in one only counts too); none where either
+    recorded no hashes."""
+    if not old or not new:
         return ()
-    names = dict.fromkeys([*old.inputs_sha256, *new.inputs_sha256])
-    return tuple(name for name in names if old.inputs_sha256.get(name) != new.inputs_sha256.get(name))
+    return tuple(name for name in dict.fromkeys([*old, *new]) if old.get(name) != new.get(name))
+
+
+def differing_inputs(old: Result, new: Result) -> tuple[str, ...]:
+    """The input tensors whose hashes differ between two results that both recorded them."""
+    return _differing(old.inputs_sha256, new.inputs_sha256)
+
+
+def differing_outputs(old: Result, new: Result) -> tuple[str, ...]:
+    """The output tensors whose hashes differ between two results that both recorded them."""
+    return _differing(old.outputs_sha256, new.outputs_sha256)
 
 
 def _number(value: object) -> float | None:
@@ -262,20 +276,53 @@ def side(results: Sequence[Result], env: Mapping[str, Any] | None) -> Side:
     return Side(labels, described, short["GPU"], short["driver"], len(results))
 
 
-def environment_changes(old_env: Mapping[str, Any], new_env: Mapping[str, Any]) -> tuple[EnvChange, ...]:
+def _identity(env: Mapping[str, Any], by_case: bool) -> dict[str, str]:
+    """``identity_lines`` by what each says; paired by case, a run's one EP's lines lose its label ("EP",
+    "DirectML chain"), so that two EPs' lines are compared with each other rather than each with nothing."""
+    lines = dict(identity_lines(env))
+    labels = [str(record.get("label")) for record in env.get("eps") or []]
+    if not by_case or len(labels) != 1:
+        return lines
+    own = {f"EP {labels[0]}": "EP", f"DirectML chain of {labels[0]}": "DirectML chain"}
+    return {own.get(what, what): line for what, line in lines.items()}
+
+
+def environment_changes(
+    old_env: Mapping[str, Any], new_env: Mapping[str, Any], by_case: bool = False
+) -> tuple[EnvChange, ...]:
     """Short fields that changed, then EP and platform lines of ``identity_lines`` that changed (an EP's
-    options, devices or DirectML version); the GPU and onnxruntime lines are already told by the short fields."""
+    options, devices or DirectML version; paired ``by_case``, one EP's against the other's); the GPU and
+    onnxruntime lines are already told by the short fields."""
     old_short, new_short = _short_fields(old_env), _short_fields(new_env)
     changes = [
         EnvChange(what, old_short.get(what, "—"), new_short.get(what, "—"))
         for what in dict.fromkeys([*old_short, *new_short])
         if old_short.get(what) != new_short.get(what)
     ]
-    old_lines, new_lines = dict(identity_lines(old_env)), dict(identity_lines(new_env))
+    old_lines, new_lines = _identity(old_env, by_case), _identity(new_env, by_case)
     for what in dict.fromkeys([*old_lines, *new_lines]):
         if what not in ("GPU", "onnxruntime") and old_lines.get(what) != new_lines.get(what):
             changes.append(EnvChange(what, old_lines.get(what, "—"), new_lines.get(what, "—")))
     return tuple(changes)
+
+
+def only_ep(
+    results: Sequence[Result], environment: Mapping[str, Any], label: str
+) -> tuple[list[Result], dict[str, Any]]:
+    """One EP's results (``label``, the EP text the run wrote) and the environment with that EP's record alone: one
+    DirectML build of a run of several (``--ep dml:directml=1.13.1 --ep dml:directml=1.14.1``), to be diffed case by
+    case against another. An interrupted run's planned results are shared out evenly, as every EP of a run is given
+    the same cases. ValueError naming the run's EPs where none of its results is on ``label``."""
+    chosen = [r for r in results if r.ep == label]
+    if not chosen:
+        labels = ", ".join(dict.fromkeys(r.ep for r in results)) or "none"
+        raise ValueError(f"no result on EP {label} (its results are on: {labels})")
+    records = list(environment.get("eps") or [])
+    env = dict(environment) | {"eps": [record for record in records if record.get("label") == label]}
+    planned = environment.get("planned_results")
+    if isinstance(planned, int) and not isinstance(planned, bool) and records:
+        env["planned_results"] = planned // len(records)
+    return chosen, env
 
 
 def diff_runs(
@@ -294,6 +341,8 @@ def diff_runs(
     other: list[Changed] = []
     drift: list[Drift] = []
     inputs: list[Changed] = []
+    outputs: list[Changed] = []
+    bits = 0
     for key, now in after.items():
         was = before.get(key)
         if was is None:
@@ -309,9 +358,13 @@ def diff_runs(
             drift.append(Drift(was, now, grown))
         if differing_inputs(was, now):
             inputs.append(Changed(was, now))
+        elif was.outputs_sha256 and now.outputs_sha256:
+            bits += 1
+            if differing_outputs(was, now):
+                outputs.append(Changed(was, now))
     env = None
     if old_environment is not None and new_environment is not None:
-        env = environment_changes(old_environment, new_environment)
+        env = environment_changes(old_environment, new_environment, by_case)
     new_eps = len(dict.fromkeys(r.ep for r in new))
     incomplete = completeness(new_environment or {}, len(new), idle(new), new_eps).reasons
     return RunDiff(
@@ -324,6 +377,8 @@ def diff_runs(
         compared=sum(1 for key in after if key in before),
         environment=env,
         inputs_differ=tuple(inputs),
+        outputs_differ=tuple(outputs),
+        outputs_compared=bits,
         by_case=by_case,
         allow_removed=allow_removed,
         old_side=side(old, old_environment),

@@ -5,12 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from conformance.gate.diff import Changed, Drift, RunDiff, Side, differing_inputs
+from conformance.gate.diff import Changed, Drift, RunDiff, Side, differing_inputs, differing_outputs
 from conformance.problems import first_line
 from conformance.report.text import cell, code_cell, compact_table, plain
 from conformance.results import FAILING, Result
 
 T = TypeVar("T")
+# The sections that list tensors by name, and which tensors each names.
+_HASHED: dict[str, Callable[[Result, Result], tuple[str, ...]]] = {
+    "Inputs differ": differing_inputs,
+    "Outputs differ": differing_outputs,
+}
 
 
 def _status(r: Result) -> str:
@@ -34,10 +39,13 @@ def _counts(d: RunDiff) -> str:
         ("removed", len(d.removed_cases)),
         ("other changes", len(d.other_changes)),
     ]
+    if d.outputs_compared:  # only then: runs from before the hashes were recorded cannot tell
+        counts.insert(3, ("outputs differ", len(d.outputs_differ)))
     if d.inputs_differ:  # only then: runs from before the hashes were recorded cannot tell
         counts.insert(3, ("inputs differ", len(d.inputs_differ)))
     pairs = "cases" if d.by_case else "(case, EP) results"
-    return ", ".join(f"{label} {n}" for label, n in counts) + f" (of {d.compared} {pairs} in both runs)"
+    bits = f", {d.outputs_compared} of them with outputs compared bit for bit" if d.outputs_compared else ""
+    return ", ".join(f"{label} {n}" for label, n in counts) + f" (of {d.compared} {pairs} in both runs{bits})"
 
 
 def _side(which: str, s: Side) -> str:
@@ -97,6 +105,7 @@ def _sections(d: RunDiff) -> list[tuple[str, Sequence[Any]]]:
         ("Fixes", d.fixes),
         ("Metric drift", d.metric_drift),
         ("Inputs differ", d.inputs_differ),
+        ("Outputs differ", d.outputs_differ),
         ("New cases", d.new_cases),
         ("Removed cases", d.removed_cases),
         ("Other changes", d.other_changes),
@@ -120,8 +129,8 @@ def _console_entry(entry: Changed | Drift | Result, title: str) -> str:
     if isinstance(entry, Drift):
         return f"  {where} {entry.new.status.value}: {_grown(entry)}"
     line = f"  {_status(entry.old)} → {_status(entry.new)}  {where}"
-    if title == "Inputs differ":
-        line += f"  ({plain(', '.join(differing_inputs(entry.old, entry.new)))})"
+    if title in _HASHED:
+        line += f"  ({plain(', '.join(_HASHED[title](entry.old, entry.new)))})"
     elif title == "Regressions":
         line += f"\n    {plain(first_line(entry.new.message))}\n    repro: {plain(entry.new.repro)}"
     elif entry.new.status in FAILING:
@@ -176,16 +185,11 @@ def _markdown_section(d: RunDiff, title: str, entries: Sequence[Any], limit: int
     elif title == "Metric drift":
         headers = ["case", "EP", "status", "grew"]
         rows = _rows(entries, lambda g: [*_pair(g), g.new.status.value, _grown(g)], limit)
-    elif title == "Inputs differ":
-        headers = ["case", "EP", "was", "now", "inputs"]
+    elif title in _HASHED:
+        headers = ["case", "EP", "was", "now", title.split()[0].lower()]
         rows = _rows(
             entries,
-            lambda c: [
-                *_pair(c),
-                _status(c.old),
-                _status(c.new),
-                cell(", ".join(differing_inputs(c.old, c.new))),
-            ],
+            lambda c: [*_pair(c), _status(c.old), _status(c.new), cell(", ".join(_HASHED[title](c.old, c.new)))],
             limit,
         )
     elif title in ("New cases", "Removed cases"):

@@ -341,6 +341,19 @@ OPTIONS: Mapping[str, Option] = _options(
         choices=("case-ep", "case"),
     ),
     Option(
+        ("--old-ep",),
+        "take only OLD's results on this EP (its text as run wrote it, e.g. dml:directml=1.13.1): one build of a "
+        "run of several, diffed against another",
+        frozenset({_DIFF}),
+        metavar="EP",
+    ),
+    Option(
+        ("--new-ep",),
+        "take only NEW's results on this EP (OLD and NEW may be one file; two EPs need --match case)",
+        frozenset({_DIFF}),
+        metavar="EP",
+    ),
+    Option(
         ("--allow-removed",),
         "a result in OLD that NEW lacks is shown, not a regression (two runs with nothing in common still are)",
         frozenset({_DIFF}),

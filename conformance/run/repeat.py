@@ -12,12 +12,9 @@ process or device it ran on is gone, and a fault is a finding of its own, more t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
-import numpy as np
-
-from conformance.cases.fingerprint import tensor_sha256
 from conformance.model import Status
 from conformance.results import Repeat, Result
 
@@ -26,11 +23,10 @@ VERDICTS_DIFFER = "verdicts_differ"
 OUTPUTS_DIFFER = "outputs_differ"
 
 
-def recorded(result: Result, outputs: Mapping[str, np.ndarray]) -> Result:
-    """``result`` of one run with that run recorded as its one ``Repeat``: its verdict, and the hashes of the
-    outputs the EP returned (keyed by DML tensor name; none where it returned none)."""
-    hashes = {name: tensor_sha256(np.asarray(array)) for name, array in outputs.items()}
-    return replace(result, repeats=(Repeat(result.status, result.failure_kind, hashes),))
+def recorded(result: Result) -> Result:
+    """``result`` of one run with that run recorded as its one ``Repeat``: its verdict and its outputs' hashes
+    (``Result.outputs_sha256``; none where the EP returned none)."""
+    return replace(result, repeats=(Repeat(result.status, result.failure_kind, result.outputs_sha256),))
 
 
 def _runs(results: Sequence[Result]) -> tuple[Repeat, ...]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from conformance.cases.fingerprint import input_hashes
+from conformance.cases.fingerprint import tensor_hashes
 from conformance.cases.generate import case_inputs
 from conformance.cases.oracle import expected_outputs
 from conformance.cases.parameters import describe
@@ -102,7 +102,7 @@ def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
     inputs = case_inputs(case)
     # Every verdict from here on was reached on these bytes, so each carries their hashes (packed ones too: a
     # pack's feeds are renamed, never changed, and batch.py finishes each case from its own Prepared.base).
-    base = replace(base, inputs_sha256=input_hashes(inputs))
+    base = replace(base, inputs_sha256=tensor_hashes(inputs))
     expected = expected_outputs(case, inputs)
     wrong = golden_differences(case, inputs, expected)
     if wrong:  # one self-contained line per output, so that the first (all a console shows) names where and what
@@ -195,8 +195,10 @@ def finish(
     try:
         with np.errstate(all="ignore"):
             result = _judge(prepared, outcome, ep, options)
+        if isinstance(outcome, Execution):
+            result = replace(result, outputs_sha256=tensor_hashes(outcome.outputs))
         if options.repeat > 1:  # one of its runs, which batch.py merges (repeat.py)
-            result = recorded(result, outcome.outputs if isinstance(outcome, Execution) else {})
+            result = recorded(result)
     except Exception as error:
         result = _harness_error(prepared.base, prepared.case, error)
     total = prepared.seconds + seconds + time.perf_counter() - start
