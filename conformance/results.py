@@ -7,6 +7,7 @@ import gzip
 import json
 import math
 import os
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -64,8 +65,10 @@ class Result:
     # Each generated input's fingerprint.tensor_sha256 by DML tensor name; empty where the case got no inputs
     # (INVALID, refused before generation) and in results.json files written before the field existed.
     inputs_sha256: Mapping[str, str] = field(default_factory=dict)
-    # Each output's fingerprint.tensor_sha256 by DML tensor name, as the EP returned it; empty where the EP ran
-    # nothing (INVALID, NOT_SUPPORTED, an error) and in results.json files written before the field existed.
+    # Each output's fingerprint.tensor_sha256 by DML tensor name, as the EP returned it (ONNX's dtypes: TopK's indices
+    # are int64); empty where the EP returned no outputs (INVALID, NOT_SUPPORTED, an execution error), where a
+    # harness error replaced the verdict, for a FLAKY result (whose runs returned different bytes: each run's are
+    # in ``repeats``), and in results.json files written before the field existed.
     outputs_sha256: Mapping[str, str] = field(default_factory=dict)
     # Each run's verdict and output hashes, in order, where --repeat ran the case more than once (run/repeat.py);
     # empty for a case run once, and for one that was not executed (INVALID, NOT_SUPPORTED before a session, ...).
@@ -87,6 +90,12 @@ class Result:
         if self.repeats:
             data["repeats"] = [repeat.to_json() for repeat in self.repeats]
         return data
+
+
+def differing_tensors(old: Mapping[str, str], new: Mapping[str, str]) -> tuple[str, ...]:
+    """The tensors whose hashes differ between two records by DML tensor name (one in a record only counts too),
+    in order of first appearance: what --repeat compares run by run, and dmlconf diff result by result."""
+    return tuple(name for name in dict.fromkeys([*old, *new]) if old.get(name) != new.get(name))
 
 
 def _json_value(value: Any) -> Any:
@@ -139,8 +148,11 @@ def read_results(path: str) -> tuple[dict[str, Any], list[Result]]:
     with open(path, "rb") as raw:
         compressed = raw.read(2) == _GZIP_MAGIC
     opener = gzip.open if compressed else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        document = json.load(handle)
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (EOFError, zlib.error) as error:  # a cut or damaged .gz: gzip.BadGzipFile alone is an OSError
+        raise ValueError(f"damaged gzip data: {error}") from None
     if document.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"{path}: schema_version {document.get('schema_version')!r} is not {SCHEMA_VERSION}")
     results = [result_from_json(r) for r in document["results"]]

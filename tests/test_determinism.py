@@ -273,6 +273,15 @@ def test_a_gzipped_results_json_reads_as_the_plain_one(tmp_path: Path, capsys: p
     assert compared in capsys.readouterr().out
     assert main(["report", str(packed), "--format", "md"]) == 0
     assert (packed.parent / "summary.md").is_file()
+    capsys.readouterr()
+    # A cut .gz, and one damaged past its header: one line naming the file, exit 2, no traceback.
+    cut, damaged = tmp_path / "cut.json.gz", tmp_path / "damaged.json.gz"
+    cut.write_bytes(packed.read_bytes()[:40])
+    damaged.write_bytes(packed.read_bytes()[:10] + b"\xff" * 64)
+    for broken in (cut, damaged):
+        assert main(["diff", str(broken), str(plain)]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith(f"dmlconf: {broken}: not a readable results.json: "), err
 
 
 # --- whole runs, repeated ------------------------------------------------------------------------------------------

@@ -180,7 +180,7 @@ def test_picking_builds_of_one_run_says_what_is_wrong_in_one_line(
     assert capsys.readouterr().err.splitlines() == [
         "dmlconf: --old-ep dml:directml=1.13.1 and --new-ep dml are two EPs: pair them with --match case"
     ]
-    assert main(["diff", both, both, "--old-ep", "dml:directml=1.14.1", "--match", "case"]) == 2
+    assert main(["diff", both, both, "--old-ep", "dml:directml=1.14.1", "--new-ep", "dml", "--match", "case"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"dmlconf: --old-ep dml:directml=1.14.1: {both}: no result on EP dml:directml=1.14.1 (its results are on: "
         "dml:directml=1.13.1, dml)"
@@ -188,3 +188,25 @@ def test_picking_builds_of_one_run_says_what_is_wrong_in_one_line(
     # One EP picked on each side of one file, the same: compared with itself, no change.
     assert main(["diff", both, both, "--old-ep", "dml", "--new-ep", "dml"]) == 0
     assert "(of 4 (case, EP) results in both runs)" in capsys.readouterr().out
+
+
+def test_one_ep_of_an_interrupted_run_is_judged_by_its_own_share_of_the_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Interrupted with 8 (case, EP) results planned, 4 for each of its 2 EPs: a ran all 4, b 2 of them.
+    env = _gpu("GPU X", "1.0") | {"interrupted": True, "planned_results": 8}
+    cut = _write(tmp_path / "cut.json", env, _run("a") + _run("b", cases=CASES[:2]))
+    assert main(["diff", cut, cut, "--old-ep", "b", "--new-ep", "a", "--match", "case"]) == 0
+    assert "incomplete" not in capsys.readouterr().out  # a's share is whole, though the run was cut
+    assert main(["diff", cut, cut, "--old-ep", "a", "--new-ep", "b", "--match", "case", "--allow-removed"]) == 1
+    assert "the new run is incomplete: interrupted: 2 of 4 cases run" in capsys.readouterr().out.splitlines()
+
+
+def test_one_side_picked_from_a_file_that_is_both_sides_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    both = _write(tmp_path / "matrix.json", _gpu("GPU X", "1.0"), _run("dml:directml=1.13.1") + _run("dml"))
+    assert main(["diff", both, both, "--old-ep", "dml", "--match", "case"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "dmlconf: --old-ep picks one EP of a file that is both OLD and NEW: pick the other side's with --new-ep too"
+    ]

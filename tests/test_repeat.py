@@ -118,6 +118,7 @@ def test_a_deterministic_cpu_run_repeated_passes_with_every_run_s_equal_hashes(i
     for case, result in results.items():
         assert result["status"] == "PASS"
         assert result["repeats"] == [{"status": "PASS", "failure_kind": None, "outputs_sha256": spec[case]}] * 3
+        assert result["outputs_sha256"] == spec[case]  # runs that agree: the result's outputs are theirs
     assert results[EXAMPLE_1]["repro"].endswith("--ep cpu --repeat 3")
 
 
@@ -241,7 +242,15 @@ def test_each_result_is_given_once_after_its_last_run() -> None:
 
 
 def _result(status: Status, hashes: dict[str, str], kind: str | None = None) -> Result:
-    return Result("f.yaml::c", "TOP_K1", "cpu", status, failure_kind=kind, repeats=(Repeat(status, kind, hashes),))
+    return Result(
+        "f.yaml::c",
+        "TOP_K1",
+        "cpu",
+        status,
+        failure_kind=kind,
+        outputs_sha256=hashes,
+        repeats=(Repeat(status, kind, hashes),),
+    )
 
 
 def test_several_outputs_that_differ_are_named_with_the_first_run_unlike_the_first() -> None:
@@ -252,6 +261,8 @@ def test_several_outputs_that_differ_are_named_with_the_first_run_unlike_the_fir
         "outputs OutputValueTensor, OutputIndexTensor hashes differ between repeats 1 and 3 "
         "(3 repeats: PASS, PASS, PASS)"
     )
+    # No one run's bytes stand for a FLAKY result (a diff would compare whichever repeat 1 returned); each run's stay.
+    assert result.outputs_sha256 == {} and [run.outputs_sha256 for run in result.repeats] == [same, same, other]
 
 
 def test_flaky_fails_the_gate_unless_waived_and_a_waiver_matches_it_as_a_fail() -> None:

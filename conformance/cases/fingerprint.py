@@ -46,6 +46,8 @@ def tensor_sha256(array: np.ndarray) -> str:
 
 
 def tensor_hashes(tensors: Mapping[str, np.ndarray]) -> dict[str, str]:
-    """Each tensor's ``tensor_sha256``, keyed by its DML tensor name (InputTensor, ScaleTensor, OutputValueTensor,
-    ...), in the tensors' order."""
-    return {name: tensor_sha256(np.asarray(array)) for name, array in tensors.items()}
+    """Each numeric tensor's ``tensor_sha256``, keyed by its DML tensor name (InputTensor, ScaleTensor,
+    OutputValueTensor, ...), in the tensors' order. One without a fingerprint (an EP that returned strings, say) is
+    left out rather than raising: recording hashes must not replace the verdict an EP's outputs already got."""
+    arrays = {name: np.asarray(array) for name, array in tensors.items()}
+    return {name: tensor_sha256(array) for name, array in arrays.items() if array.dtype.kind in _NUMERIC_KINDS}

@@ -155,6 +155,13 @@ def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return _skipped_input(env, code)
 
 
+def _same_file(old: str, new: str) -> bool:
+    try:
+        return os.path.samefile(old, new)
+    except OSError:  # one is missing: _read names it
+        return False
+
+
 def _one_ep(path: str, option: str, label: str | None) -> tuple[dict[str, Any], list[Result]]:
     """A results.json to diff: all of it, or (``--old-ep``/``--new-ep``) one EP's results."""
     env, results = _read(path)
@@ -170,6 +177,12 @@ def _one_ep(path: str, option: str, label: str | None) -> tuple[dict[str, Any], 
 def diff_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.old_ep and args.new_ep and args.old_ep != args.new_ep and args.match != "case":
         raise UsageError(f"--old-ep {args.old_ep} and --new-ep {args.new_ep} are two EPs: pair them with --match case")
+    if bool(args.old_ep) != bool(args.new_ep) and _same_file(args.old, args.new):
+        given = "--old-ep" if args.old_ep else "--new-ep"
+        raise UsageError(
+            f"{given} picks one EP of a file that is both OLD and NEW: pick the other side's with "
+            f"{'--new-ep' if args.old_ep else '--old-ep'} too"
+        )
     old_env, old = _one_ep(args.old, "--old-ep", args.old_ep)
     new_env, new = _one_ep(args.new, "--new-ep", args.new_ep)
     try:

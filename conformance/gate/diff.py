@@ -41,9 +41,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.gate.summary import completeness, identity_lines, idle
+from conformance.gate.summary import chain_line_name, completeness, ep_line_name, identity_lines, idle
 from conformance.model import TOP_K1_FAILURE_KINDS, Status
-from conformance.results import FAILING, Result
+from conformance.results import FAILING, Result, differing_tensors
 
 # Statuses that count as working: a negative case rejected as it should be (INVALID) works too.
 WORKING = frozenset({Status.PASS, Status.QUALITY_WARNING, Status.INVALID})
@@ -173,11 +173,9 @@ def more_severe(old: Result, new: Result) -> bool:
 
 
 def _differing(old: Mapping[str, str], new: Mapping[str, str]) -> tuple[str, ...]:
-    """The tensors whose hashes differ between two records (a tensor in one only counts too); none where either
-    recorded no hashes."""
-    if not old or not new:
-        return ()
-    return tuple(name for name in dict.fromkeys([*old, *new]) if old.get(name) != new.get(name))
+    """``differing_tensors``, and none where either result recorded no hashes (an older file, a run that returned
+    nothing): an absent record says nothing about the data."""
+    return differing_tensors(old, new) if old and new else ()
 
 
 def differing_inputs(old: Result, new: Result) -> tuple[str, ...]:
@@ -283,7 +281,7 @@ def _identity(env: Mapping[str, Any], by_case: bool) -> dict[str, str]:
     labels = [str(record.get("label")) for record in env.get("eps") or []]
     if not by_case or len(labels) != 1:
         return lines
-    own = {f"EP {labels[0]}": "EP", f"DirectML chain of {labels[0]}": "DirectML chain"}
+    own = {ep_line_name(labels[0]): "EP", chain_line_name(labels[0]): "DirectML chain"}
     return {own.get(what, what): line for what, line in lines.items()}
 
 
@@ -311,17 +309,24 @@ def only_ep(
 ) -> tuple[list[Result], dict[str, Any]]:
     """One EP's results (``label``, the EP text the run wrote) and the environment with that EP's record alone: one
     DirectML build of a run of several (``--ep dml:directml=1.13.1 --ep dml:directml=1.14.1``), to be diffed case by
-    case against another. An interrupted run's planned results are shared out evenly, as every EP of a run is given
-    the same cases. ValueError naming the run's EPs where none of its results is on ``label``."""
+    case against another. ValueError naming the run's EPs where none of its results is on ``label``.
+
+    An interrupted run planned the same cases for each of its EPs, so the EP's share of the planned results is the
+    plan divided by its EPs (as recorded, else as its results name them); an EP that ran its whole share is not
+    interrupted, though the run was."""
     chosen = [r for r in results if r.ep == label]
+    labels = list(dict.fromkeys(r.ep for r in results))
     if not chosen:
-        labels = ", ".join(dict.fromkeys(r.ep for r in results)) or "none"
-        raise ValueError(f"no result on EP {label} (its results are on: {labels})")
+        raise ValueError(f"no result on EP {label} (its results are on: {', '.join(labels) or 'none'})")
     records = list(environment.get("eps") or [])
     env = dict(environment) | {"eps": [record for record in records if record.get("label") == label]}
     planned = environment.get("planned_results")
-    if isinstance(planned, int) and not isinstance(planned, bool) and records:
-        env["planned_results"] = planned // len(records)
+    if isinstance(planned, int) and not isinstance(planned, bool):
+        share = planned // (len(records) or len(labels))
+        env["planned_results"] = share
+        if len(chosen) >= share:
+            for key in ("interrupted", "planned_results", "stopped"):
+                env.pop(key, None)
     return chosen, env
 
 

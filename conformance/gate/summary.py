@@ -238,6 +238,16 @@ def chain_line(chain: Mapping[str, Any]) -> str:
     )
 
 
+def ep_line_name(label: str) -> str:
+    """What the identity line of the EP ``label`` is called ("EP dml:directml=1.13.1")."""
+    return f"EP {label}"
+
+
+def chain_line_name(label: str) -> str:
+    """What the identity line of the DirectML chain of the EP ``label`` is called."""
+    return f"DirectML chain of {label}"
+
+
 def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """The report header: which device, which software, which EPs, which command."""
     gpus = env.get("gpus") or []
@@ -249,10 +259,10 @@ def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         lines.append(("CPU", str(env["cpu"])))
     lines.append(("onnxruntime", f"{env.get('onnxruntime')} ({packages})" if packages else str(env.get("onnxruntime"))))
     for ep in env.get("eps") or []:
-        lines.append((f"EP {ep.get('label')}", _ep_line(ep)))
+        lines.append((ep_line_name(str(ep.get("label"))), _ep_line(ep)))
         chain = (ep.get("directml") or {}).get("chain")
         if chain:
-            lines.append((f"DirectML chain of {ep.get('label')}", chain_line(chain)))
+            lines.append((chain_line_name(str(ep.get("label"))), chain_line(chain)))
     lines.append(("platform", f"{env.get('platform')}, Python {env.get('python')}, numpy {env.get('numpy')}"))
     return tuple(lines)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from conformance.gate.diff import Changed, Drift, RunDiff, Side, differing_inputs, differing_outputs
@@ -11,11 +12,10 @@ from conformance.report.text import cell, code_cell, compact_table, plain
 from conformance.results import FAILING, Result
 
 T = TypeVar("T")
-# The sections that list tensors by name, and which tensors each names.
-_HASHED: dict[str, Callable[[Result, Result], tuple[str, ...]]] = {
-    "Inputs differ": differing_inputs,
-    "Outputs differ": differing_outputs,
-}
+# The sections that list tensors by name: their tables' column, and which tensors each names.
+_HASHED: Mapping[str, tuple[str, Callable[[Result, Result], tuple[str, ...]]]] = MappingProxyType(
+    {"Inputs differ": ("inputs", differing_inputs), "Outputs differ": ("outputs", differing_outputs)}
+)
 
 
 def _status(r: Result) -> str:
@@ -130,7 +130,7 @@ def _console_entry(entry: Changed | Drift | Result, title: str) -> str:
         return f"  {where} {entry.new.status.value}: {_grown(entry)}"
     line = f"  {_status(entry.old)} → {_status(entry.new)}  {where}"
     if title in _HASHED:
-        line += f"  ({plain(', '.join(_HASHED[title](entry.old, entry.new)))})"
+        line += f"  ({plain(', '.join(_HASHED[title][1](entry.old, entry.new)))})"
     elif title == "Regressions":
         line += f"\n    {plain(first_line(entry.new.message))}\n    repro: {plain(entry.new.repro)}"
     elif entry.new.status in FAILING:
@@ -186,11 +186,10 @@ def _markdown_section(d: RunDiff, title: str, entries: Sequence[Any], limit: int
         headers = ["case", "EP", "status", "grew"]
         rows = _rows(entries, lambda g: [*_pair(g), g.new.status.value, _grown(g)], limit)
     elif title in _HASHED:
-        headers = ["case", "EP", "was", "now", title.split()[0].lower()]
+        column, names = _HASHED[title]
+        headers = ["case", "EP", "was", "now", column]
         rows = _rows(
-            entries,
-            lambda c: [*_pair(c), _status(c.old), _status(c.new), cell(", ".join(_HASHED[title](c.old, c.new)))],
-            limit,
+            entries, lambda c: [*_pair(c), _status(c.old), _status(c.new), cell(", ".join(names(c.old, c.new)))], limit
         )
     elif title in ("New cases", "Removed cases"):
         headers = ["case", "EP", "status"]

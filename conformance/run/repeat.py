@@ -4,7 +4,8 @@ Runs agree when each gives the same verdict (status and failure kind) and the sa
 ``fingerprint.tensor_sha256``; then the result is the first run's. Where they differ the result is FLAKY: its
 message says what differed ("3 repeats: PASS, FAIL (values), PASS", "output OutputTensor hash differs between
 repeats 1 and 2") with the first message of each verdict, and its other fields (details, metrics, placement) are the
-first run's, for the report. Either way ``Result.repeats`` keeps every run's verdict and output hashes.
+first run's, for the report, but for its outputs' hashes, which no one run stands for and are left empty. Either
+way ``Result.repeats`` keeps every run's verdict and output hashes.
 
 A fault (CRASH, TIMEOUT, DEVICE_LOST) ends its case's runs and is its result, with the runs before it noted: the
 process or device it ran on is gone, and a fault is a finding of its own, more telling than a difference.
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from conformance.model import Status
-from conformance.results import Repeat, Result
+from conformance.results import Repeat, Result, differing_tensors
 
 FAULTS = frozenset({Status.CRASH, Status.TIMEOUT, Status.DEVICE_LOST})
 VERDICTS_DIFFER = "verdicts_differ"
@@ -40,9 +41,8 @@ def _verdict(run: Repeat) -> str:
 
 def _outputs_differ(runs: Sequence[Repeat]) -> str:
     """Which outputs' hashes differ between the first run and the first run unlike it, in words; "" if none."""
-    first = runs[0].outputs_sha256
     for number, run in enumerate(runs[1:], 2):
-        names = [n for n in dict.fromkeys([*first, *run.outputs_sha256]) if first.get(n) != run.outputs_sha256.get(n)]
+        names = differing_tensors(runs[0].outputs_sha256, run.outputs_sha256)
         if names:
             which = (
                 f"output {names[0]} hash differs" if len(names) == 1 else f"outputs {', '.join(names)} hashes differ"
@@ -83,4 +83,5 @@ def merged(results: Sequence[Result], planned: int, prepared_seconds: float = 0.
     else:
         kind, head = OUTPUTS_DIFFER, [f"{outputs} ({listed})"]
     message = "\n".join([*head, *_messages(results, verdicts)])
-    return replace(first, status=Status.FLAKY, failure_kind=kind, message=message)
+    # No one run's outputs stand for the result: a diff would compare whichever bytes repeat 1 happened to return.
+    return replace(first, status=Status.FLAKY, failure_kind=kind, message=message, outputs_sha256={})
