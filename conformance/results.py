@@ -147,12 +147,12 @@ def read_results(path: str) -> tuple[dict[str, Any], list[Result]]:
     committed runs of many EPs are kept compressed, and every reader (report, diff, merge) takes them as they are."""
     with open(path, "rb") as raw:
         compressed = raw.read(2) == _GZIP_MAGIC
-    opener = gzip.open if compressed else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (EOFError, zlib.error) as error:  # a cut or damaged .gz: gzip.BadGzipFile alone is an OSError
-        raise ValueError(f"damaged gzip data: {error}") from None
+        raw.seek(0)
+        try:
+            text = (gzip.GzipFile(fileobj=raw) if compressed else raw).read().decode("utf-8")
+        except (EOFError, zlib.error) as error:  # a cut or damaged .gz: gzip.BadGzipFile alone is an OSError
+            raise ValueError(f"damaged gzip data: {error}") from None
+    document = json.loads(text)
     if document.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"{path}: schema_version {document.get('schema_version')!r} is not {SCHEMA_VERSION}")
     results = [result_from_json(r) for r in document["results"]]

@@ -24,15 +24,10 @@ VERDICTS_DIFFER = "verdicts_differ"
 OUTPUTS_DIFFER = "outputs_differ"
 
 
-def recorded(result: Result) -> Result:
-    """``result`` of one run with that run recorded as its one ``Repeat``: its verdict and its outputs' hashes
-    (``Result.outputs_sha256``; none where the EP returned none)."""
-    return replace(result, repeats=(Repeat(result.status, result.failure_kind, result.outputs_sha256),))
-
-
 def _runs(results: Sequence[Result]) -> tuple[Repeat, ...]:
-    """Each run's Repeat; a run that recorded none (a harness error in judging it) by its verdict alone."""
-    return tuple(r.repeats[0] if r.repeats else Repeat(r.status, r.failure_kind) for r in results)
+    """Each run's Repeat: its verdict and its outputs' hashes (``Result.outputs_sha256``; none where the EP returned
+    none, or a harness error replaced the verdict)."""
+    return tuple(Repeat(r.status, r.failure_kind, r.outputs_sha256) for r in results)
 
 
 def _verdict(run: Repeat) -> str:

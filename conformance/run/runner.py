@@ -28,7 +28,6 @@ from conformance.model import Case, Status
 from conformance.results import Result
 from conformance.run.artifacts import save_artifacts
 from conformance.run.options import RunOptions, repro_command
-from conformance.run.repeat import recorded
 
 log = logging.getLogger(__name__)
 
@@ -195,10 +194,8 @@ def finish(
     try:
         with np.errstate(all="ignore"):
             result = _judge(prepared, outcome, ep, options)
-        if isinstance(outcome, Execution):
+        if isinstance(outcome, Execution):  # under --repeat, what repeat.py compares run by run
             result = replace(result, outputs_sha256=tensor_hashes(outcome.outputs))
-        if options.repeat > 1:  # one of its runs, which batch.py merges (repeat.py)
-            result = recorded(result)
     except Exception as error:
         result = _harness_error(prepared.base, prepared.case, error)
     total = prepared.seconds + seconds + time.perf_counter() - start
