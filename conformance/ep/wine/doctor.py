@@ -84,8 +84,9 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
         return f"vkd3d-proton {vkd3d_proton_version(folder) or '(version unknown)'} in {folder}"
 
     def wheel() -> str:
-        found["wheel"] = parts.find_wheel(env, cache, download=True)
-        return str(found["wheel"])
+        wheel = parts.find_wheel(env, parts.make_cache(env), download=True)
+        parts.check_wheel(wheel, cache)  # a damaged one fails here, not when the runner's folder is staged
+        return str(wheel)
 
     def runner_build() -> str:
         return f"{parts.build_runner(cache)} (built with {parts.COMPILER}, cached by its source's hash)"
