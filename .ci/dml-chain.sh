@@ -4,12 +4,13 @@
 #     VK_EXT_mutable_descriptor_type, which vkd3d-proton needs (the backports suite is added on the mirror that apt's
 #     own sources already use)
 #   - an X display for Wine's Vulkan (Xvfb on :$DMLWINE_DISPLAY, default 93; one already running there is reused)
-#   - DMLCONF_VKD3D_PROTON: kept where set; else the lab's prebuilt vkd3d-proton beside this checkout
-#     (../shared/dml-wine/vkd3d-proton/x64, patched for Wine 8.0: docs/directml-on-linux.md)
+#   - DMLCONF_VKD3D_PROTON: kept where set; else the lab's prebuilt vkd3d-proton beside this checkout (CI's cache:
+#     ../shared/dml-wine/vkd3d-proton/x64, or DMLCHAIN_PREBUILT); else the one .ci/vkd3d-proton/build.sh built into
+#     the cache; else it says how to build it (patched for Wine 8.0: docs/directml-on-linux.md#vkd3d-proton)
 # The onnxruntime-directml wheel is downloaded by the harness on first use. Then: python3 -m conformance doctor.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then echo "source this file: source ${BASH_SOURCE[0]}" >&2; exit 2; fi
 _dml_chain() {
-  local root display=${DMLWINE_DISPLAY:-93} mirror sources=/etc/apt/sources.list.d/dmlconf-backports.list
+  local root display=${DMLWINE_DISPLAY:-93} mirror sources=/etc/apt/sources.list.d/dmlconf-backports.list built folder
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   export DEBIAN_FRONTEND=noninteractive
   if ! command -v wine >/dev/null || ! command -v Xvfb >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null \
@@ -35,10 +36,15 @@ _dml_chain() {
     [ -S /tmp/.X11-unix/X$display ] || { echo "dml-chain: Xvfb :$display did not start" >&2; return 1; }
   fi
   export DISPLAY=:$display
-  if [ -z "${DMLCONF_VKD3D_PROTON:-}" ] && [ -f "$root/../shared/dml-wine/vkd3d-proton/x64/d3d12core.dll" ]; then
-    DMLCONF_VKD3D_PROTON=$(cd "$root/../shared/dml-wine/vkd3d-proton/x64" && pwd); export DMLCONF_VKD3D_PROTON
+  if [ -z "${DMLCONF_VKD3D_PROTON:-}" ]; then
+    built=$(bash "$root/.ci/vkd3d-proton/build.sh" --where)/x64
+    for folder in "${DMLCHAIN_PREBUILT:-$root/../shared/dml-wine/vkd3d-proton/x64}" "$built"; do
+      if [ -f "$folder/d3d12.dll" ] && [ -f "$folder/d3d12core.dll" ]; then
+        DMLCONF_VKD3D_PROTON=$(cd "$folder" && pwd); export DMLCONF_VKD3D_PROTON; break
+      fi
+    done
+    [ -n "${DMLCONF_VKD3D_PROTON:-}" ] || { echo "dml-chain: no vkd3d-proton for Wine 8.0 here: build it from the pinned sources (bash $root/.ci/vkd3d-proton/build.sh: about 4 minutes, into $built, found there next time) or set DMLCONF_VKD3D_PROTON to an x64 folder (docs/directml-on-linux.md#vkd3d-proton)" >&2; return 1; }
   fi
-  [ -n "${DMLCONF_VKD3D_PROTON:-}" ] || { echo "dml-chain: set DMLCONF_VKD3D_PROTON to vkd3d-proton's x64 folder" >&2; return 1; }
 }
 _dml_chain; _dml_chain_rc=$?; unset -f _dml_chain
 eval "unset _dml_chain_rc; return $_dml_chain_rc"

@@ -10,7 +10,10 @@ need the real chain say so and are skipped without it (failed in CI), as tests/t
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,6 +22,9 @@ from pathlib import Path
 import pytest
 
 from conformance.ep.directml import NEWEST_BUILD
+from conformance.ep.wine.chain import ChainMissing, find_chain
+from conformance.ep.wine.diagnose import likely_cause, named_hresults
+from conformance.ep.wine.doctor import Link, links
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = "cases/top_k1/spec_examples.yaml"
@@ -156,3 +162,179 @@ def test_a_damaged_wheel_in_the_cache_is_one_line_saying_to_delete_it(
     expected = f"{cached}: a damaged wheel (File is not a zip file): delete it: it is downloaded again"
     _run_refuses(env, tmp_path, expected)
     _doctor_fails_at(env, "onnxruntime-directml", expected)
+
+
+# vkd3d-proton's DLLs: x86-64 PE files (a run checks), vkd3d-proton's own with a version string (doctor checks).
+
+
+def _vkd3d_link(env: dict[str, str]) -> Link:
+    """doctor's vkd3d-proton link, reached through the Wine link before it (a stand-in Wine does)."""
+    for link in links(env):
+        if link.name == "vkd3d-proton" or not link.ok:
+            return link
+    raise AssertionError("doctor has no vkd3d-proton link")
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"this is text, not a DLL\n", "not a PE file (no MZ header)"),
+        (b"MZ" + bytes(0x3A) + (0x40).to_bytes(4, "little") + b"NE\0\0", "not a PE file (no PE signature)"),
+        (pe_file(machine=0x014C, text=VKD3D_TEXT),
+         "a PE file for machine 0x014c, not x86-64 (the runner is 64-bit: take the x64 folder)"),
+    ],
+)  # fmt: skip
+def test_a_vkd3d_proton_dll_that_is_no_x86_64_pe_file_is_named(
+    stand_ins: dict[str, str], tmp_path: Path, content: bytes, problem: str
+) -> None:
+    folder = Path(stand_ins["DMLCONF_VKD3D_PROTON"])
+    (folder / "d3d12core.dll").write_bytes(content)
+    expected = f"DMLCONF_VKD3D_PROTON={folder}: d3d12core.dll is {problem}"
+    assert _vkd3d_link(stand_ins) == Link("vkd3d-proton", False, expected)
+    _run_refuses(stand_ins, tmp_path, expected)
+
+
+WINE_D3D12 = Path("/usr/lib/x86_64-linux-gnu/wine/x86_64-windows/d3d12.dll")  # Debian's Wine 8: its own d3d12
+
+
+@pytest.mark.parametrize("wine_s", ["stand-in", "Debian's"])
+def test_wine_s_own_d3d12_is_refused_as_not_vkd3d_proton_s(stand_ins: dict[str, str], wine_s: str) -> None:
+    folder = Path(stand_ins["DMLCONF_VKD3D_PROTON"])
+    if wine_s == "stand-in":
+        (folder / "d3d12.dll").write_bytes(pe_file(text=b"\0Wine builtin DLL\0Failed to create vkd3d instance\0"))
+    elif WINE_D3D12.is_file():
+        shutil.copyfile(WINE_D3D12, folder / "d3d12.dll")
+    else:
+        pytest.skip(f"no {WINE_D3D12} here")
+    assert _vkd3d_link(stand_ins) == Link(
+        "vkd3d-proton", False,
+        f"{folder}: d3d12.dll is x86-64 PE but not vkd3d-proton's (no 'vkd3d-proton' in it: Wine's own d3d12?)",
+    )  # fmt: skip
+
+
+def test_a_d3d12core_without_a_version_string_is_refused(stand_ins: dict[str, str]) -> None:
+    folder = Path(stand_ins["DMLCONF_VKD3D_PROTON"])
+    (folder / "d3d12core.dll").write_bytes(pe_file(text=b"\0err:vkd3d-proton:%s\0"))
+    assert _vkd3d_link(stand_ins) == Link(
+        "vkd3d-proton", False, f"{folder / 'd3d12core.dll'}: no vkd3d-proton version string in it"
+    )
+
+
+def _recipe_fact(name: str) -> str:
+    text = (REPO / ".ci" / "vkd3d-proton" / "SOURCE.md").read_text(encoding="utf-8")
+    found = re.search(rf"^\| {re.escape(name)} \| `([^`]+)` \|$", text, re.MULTILINE)
+    assert found
+    return found.group(1)
+
+
+def test_the_real_vkd3d_proton_s_version_is_named(stand_ins: dict[str, str]) -> None:
+    given = os.environ.get("DMLCONF_VKD3D_PROTON")
+    if not given:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must have DMLCONF_VKD3D_PROTON (source .ci/dml-chain.sh)")
+        pytest.skip("DMLCONF_VKD3D_PROTON is not set (source .ci/dml-chain.sh)")
+    link = _vkd3d_link(stand_ins | {"DMLCONF_VKD3D_PROTON": given})
+    assert link.ok, link
+    version = re.fullmatch(rf"vkd3d-proton (\S+) in {re.escape(given)} \(d3d12\.dll, d3d12core\.dll: x86-64 PE\)",
+                           link.detail)  # fmt: skip
+    assert version, link.detail
+    pinned = all(
+        hashlib.sha256((Path(given) / name).read_bytes()).hexdigest() == _recipe_fact(f"{name} sha256")
+        for name in ("d3d12.dll", "d3d12core.dll")
+    )
+    if pinned:  # the recipe's build: its version is the pinned tag's
+        assert "v" + version.group(1) == _recipe_fact("tag")
+    else:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version.group(1))
+
+
+# Vulkan and the D3D12 device: a broken one says what the loader, Wine and vkd3d-proton said, and the likely cause.
+
+
+def test_no_vulkan_device_is_a_broken_link_with_the_loader_s_words(stand_ins: dict[str, str], tmp_path: Path) -> None:
+    if shutil.which("vulkaninfo") is None:
+        pytest.skip("no vulkaninfo here")
+    (tmp_path / "prefix" / "drive_c").mkdir(parents=True)  # a prefix that is there: the stand-in Wine makes none
+    nothing = tmp_path / "no-such-icd.json"
+    env = stand_ins | {"VK_DRIVER_FILES": str(nothing)}
+    found = list(links(env))
+    assert [link.name for link in found if link.ok] == [
+        "Wine", "vkd3d-proton", "onnxruntime-directml", "runner", "display", "Wine prefix",
+    ]  # fmt: skip
+    assert (found[-1].name, found[-1].ok) == ("Vulkan", False)
+    assert found[-1].detail.startswith("vulkaninfo finds no Vulkan device (")
+    assert str(nothing) in found[-1].detail.split(";")[0]  # the loader's own line names the file it could not open
+    assert found[-1].detail.endswith(
+        f"; ICD: {nothing}: install a Vulkan driver (Mesa 23 or newer's lavapipe will do) or point VK_DRIVER_FILES "
+        "at one's ICD json"
+    )
+
+
+# The lines docs/directml-on-linux.md quotes for each cause (as Wine 8.0, vkd3d-proton 3.0.1 and the loader print them).
+UNPATCHED = [
+    "err:vkd3d-proton:vkd3d_load_vk_instance_procs: Could not get instance proc addr for "
+    "'vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR'.",
+    "err:vkd3d-proton:vkd3d_instance_init: Failed to load instance procs, hr 0x80004005.",
+]
+MESA_22 = [
+    "info:vkd3d-proton:vkd3d_bindless_state_get_bindless_flags: Device does not support VK_EXT_mutable_descriptor_type "
+    "(or VALVE).",
+    "err:vkd3d-proton:vkd3d_bindless_state_init: Insufficient descriptor indexing support.",
+]
+NO_DRIVER = ["0024:err:winediag:wined3d_dll_init Using the Vulkan renderer.", "Failed to create DXGI factory."]
+
+
+@pytest.mark.parametrize(
+    ("lines", "environ", "cause"),
+    [
+        (UNPATCHED, {}, "vkd3d-proton 3.x without the Wine 8 patch"),
+        (MESA_22, {}, "the Vulkan driver lacks VK_EXT_mutable_descriptor_type"),
+        (NO_DRIVER, {"VK_DRIVER_FILES": "/x.json"}, "no Vulkan driver under Wine"),
+        (["something else entirely"], {}, "none of the known ones"),
+        ([], {}, "not one the runner names: it printed nothing"),
+    ],
+)
+def test_each_known_cause_is_named_from_the_runner_s_lines(
+    lines: list[str], environ: dict[str, str], cause: str
+) -> None:
+    assert likely_cause(lines, environ).startswith(cause)
+
+
+def test_a_common_hresult_is_named() -> None:
+    assert named_hresults("D3D12CreateDevice failed: HRESULT 0x80004002") == (
+        "D3D12CreateDevice failed: HRESULT 0x80004002 (E_NOINTERFACE)"
+    )
+    assert named_hresults("HRESULT 0x12345678") == "HRESULT 0x12345678"
+
+
+@pytest.fixture(scope="module")
+def chain_ready() -> None:
+    try:
+        find_chain()
+    except ChainMissing as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must have the DirectML chain: {error}")
+        pytest.skip(f"no DirectML chain here: {error}")
+
+
+def test_a_d3d12_device_that_cannot_be_created_shows_the_runner_s_errors_and_the_cause(chain_ready: None) -> None:
+    # vkd3d-proton requires push descriptors; hiding the extension from it fails D3D12CreateDevice for real, on any
+    # Vulkan driver (as a driver without it would), while vulkaninfo still lists the device.
+    env = dict(os.environ, PYTHONPATH=str(REPO), VKD3D_DISABLE_EXTENSIONS="VK_KHR_push_descriptor")
+    done = _dmlconf(env, "doctor")
+    assert "Traceback" not in done.stderr and done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("FAIL"))
+    assert lines[at] == f"FAIL {'D3D12 device:':<22} D3D12CreateDevice failed: HRESULT 0x80070057 (E_INVALIDARG)"
+    assert lines[at + 1] == "     the runner's last stderr lines, asked again with WINEDEBUG=-all,err+all:"
+    said = lines[at + 2 : -2]
+    # vkd3d-proton's own words (libs/vkd3d/device.c), which WINEDEBUG=-all kept out of the run's runner
+    assert any(":err:vkd3d-proton:" in line and "Push descriptors are not supported" in line for line in said), said
+    assert lines[-2] == (
+        "     likely cause: the Vulkan device lacks a feature vkd3d-proton requires (the err line above names it); "
+        "VKD3D_DISABLE_EXTENSIONS=VK_KHR_push_descriptor hides extensions from vkd3d-proton"
+    )
+    assert lines[-1] == (
+        "the DirectML chain is broken at its 'D3D12 device' link: docs/directml-on-linux.md#when-doctor-fails says "
+        "what each failure means"
+    )

@@ -48,6 +48,7 @@ WHEEL_DLLS = (*ONNXRUNTIME_DLLS, DIRECTML_DLL)
 VKD3D_DLLS = ("d3d12.dll", "d3d12core.dll")
 DLL_OVERRIDE = "d3d12,d3d12core=n"
 TRANSPORT = "wine+vkd3d-proton"
+_PE_X86_64 = 0x8664  # IMAGE_FILE_MACHINE_AMD64
 _WINEBOOT_SECONDS = 300
 _BUILD_SECONDS = 120
 
@@ -69,15 +70,19 @@ class Chain:
     folder: Path
     build: Build = NEWEST_BUILD
     directml_wheel: Path | None = None  # None: ``wheel``'s own DirectML.dll
+    winedebug: str | None = None  # None: the user's WINEDEBUG, else none of Wine's messages
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         """The runner's environment: ``base`` with the prefix, the display and the DLL override that keeps Wine's
-        own d3d12 out (appended, so that it wins over any override the user has)."""
+        own d3d12 out (appended, so that it wins over any override the user has); Wine's messages off unless the
+        user or ``winedebug`` (doctor's diagnosis of a failed device) turns them on."""
         env = dict(base)
         overrides = env.get("WINEDLLOVERRIDES", "")
         env["WINEDLLOVERRIDES"] = f"{overrides};{DLL_OVERRIDE}" if overrides else DLL_OVERRIDE
         env["WINEPREFIX"] = str(self.prefix)
         env["DISPLAY"] = self.display
+        if self.winedebug is not None:
+            env["WINEDEBUG"] = self.winedebug
         env.setdefault("WINEDEBUG", "-all")
         env.setdefault("WINE_D3D_CONFIG", "renderer=vulkan")  # DXGI names the real Vulkan device
         env.setdefault("VKD3D_SHADER_CACHE_PATH", "0")  # no shared cache file between concurrent runners
@@ -140,17 +145,43 @@ def find_wine(environ: Mapping[str, str]) -> str:
     )
 
 
+def pe_problem(path: Path) -> str | None:
+    """What keeps ``path`` from being a 64-bit Windows DLL, by its headers (Microsoft's PE format: "MZ", the offset
+    of "PE\\0\\0" at 0x3C, then the COFF header's machine); None where it is one. Wine would only say that it
+    could not load it."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(64)
+            offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) == 64 else 0
+            file.seek(offset)
+            coff = file.read(6)
+    except OSError as error:
+        return f"unreadable ({error.strerror or error})"
+    if head[:2] != b"MZ":
+        return "not a PE file (no MZ header)"
+    if coff[:4] != b"PE\0\0":
+        return "not a PE file (no PE signature)"
+    machine = int.from_bytes(coff[4:6], "little")
+    if machine != _PE_X86_64:
+        return f"a PE file for machine 0x{machine:04x}, not x86-64 (the runner is 64-bit: take the x64 folder)"
+    return None
+
+
 def find_vkd3d_proton(environ: Mapping[str, str]) -> Path:
     given = environ.get("DMLCONF_VKD3D_PROTON")
     if not given:
         raise ChainMissing(
             "DMLCONF_VKD3D_PROTON is not set: name a folder holding vkd3d-proton's x64 d3d12.dll and d3d12core.dll "
-            "(docs/directml-on-linux.md)"
+            "(docs/directml-on-linux.md#vkd3d-proton: .ci/vkd3d-proton/build.sh builds the one for Wine 8)"
         )
     folder = Path(given)
     missing = [name for name in VKD3D_DLLS if not (folder / name).is_file()]
     if missing:
         raise ChainMissing(f"DMLCONF_VKD3D_PROTON={given}: no {' or '.join(missing)} there")
+    for name in VKD3D_DLLS:
+        problem = pe_problem(folder / name)
+        if problem:
+            raise ChainMissing(f"DMLCONF_VKD3D_PROTON={given}: {name} is {problem}")
     return folder
 
 
