@@ -19,12 +19,15 @@ def doctor_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return EXIT_OK if found.feature_level is not None else EXIT_FAILED
     from conformance.ep.wine.doctor import links
 
-    broken = False
+    broken = None
     for link in links():
         print(link, flush=True)
-        broken = broken or not link.ok
+        broken = broken or (None if link.ok else link.name)
     if broken:
-        print("the DirectML chain is broken at the link above: docs/directml-on-linux.md says how to set it up")
+        print(
+            f"the DirectML chain is broken at its {broken!r} link: docs/directml-on-linux.md#when-doctor-fails says "
+            "what each failure means"
+        )
         return EXIT_FAILED
     print("the DirectML chain works: --ep dml runs the genuine DirectML here")
     return EXIT_OK

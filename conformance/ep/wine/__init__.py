@@ -4,5 +4,6 @@ translated to Vulkan by vkd3d-proton.
 ``chain`` finds and stages the pieces (a missing one is a one-line ``ChainMissing``); ``dmlrunner.c`` is the runner,
 built once with mingw-w64; ``protocol`` is the bytes between it and us; ``client`` starts it and speaks to it;
 ``session`` opens sessions in it with the in-process EPs' rules and proves their placement; ``device`` turns its
-description of the adapter into a run's DirectML identity.
+description of the adapter into a run's DirectML identity; ``doctor`` checks each link for ``dmlconf doctor``, and
+``diagnose`` says why a D3D12 device could not be created.
 """

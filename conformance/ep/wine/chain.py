@@ -15,7 +15,8 @@ Where each piece comes from (docs/directml-on-linux.md says why each is needed):
 - ``x86_64-w64-mingw32-gcc`` builds the runner once; the cache keeps it by the source's hash.
 
 The cache is ``DMLCONF_CACHE``, default ``$XDG_CACHE_HOME/dml-conformance`` (``~/.cache/dml-conformance``). A missing
-piece is a ``ChainMissing``: one line naming it and what to do, which the CLI turns into a usage error.
+piece is a ``ChainMissing``: one line naming it and what to do, which the CLI turns into a usage error; so is a piece
+that is there but unusable (a cache or prefix that cannot be created, a damaged wheel, a DLL that is no x86-64 PE file).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -46,6 +48,7 @@ WHEEL_DLLS = (*ONNXRUNTIME_DLLS, DIRECTML_DLL)
 VKD3D_DLLS = ("d3d12.dll", "d3d12core.dll")
 DLL_OVERRIDE = "d3d12,d3d12core=n"
 TRANSPORT = "wine+vkd3d-proton"
+_PE_X86_64 = 0x8664  # IMAGE_FILE_MACHINE_AMD64
 _WINEBOOT_SECONDS = 300
 _BUILD_SECONDS = 120
 
@@ -67,15 +70,19 @@ class Chain:
     folder: Path
     build: Build = NEWEST_BUILD
     directml_wheel: Path | None = None  # None: ``wheel``'s own DirectML.dll
+    winedebug: str | None = None  # None: the user's WINEDEBUG, else none of Wine's messages
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         """The runner's environment: ``base`` with the prefix, the display and the DLL override that keeps Wine's
-        own d3d12 out (appended, so that it wins over any override the user has)."""
+        own d3d12 out (appended, so that it wins over any override the user has); Wine's messages off unless the
+        user or ``winedebug`` (doctor's diagnosis of a failed device) turns them on."""
         env = dict(base)
         overrides = env.get("WINEDLLOVERRIDES", "")
         env["WINEDLLOVERRIDES"] = f"{overrides};{DLL_OVERRIDE}" if overrides else DLL_OVERRIDE
         env["WINEPREFIX"] = str(self.prefix)
         env["DISPLAY"] = self.display
+        if self.winedebug is not None:
+            env["WINEDEBUG"] = self.winedebug
         env.setdefault("WINEDEBUG", "-all")
         env.setdefault("WINE_D3D_CONFIG", "renderer=vulkan")  # DXGI names the real Vulkan device
         env.setdefault("VKD3D_SHADER_CACHE_PATH", "0")  # no shared cache file between concurrent runners
@@ -91,6 +98,33 @@ def cache_folder(environ: Mapping[str, str]) -> Path:
         return Path(given)
     base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "dml-conformance"
+
+
+def _why_not(folder: Path, error: OSError) -> str:
+    """Why ``folder`` cannot be made, in the user's terms: the nearest existing ancestor when it is a file (the
+    system says only "File exists" or "Not a directory"), else the system's own word."""
+    for parent in (folder, *folder.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is a file, not a folder"
+            break
+    return error.strerror or str(error)
+
+
+def make_folder(folder: Path, variable: str | None = None) -> Path:
+    """``folder`` made with its parents; ChainMissing naming it (as ``variable=folder`` where the user gave it that
+    way) and what stands in the way."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        named = f"{variable}={folder}" if variable else str(folder)
+        raise ChainMissing(f"{named}: cannot create it: {_why_not(folder, error)}") from None
+    return folder
+
+
+def make_cache(environ: Mapping[str, str]) -> Path:
+    """The cache folder (``DMLCONF_CACHE`` or the default), made; ChainMissing where it cannot be."""
+    return make_folder(cache_folder(environ), "DMLCONF_CACHE" if environ.get("DMLCONF_CACHE") else None)
 
 
 def find_wine(environ: Mapping[str, str]) -> str:
@@ -111,17 +145,43 @@ def find_wine(environ: Mapping[str, str]) -> str:
     )
 
 
+def pe_problem(path: Path) -> str | None:
+    """What keeps ``path`` from being a 64-bit Windows DLL, by its headers (Microsoft's PE format: "MZ", the offset
+    of "PE\\0\\0" at 0x3C, then the COFF header's machine); None where it is one. Wine would only say that it
+    could not load it."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(64)
+            offset = int.from_bytes(head[0x3C:0x40], "little") if len(head) == 64 else 0
+            file.seek(offset)
+            coff = file.read(6)
+    except OSError as error:
+        return f"unreadable ({error.strerror or error})"
+    if head[:2] != b"MZ":
+        return "not a PE file (no MZ header)"
+    if coff[:4] != b"PE\0\0":
+        return "not a PE file (no PE signature)"
+    machine = int.from_bytes(coff[4:6], "little")
+    if machine != _PE_X86_64:
+        return f"a PE file for machine 0x{machine:04x}, not x86-64 (the runner is 64-bit: take the x64 folder)"
+    return None
+
+
 def find_vkd3d_proton(environ: Mapping[str, str]) -> Path:
     given = environ.get("DMLCONF_VKD3D_PROTON")
     if not given:
         raise ChainMissing(
             "DMLCONF_VKD3D_PROTON is not set: name a folder holding vkd3d-proton's x64 d3d12.dll and d3d12core.dll "
-            "(docs/directml-on-linux.md)"
+            "(docs/directml-on-linux.md#vkd3d-proton: .ci/vkd3d-proton/build.sh builds the one for Wine 8)"
         )
     folder = Path(given)
     missing = [name for name in VKD3D_DLLS if not (folder / name).is_file()]
     if missing:
         raise ChainMissing(f"DMLCONF_VKD3D_PROTON={given}: no {' or '.join(missing)} there")
+    for name in VKD3D_DLLS:
+        problem = pe_problem(folder / name)
+        if problem:
+            raise ChainMissing(f"DMLCONF_VKD3D_PROTON={given}: {name} is {problem}")
     return folder
 
 
@@ -200,26 +260,43 @@ def build_runner(cache: Path) -> Path:
         raise ChainMissing(
             f"{COMPILER} is not installed (it builds the runner once): apt-get install gcc-mingw-w64-x86-64"
         )
-    built.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=built.parent) as work:
-        (Path(work) / RUNNER_SOURCE).write_bytes(source)
-        command = [compiler, "-O2", "-s", RUNNER_SOURCE, "-o", RUNNER, "-lversion"]
-        done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=_BUILD_SECONDS, check=False)
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-            raise ChainMissing(f"{COMPILER} could not build the runner: {last}")
-        os.replace(Path(work) / RUNNER, built)
+    make_folder(built.parent)
+    try:
+        with tempfile.TemporaryDirectory(dir=built.parent) as work:
+            (Path(work) / RUNNER_SOURCE).write_bytes(source)
+            command = [compiler, "-O2", "-s", RUNNER_SOURCE, "-o", RUNNER, "-lversion"]
+            done = subprocess.run(
+                command, cwd=work, capture_output=True, text=True, timeout=_BUILD_SECONDS, check=False
+            )
+            if done.returncode != 0:
+                last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+                raise ChainMissing(f"{COMPILER} could not build the runner: {last}")
+            os.replace(Path(work) / RUNNER, built)
+    except OSError as error:  # a full disk or a read-only cache
+        raise ChainMissing(f"{built.parent}: cannot build the runner there: {error.strerror or error}") from None
     return built
 
 
-def _wheel_dlls(wheel: Path, names: tuple[str, ...]) -> dict[str, bytes]:
-    """``names`` read from the wheel's onnxruntime/capi; ChainMissing where the wheel lacks one."""
-    with zipfile.ZipFile(wheel) as archive:
-        members = {Path(name).name: name for name in archive.namelist() if name.startswith("onnxruntime/capi/")}
-        absent = [name for name in names if name not in members]
-        if absent:
-            raise ChainMissing(f"{wheel}: not an onnxruntime-directml win_amd64 wheel (no {', '.join(absent)})")
-        return {name: archive.read(members[name]) for name in names}
+def _wheel_dlls(wheel: Path, names: tuple[str, ...], cache: Path) -> dict[str, bytes]:
+    """``names`` read from the wheel's onnxruntime/capi; ChainMissing where the wheel lacks one or is damaged (a
+    download cut short, a flipped byte: reading a member checks its CRC)."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            members = {Path(name).name: name for name in archive.namelist() if name.startswith("onnxruntime/capi/")}
+            absent = [name for name in names if name not in members]
+            if absent:
+                raise ChainMissing(f"{wheel}: not an onnxruntime-directml win_amd64 wheel (no {', '.join(absent)})")
+            return {name: archive.read(members[name]) for name in names}
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError) as error:
+        what = " ".join(str(error).split()) or type(error).__name__
+        downloaded = wheel.parent == cache / "wheels"
+        again = "delete it: it is downloaded again" if downloaded else "replace it with a good copy"
+        raise ChainMissing(f"{wheel}: a damaged wheel ({what}): {again}") from None
+
+
+def check_wheel(wheel: Path, cache: Path) -> None:
+    """ChainMissing where ``wheel`` lacks one of the three DLLs or cannot be read whole (what staging it would find)."""
+    _wheel_dlls(wheel, WHEEL_DLLS, cache)
 
 
 def _stage(runner: Path, wheel: Path, directml_wheel: Path, vkd3d: Path, cache: Path) -> Path:
@@ -230,14 +307,21 @@ def _stage(runner: Path, wheel: Path, directml_wheel: Path, vkd3d: Path, cache: 
     folder = cache / "staged" / _digest(*(digests[part] for part in parts))
     if all((folder / name).is_file() for name in (RUNNER, *WHEEL_DLLS, *VKD3D_DLLS)):
         return folder
-    dlls = _wheel_dlls(wheel, ONNXRUNTIME_DLLS) | _wheel_dlls(directml_wheel, (DIRECTML_DLL,))
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=folder.parent))
-    for name, data in dlls.items():
-        (work / name).write_bytes(data)
-    for name in VKD3D_DLLS:
-        shutil.copyfile(vkd3d / name, work / name)
-    shutil.copyfile(runner, work / RUNNER)
+    dlls = _wheel_dlls(wheel, ONNXRUNTIME_DLLS, cache) | _wheel_dlls(directml_wheel, (DIRECTML_DLL,), cache)
+    make_folder(folder.parent)
+    try:
+        work = Path(tempfile.mkdtemp(dir=folder.parent))
+    except OSError as error:
+        raise ChainMissing(f"{folder.parent}: cannot stage the DLLs there: {error.strerror or error}") from None
+    try:
+        for name, data in dlls.items():
+            (work / name).write_bytes(data)
+        for name in VKD3D_DLLS:
+            shutil.copyfile(vkd3d / name, work / name)
+        shutil.copyfile(runner, work / RUNNER)
+    except OSError as error:  # a full disk: nothing half-staged is left to be taken for a staged folder
+        shutil.rmtree(work, ignore_errors=True)
+        raise ChainMissing(f"{folder.parent}: cannot stage the DLLs there: {error.strerror or error}") from None
     try:
         work.rename(folder)
     except OSError:  # another process staged it first
@@ -251,7 +335,7 @@ def ensure_prefix(wine: str, prefix: Path, environ: Mapping[str, str]) -> None:
     exits, so a prefix made a moment ago may not have them yet."""
     if (prefix / "drive_c").is_dir():
         return
-    prefix.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(prefix, "WINEPREFIX" if environ.get("WINEPREFIX") else None)  # Wine makes a prefix in an empty one
     env = dict(environ) | {"WINEPREFIX": str(prefix), "WINEDLLOVERRIDES": "mscoree,mshtml=", "WINEDEBUG": "-all"}
     log.info("creating the Wine prefix %s", prefix)
     try:
@@ -269,7 +353,7 @@ def find_chain(environ: Mapping[str, str] | None = None, build: Build = NEWEST_B
     """Every piece found, the runner built, ``build``'s folder staged and the prefix made; ChainMissing naming the
     first piece that is not there."""
     env = os.environ if environ is None else environ
-    cache = cache_folder(env)
+    cache = make_cache(env)
     wine = find_wine(env)
     vkd3d = find_vkd3d_proton(env)
     display = find_display(env)

@@ -1,11 +1,17 @@
 """Every link of the DirectML-under-Wine chain checked in order, one ``Link`` each, stopping at the first broken one:
 what ``dmlconf doctor`` prints. Checking also prepares: the wheel is downloaded, the runner built and the Wine prefix
 made, so that a run after a clean doctor starts at once.
+
+Some links check more than a run does, since doctor is where a broken chain is diagnosed: that vkd3d-proton's DLLs are
+vkd3d-proton's (a run only checks that they are x86-64 PE files), that the wheel reads whole, that vulkaninfo finds a
+device; and a D3D12 device that cannot be created is asked again with Wine's err channel on (diagnose.py).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -17,7 +23,8 @@ from conformance.ep.graph import GraphBuilder
 from conformance.ep.providers import parse_ep
 from conformance.ep.wine import chain as parts
 from conformance.ep.wine.client import Runner, RunnerDied
-from conformance.ep.wine.device import chain_identity, vkd3d_proton_version, vulkan_devices, wine_version
+from conformance.ep.wine.device import chain_identity, parse_vulkaninfo, vkd3d_proton_version, wine_version
+from conformance.ep.wine.diagnose import device_failure, named_hresults
 from conformance.ep.wine.protocol import ProtocolError, Refused
 from conformance.ep.wine.session import open_model
 
@@ -27,18 +34,72 @@ _TOPK_VALUES = np.array([[[[3, 2, 2], [5, 5, 4], [6, 6, 6]]]], np.float32)
 _TOPK_INDICES = np.array([[[[3, 1, 2], [2, 3, 1], [0, 1, 2]]]], np.int64)
 
 
+_VKD3D_PROTON_MARK = b"vkd3d-proton"  # in both DLLs' own messages ("%s:vkd3d-proton:%s: "); not in Wine's d3d12
+_VULKANINFO_SECONDS = 30
+
+
 @dataclass(frozen=True)
 class Link:
+    """One link's verdict: its one line, and for a broken one what helps diagnose it (printed indented below)."""
+
     name: str
     ok: bool
     detail: str
+    notes: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return f"{'ok  ' if self.ok else 'FAIL'} {self.name + ':':<22} {self.detail}"
+        line = f"{'ok  ' if self.ok else 'FAIL'} {self.name + ':':<22} {self.detail}"
+        return "\n".join([line, *(f"     {note}" for note in self.notes)])
 
 
 class Broken(Exception):
-    """A link that does not hold: its one-line reason."""
+    """A link that does not hold: its one-line reason, and notes that help diagnose it."""
+
+    def __init__(self, reason: str, notes: tuple[str, ...] = ()) -> None:
+        super().__init__(reason)
+        self.notes = notes
+
+
+def vkd3d_proton(environ: Mapping[str, str]) -> str:
+    """The vkd3d-proton folder's two DLLs: x86-64 PE files (as a run checks), vkd3d-proton's own (not Wine's d3d12,
+    which is a PE file too), and d3d12core.dll's version string."""
+    folder = parts.find_vkd3d_proton(environ)
+    foreign = [name for name in parts.VKD3D_DLLS if _VKD3D_PROTON_MARK not in (folder / name).read_bytes()]
+    if foreign:
+        raise Broken(
+            f"{folder}: {' and '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} x86-64 PE but not "
+            "vkd3d-proton's (no 'vkd3d-proton' in it: Wine's own d3d12?)"
+        )
+    version = vkd3d_proton_version(folder)
+    if version is None:
+        raise Broken(f"{folder / 'd3d12core.dll'}: no vkd3d-proton version string in it")
+    return f"vkd3d-proton {version} in {folder} (d3d12.dll, d3d12core.dll: x86-64 PE)"
+
+
+def _vulkan(environ: Mapping[str, str]) -> str:
+    """The Vulkan devices vulkaninfo finds with the runner's environment; none is a broken link (Wine's Vulkan is the
+    same loader's), with the loader's own words."""
+    icd = environ.get("VK_DRIVER_FILES") or environ.get("VK_ICD_FILENAMES") or "the loader's default ICDs"
+    program = shutil.which("vulkaninfo", path=environ.get("PATH", os.defpath))
+    if program is None:
+        return f"vulkaninfo not installed: devices not listed; ICD: {icd}"
+    try:
+        done = subprocess.run([program, "--summary"], env=dict(environ), capture_output=True, text=True,
+                              timeout=_VULKANINFO_SECONDS, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as error:
+        raise Broken(f"vulkaninfo --summary: {error}") from None
+    devices = parse_vulkaninfo(done.stdout)
+    if not devices:
+        said = done.stderr.splitlines() + done.stdout.splitlines()
+        loader = [line.split(" : ", 1)[-1].strip() for line in said if "[Loader Message]" in line]
+        why = "; ".join(loader) or next((line.strip() for line in reversed(said) if line.strip()), "no message")
+        raise Broken(
+            f"vulkaninfo finds no Vulkan device ({why}); ICD: {icd}: install a Vulkan driver (Mesa 23 or newer's "
+            "lavapipe will do) or point VK_DRIVER_FILES at one's ICD json"
+        )
+    named = "; ".join(f"{d.get('deviceName', '?')} ({d.get('driverName', '?')} {d.get('driverInfo', '')})".strip()
+                      for d in devices)  # fmt: skip
+    return f"{named}; ICD: {icd}"
 
 
 def _display(environ: Mapping[str, str]) -> str:
@@ -78,14 +139,10 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
         found["wine"] = parts.find_wine(env)
         return f"{wine_version(str(found['wine'])) or 'version unknown'} ({found['wine']})"
 
-    def vkd3d() -> str:
-        folder = parts.find_vkd3d_proton(env)
-        found["vkd3d"] = folder
-        return f"vkd3d-proton {vkd3d_proton_version(folder) or '(version unknown)'} in {folder}"
-
     def wheel() -> str:
-        found["wheel"] = parts.find_wheel(env, cache, download=True)
-        return str(found["wheel"])
+        wheel = parts.find_wheel(env, parts.make_cache(env), download=True)
+        parts.check_wheel(wheel, cache)  # a damaged one fails here, not when the runner's folder is staged
+        return str(wheel)
 
     def runner_build() -> str:
         return f"{parts.build_runner(cache)} (built with {parts.COMPILER}, cached by its source's hash)"
@@ -101,13 +158,6 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
         found["runner"] = runner
         return f"dmlrunner.exe started under Wine in {runner.start_seconds:.2f} s; onnxruntime {runner.onnxruntime}"
 
-    def vulkan() -> str:
-        devices = vulkan_devices()
-        named = "; ".join(f"{d.get('deviceName', '?')} ({d.get('driverName', '?')} {d.get('driverInfo', '')})".strip()
-                          for d in devices)  # fmt: skip
-        icd = env.get("VK_DRIVER_FILES") or env.get("VK_ICD_FILENAMES") or "the loader's default ICDs"
-        return f"{named or 'vulkaninfo not installed: devices not listed'}; ICD: {icd}"
-
     def d3d12() -> str:
         runner = found["runner"]
         assert isinstance(runner, Runner)
@@ -116,7 +166,9 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
         found["identity"] = identity
         adapter = identity["adapter"] or {}
         if "d3d12_feature_level" not in described:
-            raise Broken(str(described.get("error") or "no D3D12 device"))
+            runner.stop()  # its device failed; a fresh one is asked again, with Wine's err channel on
+            notes = device_failure(runner.chain, env)
+            raise Broken(named_hresults(str(described.get("error") or "no D3D12 device")), tuple(notes))
         return (
             f"adapter 0 '{adapter.get('description', '?')}' (vendor 0x{int(adapter.get('vendor_id', 0)):04x}); "
             f"feature level {described['d3d12_feature_level']}, shader model {described.get('shader_model', '?')}, "
@@ -143,12 +195,12 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
 
     steps: list[tuple[str, Callable[[], str]]] = [
         ("Wine", wine),
-        ("vkd3d-proton", vkd3d),
+        ("vkd3d-proton", lambda: vkd3d_proton(env)),
         ("onnxruntime-directml", wheel),
         ("runner", runner_build),
         ("display", lambda: _display(env)),
         ("Wine prefix", prefix),
-        ("Vulkan", vulkan),
+        ("Vulkan", lambda: _vulkan(env)),
         ("runner start", start),
         ("D3D12 device", d3d12),
         ("DirectML device", directml),
@@ -158,7 +210,8 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
         try:
             yield Link(name, True, step())
         except (Broken, parts.ChainMissing, RunnerDied, Refused, ProtocolError, OSError) as error:
-            yield Link(name, False, " ".join(str(error).split()) or type(error).__name__)
+            notes = error.notes if isinstance(error, Broken) else ()
+            yield Link(name, False, " ".join(str(error).split()) or type(error).__name__, notes)
             runner = found.get("runner")
             if isinstance(runner, Runner):
                 runner.stop()

@@ -1,0 +1,340 @@
+"""The DirectML chain's pieces when they are there but unusable: a cache or Wine prefix that cannot be created, a
+damaged onnxruntime-directml wheel, DLLs that are not vkd3d-proton's, and a D3D12 device that cannot be created.
+``dmlconf run --ep dml`` says so in one line (exit 2, a usage error: nothing has run), ``dmlconf doctor`` on the
+broken link's line (exit 1); never a traceback.
+
+Most of these need no Wine: the chain is made of stand-ins (a Wine that is never started, DLLs that are only PE
+headers, a compiler that writes a file), since every check here happens before the runner starts. The ones that
+need the real chain say so and are skipped without it (failed in CI), as tests/test_wine_chain.py's are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conformance.ep.directml import NEWEST_BUILD
+from conformance.ep.wine.chain import ChainMissing, find_chain
+from conformance.ep.wine.diagnose import likely_cause, named_hresults
+from conformance.ep.wine.doctor import Link, links
+
+REPO = Path(__file__).resolve().parent.parent
+CASES = "cases/top_k1/spec_examples.yaml"
+WHEEL_NAME = f"onnxruntime_directml-{NEWEST_BUILD.onnxruntime}-cp312-cp312-win_amd64.whl"
+WHEEL_DLLS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll", "DirectML.dll")
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="DirectML is native on Windows: no Wine chain")
+
+
+def pe_file(machine: int = 0x8664, text: bytes = b"") -> bytes:
+    """The smallest file the PE format recognises: an MZ header whose e_lfanew (at 0x3C) points at "PE\\0\\0" and a
+    COFF header's machine field (Microsoft's PE format specification), then ``text``."""
+    mz = b"MZ" + bytes(0x3A) + (0x40).to_bytes(4, "little")
+    return mz + b"PE\0\0" + machine.to_bytes(2, "little") + bytes(18) + text
+
+
+VKD3D_TEXT = b"\0err:vkd3d-proton:%s\0vkd3d\x003.0.1\0"  # as vkd3d-proton's DLLs carry them (log prefix, engine)
+
+
+def _script(path: Path, body: str) -> None:
+    path.write_text("#!/bin/sh\n" + body + "\n", encoding="utf-8")
+    path.chmod(0o755)
+
+
+def _wheel(path: Path) -> Path:
+    """A stand-in wheel: the three DLLs (incompressible enough that a flipped byte breaks the deflate stream or the
+    CRC) under onnxruntime/capi/."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for index, name in enumerate(WHEEL_DLLS):
+            archive.writestr(f"onnxruntime/capi/{name}", pe_file() + os.urandom(20000) + bytes([index]) * 20000)
+    return path
+
+
+def _damaged(wheel: Path) -> Path:
+    """``wheel`` with bytes flipped in the middle of its first member's compressed data (the central directory is
+    intact, so it is still a zip file by its end record)."""
+    with zipfile.ZipFile(wheel) as archive:
+        first = archive.infolist()[0]
+    data = bytearray(wheel.read_bytes())
+    start = first.header_offset + 30 + len(first.filename) + 200
+    for offset in range(start, start + 64):
+        data[offset] ^= 0xFF
+    damaged = wheel.with_name("damaged-" + wheel.name)
+    damaged.write_bytes(bytes(data))
+    return damaged
+
+
+@pytest.fixture
+def stand_ins(tmp_path: Path) -> dict[str, str]:
+    """The environment of a chain made of stand-ins: every piece there and of the right kind."""
+    bin_dir, vkd3d = tmp_path / "bin", tmp_path / "vkd3d"
+    bin_dir.mkdir()
+    vkd3d.mkdir()
+    _script(bin_dir / "wine", 'echo "wine-9.0 (stand-in)"')
+    _script(bin_dir / "x86_64-w64-mingw32-gcc", 'while [ $# -gt 1 ]; do [ "$1" = -o ] && printf MZ > "$2"; shift; done')
+    for name in ("d3d12.dll", "d3d12core.dll"):
+        (vkd3d / name).write_bytes(pe_file(text=VKD3D_TEXT))
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("DMLCONF_", "WINE"))}
+    return env | {
+        "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', os.defpath)}",
+        "PYTHONPATH": str(REPO),
+        "DMLCONF_WINE": str(bin_dir / "wine"),
+        "DMLCONF_VKD3D_PROTON": str(vkd3d),
+        "DMLCONF_ORT_DIRECTML_WHEEL": str(_wheel(tmp_path / WHEEL_NAME)),
+        "DMLCONF_CACHE": str(tmp_path / "cache"),
+        "WINEPREFIX": str(tmp_path / "prefix"),
+        "DISPLAY": "localhost:7",  # not a local one: doctor does not look for its socket
+    }
+
+
+def _dmlconf(env: dict[str, str], *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "conformance", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+        check=False,
+    )  # fmt: skip
+
+
+def _run_refuses(env: dict[str, str], tmp_path: Path, expected: str) -> None:
+    """``dmlconf run --ep dml`` stops before anything runs: exit 2, one line on stderr, ``expected`` in it."""
+    done = _dmlconf(env, "run", CASES, "--ep", "dml", "--report-dir", str(tmp_path / "report"))
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [f"dmlconf: --ep dml: {expected}"]
+
+
+def _doctor_fails_at(env: dict[str, str], link: str, expected: str) -> None:
+    """``dmlconf doctor`` stops at ``link``: exit 1, its line FAIL with ``expected``, no traceback."""
+    done = _dmlconf(env, "doctor")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
+    failed = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
+    assert failed == [f"FAIL {link + ':':<22} {expected}"], done.stdout
+
+
+def test_a_wine_prefix_that_cannot_be_created_is_one_line(stand_ins: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    env = stand_ins | {"WINEPREFIX": str(tmp_path / "a-file" / "prefix")}
+    expected = f"WINEPREFIX={tmp_path}/a-file/prefix: cannot create it: {tmp_path}/a-file is a file, not a folder"
+    _run_refuses(env, tmp_path, expected)
+    _doctor_fails_at(env, "Wine prefix", expected)
+
+
+def test_a_cache_that_cannot_be_created_is_one_line(stand_ins: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    env = stand_ins | {"DMLCONF_CACHE": str(tmp_path / "a-file" / "cache")}
+    expected = f"DMLCONF_CACHE={tmp_path}/a-file/cache: cannot create it: {tmp_path}/a-file is a file, not a folder"
+    _run_refuses(env, tmp_path, expected)
+    _doctor_fails_at(env, "onnxruntime-directml", expected)
+
+
+def test_a_damaged_wheel_that_was_given_is_one_line(stand_ins: dict[str, str], tmp_path: Path) -> None:
+    damaged = _damaged(Path(stand_ins["DMLCONF_ORT_DIRECTML_WHEEL"]))
+    assert zipfile.is_zipfile(damaged)  # the damage is inside: only reading a member finds it
+    env = stand_ins | {"DMLCONF_ORT_DIRECTML_WHEEL": str(damaged)}
+    done = _dmlconf(env, "run", CASES, "--ep", "dml", "--report-dir", str(tmp_path / "report"))
+    assert "Traceback" not in done.stderr and done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"dmlconf: --ep dml: {damaged}: a damaged wheel (") and line.endswith(
+        "): replace it with a good copy"
+    )
+    done = _dmlconf(env, "doctor")
+    assert "Traceback" not in done.stderr and done.returncode == 1, done.stderr
+    [failed] = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
+    assert failed.startswith(f"FAIL onnxruntime-directml:  {damaged}: a damaged wheel (")
+
+
+def test_a_damaged_wheel_in_the_cache_is_one_line_saying_to_delete_it(
+    stand_ins: dict[str, str], tmp_path: Path
+) -> None:
+    cached = tmp_path / "cache" / "wheels" / WHEEL_NAME
+    cached.parent.mkdir(parents=True)
+    whole = Path(stand_ins["DMLCONF_ORT_DIRECTML_WHEEL"]).read_bytes()
+    cached.write_bytes(whole[: len(whole) // 2])  # a download cut short
+    env = {key: value for key, value in stand_ins.items() if key != "DMLCONF_ORT_DIRECTML_WHEEL"}
+    expected = f"{cached}: a damaged wheel (File is not a zip file): delete it: it is downloaded again"
+    _run_refuses(env, tmp_path, expected)
+    _doctor_fails_at(env, "onnxruntime-directml", expected)
+
+
+# vkd3d-proton's DLLs: x86-64 PE files (a run checks), vkd3d-proton's own with a version string (doctor checks).
+
+
+def _vkd3d_link(env: dict[str, str]) -> Link:
+    """doctor's vkd3d-proton link, reached through the Wine link before it (a stand-in Wine does)."""
+    for link in links(env):
+        if link.name == "vkd3d-proton" or not link.ok:
+            return link
+    raise AssertionError("doctor has no vkd3d-proton link")
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"this is text, not a DLL\n", "not a PE file (no MZ header)"),
+        (b"MZ" + bytes(0x3A) + (0x40).to_bytes(4, "little") + b"NE\0\0", "not a PE file (no PE signature)"),
+        (pe_file(machine=0x014C, text=VKD3D_TEXT),
+         "a PE file for machine 0x014c, not x86-64 (the runner is 64-bit: take the x64 folder)"),
+    ],
+)  # fmt: skip
+def test_a_vkd3d_proton_dll_that_is_no_x86_64_pe_file_is_named(
+    stand_ins: dict[str, str], tmp_path: Path, content: bytes, problem: str
+) -> None:
+    folder = Path(stand_ins["DMLCONF_VKD3D_PROTON"])
+    (folder / "d3d12core.dll").write_bytes(content)
+    expected = f"DMLCONF_VKD3D_PROTON={folder}: d3d12core.dll is {problem}"
+    assert _vkd3d_link(stand_ins) == Link("vkd3d-proton", False, expected)
+    _run_refuses(stand_ins, tmp_path, expected)
+
+
+WINE_D3D12 = Path("/usr/lib/x86_64-linux-gnu/wine/x86_64-windows/d3d12.dll")  # Debian's Wine 8: its own d3d12
+
+
+@pytest.mark.parametrize("wine_s", ["stand-in", "Debian's"])
+def test_wine_s_own_d3d12_is_refused_as_not_vkd3d_proton_s(stand_ins: dict[str, str], wine_s: str) -> None:
+    folder = Path(stand_ins["DMLCONF_VKD3D_PROTON"])
+    if wine_s == "stand-in":
+        (folder / "d3d12.dll").write_bytes(pe_file(text=b"\0Wine builtin DLL\0Failed to create vkd3d instance\0"))
+    elif WINE_D3D12.is_file():
+        shutil.copyfile(WINE_D3D12, folder / "d3d12.dll")
+    else:
+        pytest.skip(f"no {WINE_D3D12} here")
+    assert _vkd3d_link(stand_ins) == Link(
+        "vkd3d-proton", False,
+        f"{folder}: d3d12.dll is x86-64 PE but not vkd3d-proton's (no 'vkd3d-proton' in it: Wine's own d3d12?)",
+    )  # fmt: skip
+
+
+def test_a_d3d12core_without_a_version_string_is_refused(stand_ins: dict[str, str]) -> None:
+    folder = Path(stand_ins["DMLCONF_VKD3D_PROTON"])
+    (folder / "d3d12core.dll").write_bytes(pe_file(text=b"\0err:vkd3d-proton:%s\0"))
+    assert _vkd3d_link(stand_ins) == Link(
+        "vkd3d-proton", False, f"{folder / 'd3d12core.dll'}: no vkd3d-proton version string in it"
+    )
+
+
+def _recipe_fact(name: str) -> str:
+    text = (REPO / ".ci" / "vkd3d-proton" / "SOURCE.md").read_text(encoding="utf-8")
+    found = re.search(rf"^\| {re.escape(name)} \| `([^`]+)` \|$", text, re.MULTILINE)
+    assert found
+    return found.group(1)
+
+
+def test_the_real_vkd3d_proton_s_version_is_named(stand_ins: dict[str, str]) -> None:
+    given = os.environ.get("DMLCONF_VKD3D_PROTON")
+    if not given:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must have DMLCONF_VKD3D_PROTON (source .ci/dml-chain.sh)")
+        pytest.skip("DMLCONF_VKD3D_PROTON is not set (source .ci/dml-chain.sh)")
+    link = _vkd3d_link(stand_ins | {"DMLCONF_VKD3D_PROTON": given})
+    assert link.ok, link
+    version = re.fullmatch(rf"vkd3d-proton (\S+) in {re.escape(given)} \(d3d12\.dll, d3d12core\.dll: x86-64 PE\)",
+                           link.detail)  # fmt: skip
+    assert version, link.detail
+    pinned = all(
+        hashlib.sha256((Path(given) / name).read_bytes()).hexdigest() == _recipe_fact(f"{name} sha256")
+        for name in ("d3d12.dll", "d3d12core.dll")
+    )
+    if pinned:  # the recipe's build: its version is the pinned tag's
+        assert "v" + version.group(1) == _recipe_fact("tag")
+    else:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version.group(1))
+
+
+# Vulkan and the D3D12 device: a broken one says what the loader, Wine and vkd3d-proton said, and the likely cause.
+
+
+def test_no_vulkan_device_is_a_broken_link_with_the_loader_s_words(stand_ins: dict[str, str], tmp_path: Path) -> None:
+    if shutil.which("vulkaninfo") is None:
+        pytest.skip("no vulkaninfo here")
+    (tmp_path / "prefix" / "drive_c").mkdir(parents=True)  # a prefix that is there: the stand-in Wine makes none
+    nothing = tmp_path / "no-such-icd.json"
+    env = stand_ins | {"VK_DRIVER_FILES": str(nothing)}
+    found = list(links(env))
+    assert [link.name for link in found if link.ok] == [
+        "Wine", "vkd3d-proton", "onnxruntime-directml", "runner", "display", "Wine prefix",
+    ]  # fmt: skip
+    assert (found[-1].name, found[-1].ok) == ("Vulkan", False)
+    assert found[-1].detail.startswith("vulkaninfo finds no Vulkan device (")
+    assert str(nothing) in found[-1].detail.split(";")[0]  # the loader's own line names the file it could not open
+    assert found[-1].detail.endswith(
+        f"; ICD: {nothing}: install a Vulkan driver (Mesa 23 or newer's lavapipe will do) or point VK_DRIVER_FILES "
+        "at one's ICD json"
+    )
+
+
+# The lines docs/directml-on-linux.md quotes for each cause (as Wine 8.0, vkd3d-proton 3.0.1 and the loader print them).
+UNPATCHED = [
+    "err:vkd3d-proton:vkd3d_load_vk_instance_procs: Could not get instance proc addr for "
+    "'vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR'.",
+    "err:vkd3d-proton:vkd3d_instance_init: Failed to load instance procs, hr 0x80004005.",
+]
+MESA_22 = [
+    "info:vkd3d-proton:vkd3d_bindless_state_get_bindless_flags: Device does not support VK_EXT_mutable_descriptor_type "
+    "(or VALVE).",
+    "err:vkd3d-proton:vkd3d_bindless_state_init: Insufficient descriptor indexing support.",
+]
+NO_DRIVER = ["0024:err:winediag:wined3d_dll_init Using the Vulkan renderer.", "Failed to create DXGI factory."]
+
+
+@pytest.mark.parametrize(
+    ("lines", "environ", "cause"),
+    [
+        (UNPATCHED, {}, "vkd3d-proton 3.x without the Wine 8 patch"),
+        (MESA_22, {}, "the Vulkan driver lacks VK_EXT_mutable_descriptor_type"),
+        (NO_DRIVER, {"VK_DRIVER_FILES": "/x.json"}, "no Vulkan driver under Wine"),
+        (["something else entirely"], {}, "none of the known ones"),
+        ([], {}, "not one the runner names: it printed nothing"),
+    ],
+)
+def test_each_known_cause_is_named_from_the_runner_s_lines(
+    lines: list[str], environ: dict[str, str], cause: str
+) -> None:
+    assert likely_cause(lines, environ).startswith(cause)
+
+
+def test_a_common_hresult_is_named() -> None:
+    assert named_hresults("D3D12CreateDevice failed: HRESULT 0x80004002") == (
+        "D3D12CreateDevice failed: HRESULT 0x80004002 (E_NOINTERFACE)"
+    )
+    assert named_hresults("HRESULT 0x12345678") == "HRESULT 0x12345678"
+
+
+@pytest.fixture(scope="module")
+def chain_ready() -> None:
+    try:
+        find_chain()
+    except ChainMissing as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must have the DirectML chain: {error}")
+        pytest.skip(f"no DirectML chain here: {error}")
+
+
+def test_a_d3d12_device_that_cannot_be_created_shows_the_runner_s_errors_and_the_cause(chain_ready: None) -> None:
+    # vkd3d-proton requires push descriptors; hiding the extension from it fails D3D12CreateDevice for real, on any
+    # Vulkan driver (as a driver without it would), while vulkaninfo still lists the device.
+    env = dict(os.environ, PYTHONPATH=str(REPO), VKD3D_DISABLE_EXTENSIONS="VK_KHR_push_descriptor")
+    done = _dmlconf(env, "doctor")
+    assert "Traceback" not in done.stderr and done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("FAIL"))
+    assert lines[at] == f"FAIL {'D3D12 device:':<22} D3D12CreateDevice failed: HRESULT 0x80070057 (E_INVALIDARG)"
+    assert lines[at + 1] == "     the runner's last stderr lines, asked again with WINEDEBUG=-all,err+all:"
+    said = lines[at + 2 : -2]
+    # vkd3d-proton's own words (libs/vkd3d/device.c), which WINEDEBUG=-all kept out of the run's runner
+    assert any(":err:vkd3d-proton:" in line and "Push descriptors are not supported" in line for line in said), said
+    assert lines[-2] == (
+        "     likely cause: the Vulkan device lacks a feature vkd3d-proton requires (the err line above names it); "
+        "VKD3D_DISABLE_EXTENSIONS=VK_KHR_push_descriptor hides extensions from vkd3d-proton"
+    )
+    assert lines[-1] == (
+        "the DirectML chain is broken at its 'D3D12 device' link: docs/directml-on-linux.md#when-doctor-fails says "
+        "what each failure means"
+    )
