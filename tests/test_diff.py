@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from conformance.environment import environment_from_json
 from conformance.gate.diff import EnvChange, RunDiff, diff_runs, environment_changes
 from conformance.model import Status
 from conformance.report.diff import render_diff_console, render_diff_markdown
@@ -73,7 +74,7 @@ def keys(entries: Any) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def diff() -> RunDiff:
-    return diff_runs(OLD, NEW, ENV, ENV)
+    return diff_runs(OLD, NEW, environment_from_json(ENV), environment_from_json(ENV))
 
 
 def test_regressions_status_and_severity(diff: RunDiff) -> None:
@@ -121,13 +122,14 @@ def test_environment_changes() -> None:
     new_env["gpus"][0]["driver_version"] = "581.0"
     new_env["onnxruntime_packages"]["onnxruntime-directml"] = "1.31.0"
     new_env["eps"][0]["options"] = {"disable_metacommands": "true"}
-    changes = environment_changes(ENV, new_env)
+    old, new = environment_from_json(ENV), environment_from_json(new_env)
+    changes = environment_changes(old, new)
     assert changes[:2] == (EnvChange("driver", "580.1", "581.0"), EnvChange("onnxruntime-directml", "1.30.0", "1.31.0"))
     assert changes[0].line == "driver 580.1 → 581.0"
     assert [c.what for c in changes[2:]] == ["EP dml"]
     assert "disable_metacommands=true" in changes[2].new and "disable_metacommands" not in changes[2].old
-    assert environment_changes(ENV, copy.deepcopy(ENV)) == ()
-    assert diff_runs([], [], ENV, new_env).environment == changes
+    assert environment_changes(old, environment_from_json(copy.deepcopy(ENV))) == ()
+    assert diff_runs([], [], old, new).environment == changes
 
 
 def test_console_report(diff: RunDiff) -> None:
@@ -165,7 +167,8 @@ def test_markdown_escapes_cells(diff: RunDiff) -> None:
 
 
 def test_committed_run_with_one_injected_regression() -> None:
-    environment, results = read_results(str(ROOT / "reports" / "h100-cuda" / "results.json"))
+    document = read_results(str(ROOT / "reports" / "h100-cuda" / "results.json"))
+    environment, results = document.environment, document.results
     index = next(i for i, r in enumerate(results) if r.status == Status.PASS)
     changed = list(results)
     changed[index] = dataclasses.replace(results[index], status=Status.FAIL, failure_kind="values", message="x")

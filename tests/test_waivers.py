@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.environment import Environment, environment_from_json
 from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers, waived_keys
 from conformance.model import SourcePos, Status
 from conformance.problems import CaseFileError
@@ -19,7 +20,7 @@ from conformance.results import Result
 TRACKER = "https://github.com/microsoft/onnxruntime/issues/12345"
 H100 = {"name": "NVIDIA H100 80GB HBM3", "driver_version": "580.159.04"}
 A100 = {"name": "NVIDIA A100-SXM4-40GB", "driver_version": "550.54.15"}
-ENV = {"gpus": [H100]}
+ENV = environment_from_json({"gpus": [H100]})
 TIES = "cases/top_k1/sweep.yaml::long-axis-ties-3"
 
 
@@ -245,14 +246,14 @@ def test_device_and_driver_must_match_one_gpu_together(
     gpus: list[dict[str, str]], device: str | None, driver: str | None, matches: bool
 ) -> None:
     rule = waiver(device=device, driver=driver)
-    gate = apply_waivers({"gpus": gpus}, [result(Status.FAIL)], [rule])
+    gate = apply_waivers(environment_from_json({"gpus": gpus}), [result(Status.FAIL)], [rule])
     assert gate.expected_failures == (((result(Status.FAIL), rule),) if matches else ())
     assert gate.stale == (() if matches else (rule,))
 
 
 def test_an_environment_without_gpus_matches_only_machine_independent_waivers() -> None:
     anywhere, on_h100 = waiver(ep="cuda"), waiver(ep="cuda", device="NVIDIA*")
-    gate = apply_waivers({}, [result(Status.FAIL)], [on_h100, anywhere])
+    gate = apply_waivers(Environment(), [result(Status.FAIL)], [on_h100, anywhere])
     assert gate.expected_failures == ((result(Status.FAIL), anywhere),)
     assert gate.stale == (on_h100,)
 

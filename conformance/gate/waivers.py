@@ -16,7 +16,7 @@ only, and the gate must give the same verdict on the Windows DirectML machines a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any
@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from conformance.cases.fields import Fields
 from conformance.cases.load import load_document
+from conformance.environment import Environment
 from conformance.gate.summary import Summary
 from conformance.model import SourcePos, Status
 from conformance.problems import CaseFileError, Problem
@@ -156,7 +157,7 @@ def _is_url(text: str) -> bool:
 
 
 def apply_waivers(
-    environment: Mapping[str, Any],
+    environment: Environment,
     results: Sequence[Result],
     waivers: Sequence[Waiver],
     *,
@@ -197,20 +198,18 @@ def waived_keys(gate: Gate) -> dict[tuple[str, str], str]:
     }
 
 
-def _gpus(environment: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _gpus(environment: Environment) -> list[tuple[str, str]]:
     """(name, driver_version) of each GPU, and of the adapter DirectML ran on under Wine (its Vulkan device and
-    driver: lavapipe is no GPU the OS lists); results.json is read back from disk, so odd entries are skipped."""
-    gpus = environment.get("gpus")
+    driver: lavapipe is no GPU the OS lists); a GPU without a name or driver version matches no device pattern."""
     found = [
-        (gpu["name"], gpu["driver_version"])
-        for gpu in (gpus if isinstance(gpus, list) else [])
-        if isinstance(gpu, Mapping) and isinstance(gpu.get("name"), str) and isinstance(gpu.get("driver_version"), str)
+        (gpu.name, gpu.driver_version)
+        for gpu in environment.gpus
+        if gpu.name is not None and gpu.driver_version is not None
     ]
-    for ep in environment.get("eps") or []:
-        chain = ((ep.get("directml") or {}).get("chain") or {}) if isinstance(ep, Mapping) else {}
-        adapter = chain.get("adapter") if isinstance(chain, Mapping) else None
-        if isinstance(adapter, Mapping) and isinstance(adapter.get("description"), str):
-            found.append((adapter["description"], str(chain.get("vulkan_driver") or "")))
+    for ep in environment.eps:
+        chain = ep.chain
+        if chain is not None and chain.adapter is not None and chain.adapter.description is not None:
+            found.append((chain.adapter.description, chain.vulkan_driver or ""))
     return found
 
 
