@@ -7,6 +7,7 @@ import gzip
 import json
 import math
 import os
+import stat
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -190,7 +191,13 @@ def _json_value(value: Any) -> Any:
 
 def write_text_atomic(path: str, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``: a reader sees
-    the old file or the new one, never half of one, and a failed write leaves no temporary file behind."""
+    the old file or the new one, never half of one, and a failed write leaves no temporary file behind. A device or
+    a pipe (``/dev/stdout``, ``/dev/full``, a FIFO) is written in place: renaming a file over it would replace the
+    device, not write to it."""
+    if _device(path):
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        return
     temporary = f"{path}.{os.getpid()}.tmp"
     try:
         with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
@@ -200,6 +207,15 @@ def write_text_atomic(path: str, text: str) -> None:
         with contextlib.suppress(OSError):
             os.remove(temporary)
         raise
+
+
+def _device(path: str) -> bool:
+    """Whether ``path`` is something that exists and is neither a regular file nor a folder."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def write_results(path: str, env: Mapping[str, Any], results: Sequence[Result]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
@@ -159,3 +161,92 @@ def test_run_ends_with_the_verdict_that_report_gives_for_its_results(
     ran = capsys.readouterr().out.splitlines()[-1]
     assert main(["report", str(tmp_path / "results.json"), "--out-dir", str(tmp_path / "again")]) == 0
     assert ran == capsys.readouterr().out.splitlines()[-1] == "PASSED — no failures"
+
+
+# --- output that cannot be written: one line naming the path and why, exit 2, nothing already written lost ---------
+
+
+def _unwritable(tmp_path: Path, how: str, name: str) -> tuple[Path, Path]:
+    """(a report folder that cannot be written as ``how`` says, the path the one line must name)."""
+    if how == "folder under a file":
+        (tmp_path / "a-file").write_text("kept\n", encoding="utf-8")
+        return tmp_path / "a-file" / "out", tmp_path / "a-file" / "out"
+    if how == "folder is a file":
+        (tmp_path / "out").write_text("kept\n", encoding="utf-8")
+        return tmp_path / "out", tmp_path / "out"
+    (tmp_path / "out" / name).mkdir(parents=True)  # a folder where the file should be
+    return tmp_path / "out", tmp_path / "out" / name
+
+
+def _one_line_naming(capsys: pytest.CaptureFixture[str], path: Path) -> str:
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"dmlconf: {path}: cannot "), lines
+    assert "Traceback" not in out + err
+    return lines[0]
+
+
+HOW = ["folder under a file", "folder is a file", "file is a folder"]
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_report_into_a_folder_that_cannot_be_written_is_one_line(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = _results(tmp_path / "results.json", TIES, SLICE)
+    before = Path(results).read_bytes()
+    out_dir, named = _unwritable(tmp_path, how, "summary.md")
+    assert main(["report", results, "--out-dir", str(out_dir)]) == 2
+    line = _one_line_naming(capsys, named)
+    assert line.endswith(("Not a directory", "File exists", "Is a directory"))
+    assert Path(results).read_bytes() == before  # the input, and anything else already there, as it was
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_merge_into_a_folder_that_cannot_be_written_is_one_line(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = _results(tmp_path / "results.json", TIES, SLICE)
+    report_dir, named = _unwritable(tmp_path, how, "results.json")
+    assert main(["merge", results, "--report-dir", str(report_dir)]) == 2
+    _one_line_naming(capsys, named)
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_merge_keeps_its_results_when_a_report_cannot_be_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = _results(tmp_path / "results.json", TIES, SLICE)
+    (tmp_path / "merged" / "report.html").mkdir(parents=True)
+    assert main(["merge", results, "--report-dir", str(tmp_path / "merged")]) == 2
+    _one_line_naming(capsys, tmp_path / "merged" / "report.html")
+    assert main(["report", str(tmp_path / "merged" / "results.json"), "--format", "md"]) == 1  # the merge is kept
+
+
+@pytest.mark.parametrize("how", ["under a file", "a folder"])
+def test_diff_markdown_that_cannot_be_written_is_one_line_after_the_diff(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = _results(tmp_path / "old.json", replace(TIES, status=Status.PASS, failure_kind=None), SLICE)
+    new = _results(tmp_path / "new.json", TIES, SLICE)
+    (tmp_path / "a-file").write_text("kept\n", encoding="utf-8")
+    markdown = tmp_path / "a-file" / "diff.md" if how == "under a file" else tmp_path
+    assert main(["diff", old, new, "--markdown", str(markdown)]) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        f"dmlconf: {markdown}: cannot write: " + ("Not a directory" if how == "under a file" else "Is a directory")
+    ]
+    assert "cases/t.yaml::ties" in out  # the diff computed is still shown
+    assert (tmp_path / "a-file").read_text(encoding="utf-8") == "kept\n"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_diff_markdown_on_a_full_disk_is_one_line_and_the_device_stays(capsys: pytest.CaptureFixture[str]) -> None:
+    # A device is written in place: replacing /dev/full by a file renamed over it would be no write at all.
+    results = str(Path(__file__).resolve().parent.parent / "reports" / "h100-cuda" / "results.json")
+    assert main(["diff", results, results, "--markdown", "/dev/full"]) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines() == ["dmlconf: /dev/full: cannot write: No space left on device"]
+    assert "no regressions" in out
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)

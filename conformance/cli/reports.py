@@ -5,8 +5,9 @@ codes. It reads results.json only: nothing here loads onnxruntime or onnx."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -36,6 +37,36 @@ def read_waivers(path: str | None) -> list[Waiver] | None:
     if not os.path.isfile(path):
         raise UsageError(f"--waivers: {path}: no such file")
     return load_waivers(path)
+
+
+class CannotWrite(OSError):
+    """An output that could not be written: the path meant (not a temporary beside it) and the OS's reason. An
+    OSError still, so that ``dmlconf run`` keeps its own handling of reports it cannot write."""
+
+    def __init__(self, path: str, error: OSError, doing: str = "write") -> None:
+        super().__init__(error.errno, error.strerror or str(error), path)
+        self.line = f"{path}: cannot {doing}: {error.strerror or error}"
+
+
+@contextlib.contextmanager
+def _output(path: str, doing: str = "write") -> Iterator[None]:
+    """Writing ``path``: an OSError becomes CannotWrite naming it."""
+    try:
+        yield
+    except CannotWrite:
+        raise
+    except OSError as error:
+        raise CannotWrite(path, error, doing) from None
+
+
+@contextlib.contextmanager
+def _one_line() -> Iterator[None]:
+    """report, merge and diff: an output they cannot write is one line naming it and why, exit 2 (a usage error:
+    the output path is the user's to fix), with what was written before it left as it is."""
+    try:
+        yield
+    except CannotWrite as error:
+        raise UsageError(error.line) from None
 
 
 def _read(path: str) -> ResultsFile:
@@ -87,7 +118,8 @@ def write_reports(
     written = []
     for name, text in texts.items():
         path = os.path.join(out_dir, REPORT_FORMATS[name])
-        write_text_atomic(path, text)
+        with _output(path):
+            write_text_atomic(path, text)
         written.append(path)
     return written
 
@@ -120,8 +152,10 @@ def _publish(
     waivers = read_waivers(waiver_file)
     gate = apply_waivers(env, results, waivers) if waivers is not None else None
     summary = summarize(env, results)
-    os.makedirs(out_dir, exist_ok=True)
-    written = write_reports(out_dir, summary, results, gate, formats)
+    with _one_line():
+        with _output(out_dir, "create the folder"):
+            os.makedirs(out_dir, exist_ok=True)
+        written = write_reports(out_dir, summary, results, gate, formats)
     lines, passed = verdict_lines(summary, gate)
     return written, lines, 0 if passed else 1
 
@@ -152,8 +186,11 @@ def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except MergeError as error:
         raise UsageError(str(error)) from None
     results_path = os.path.join(args.report_dir, "results.json")
-    os.makedirs(args.report_dir, exist_ok=True)
-    write_results(results_path, env.to_json(), results)
+    with _one_line():
+        with _output(args.report_dir, "create the folder"):
+            os.makedirs(args.report_dir, exist_ok=True)
+        with _output(results_path):
+            write_results(results_path, env.to_json(), results)
     written, lines, code = _publish(args.report_dir, env, results, args.waivers, list(REPORT_FORMATS))
     say(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
     say("\n".join(lines))
@@ -198,7 +235,12 @@ def diff_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     if args.markdown:  # written before the console's lines, whose reader may go away (output.py)
-        write_text_atomic(args.markdown, render_diff_markdown(comparison))
+        try:
+            with _one_line(), _output(args.markdown):
+                write_text_atomic(args.markdown, render_diff_markdown(comparison))
+        except UsageError:
+            say(render_diff_console(comparison))  # the diff is not lost for want of its Markdown
+            raise
     say(render_diff_console(comparison))
     if args.markdown:
         say(f"markdown: {args.markdown}")
