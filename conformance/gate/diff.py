@@ -2,14 +2,15 @@
 
 Results are matched by (case, EP). The rules, in the order they apply to a (case, EP) found in both runs:
 
-* regression: PASS, QUALITY_WARNING or INVALID before and failing now (``results.FAILING``: FAIL, FLAKY, ERROR,
-  CRASH, TIMEOUT, DEVICE_LOST); or failing in both runs with a failure kind that got more severe in TOP_K1's order
-  (``model.TOP_K1_FAILURE_KINDS``, most severe first: index_out_of_range > duplicate_indices > values >
-  wrong_elements > not_sorted > tie_order). Kinds outside that order (tolerance, execution...) are not ranked, so a
-  change between them is no regression.
+* regression: PASS, QUALITY_WARNING or INVALID before and failing now (``failing``: a status of
+  ``results.FAILING``: FAIL, FLAKY, ERROR, CRASH, TIMEOUT, DEVICE_LOST; or NOT_SUPPORTED ``ep_not_started``, a case
+  the EP could not open a session for: a device that went away mid-run turns every later PASS into it); or failing
+  in both runs with a failure kind that got more severe in TOP_K1's order (``model.TOP_K1_FAILURE_KINDS``, most
+  severe first: index_out_of_range > duplicate_indices > values > wrong_elements > not_sorted > tie_order). Kinds
+  outside that order (tolerance, execution...) are not ranked, so a change between them is no regression.
 * fix: failing before and PASS, QUALITY_WARNING or INVALID now.
-* other change: any other change of status or failure kind (PASS -> NOT_SUPPORTED, NOT_SUPPORTED -> FAIL,
-  FAIL -> ERROR, a kind getting less severe...): a gate shows it and does not fail on it.
+* other change: any other change of status or failure kind (PASS -> NOT_SUPPORTED for a case the EP declines,
+  NOT_SUPPORTED -> FAIL, FAIL -> ERROR, a kind getting less severe...): a gate shows it and does not fail on it.
 * metric drift: the same status in both runs, FAIL or PASS, and a metric of ``DRIFT_METRICS`` that grew (a NaN
   counts as larger than any number). Drift is reported beside the above, never a regression by itself.
 
@@ -25,8 +26,8 @@ A (case, EP) in only one run is a new or removed case. A removed result is a reg
 (``allow_removed``): a new run that lost most of the old one's results must not pass as "no regressions". Two runs with
 nothing in common regress whatever is allowed: a diff that compared nothing cannot vouch for the new run. So does a
 new run that is incomplete (``Completeness``: interrupted, case files skipped with --keep-going, an EP that executed
-none of its cases): an EP that never started turns every PASS into NOT_SUPPORTED, which by the rules above is only
-an other change, and an interrupted run's missing results would pass under ``allow_removed``.
+none of its cases): its cases that the old run did not have are no regression, and an interrupted run's missing
+results would pass under ``allow_removed``.
 
 ``by_case`` pairs results by case alone, for runs of different EPs: one driver's DirectML against another's (the same
 EP text on other devices, or ``dml`` against ``dml:device_id=1``), DirectML against CUDA. Each run must then hold
@@ -50,6 +51,7 @@ from conformance.results import FAILING, Result, differing_tensors
 WORKING = frozenset({Status.PASS, Status.QUALITY_WARNING, Status.INVALID})
 DRIFT_METRICS = ("max_ulp_error", "max_abs_error", "mismatches", "failing_sequences")
 DRIFT_STATUSES = frozenset({Status.FAIL, Status.PASS})
+EP_NOT_STARTED = "ep_not_started"  # ep/rules.py's failure kind of a case whose EP could not create a session
 _SEVERITY = {kind: rank for rank, kind in enumerate(TOP_K1_FAILURE_KINDS)}  # lower is more severe
 
 Key = tuple[str, str]  # (case, EP); (case, "") when pairing by case alone
@@ -165,9 +167,16 @@ def _keyed(results: Sequence[Result], which: str, by_case: bool) -> dict[Key, Re
     return keyed
 
 
+def failing(r: Result) -> bool:
+    """A failing status, or a case its EP could not even open a session for (``ep_not_started``): that case lost
+    its verdict to the machine (a device gone mid-run, a broken install), which a diff must not pass as a mere
+    change of status; NOT_SUPPORTED for a case the EP declines is no failure."""
+    return r.status in FAILING or (r.status == Status.NOT_SUPPORTED and r.failure_kind == EP_NOT_STARTED)
+
+
 def more_severe(old: Result, new: Result) -> bool:
     """Both failing, both kinds in TOP_K1's order, and the new kind ranks before the old one."""
-    if old.status not in FAILING or new.status not in FAILING:
+    if not failing(old) or not failing(new):
         return False
     old_rank, new_rank = _SEVERITY.get(old.failure_kind or ""), _SEVERITY.get(new.failure_kind or "")
     return old_rank is not None and new_rank is not None and new_rank < old_rank
@@ -338,9 +347,9 @@ def diff_runs(
         was = before.get(key)
         if was is None:
             continue
-        if (was.status in WORKING and now.status in FAILING) or more_severe(was, now):
+        if (was.status in WORKING and failing(now)) or more_severe(was, now):
             regressions.append(Changed(was, now))
-        elif was.status in FAILING and now.status in WORKING:
+        elif failing(was) and now.status in WORKING:
             fixes.append(Changed(was, now))
         elif (was.status, was.failure_kind) != (now.status, now.failure_kind):
             other.append(Changed(was, now))
