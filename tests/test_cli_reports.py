@@ -67,14 +67,15 @@ def test_an_unexpected_pass_fails_the_gate(tmp_path: Path, capsys: pytest.Captur
     )
 
 
-def test_a_waiver_for_another_device_leaves_the_failure_unexpected_and_is_stale(
+def test_a_waiver_for_another_device_leaves_the_failure_unexpected_and_is_not_stale(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     results = _results(tmp_path / "results.json", TIES)
     waivers = _waivers(tmp_path / "known.yaml", "cases/t.yaml::ties", device="AMD*")
     assert main(["report", results, "--waivers", waivers]) == 1
     out = capsys.readouterr().out
-    assert "UNEXPECTED FAIL cases/t.yaml::ties [cuda]" in out and "warning: stale waiver" in out
+    assert "UNEXPECTED FAIL cases/t.yaml::ties [cuda]" in out
+    assert "0 stale waiver(s)" in out and "warning" not in out  # another device's entry is no news here
 
 
 def test_a_bad_waiver_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -161,6 +162,51 @@ def test_run_ends_with_the_verdict_that_report_gives_for_its_results(
     ran = capsys.readouterr().out.splitlines()[-1]
     assert main(["report", str(tmp_path / "results.json"), "--out-dir", str(tmp_path / "again")]) == 0
     assert ran == capsys.readouterr().out.splitlines()[-1] == "PASSED — no failures"
+
+
+def test_the_shipped_waiver_file_on_a_cpu_run_prints_no_stale_waiver(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its entries are for cuda, webgpu and dml* on named GPUs: none is in a CPU run's scope, so none is stale (each
+    # was a "warning: stale waiver ... matches no result" line before).
+    root = Path(__file__).parent.parent
+    examples = str(root / "cases" / "top_k1" / "spec_examples.yaml")
+    waivers = str(root / "reports" / "known-failures.yaml")
+    assert main(["run", examples, "--ep", "cpu", "--report-dir", str(tmp_path), "--waivers", waivers]) == 0
+    out = capsys.readouterr().out
+    assert "0 stale waiver(s)" in out and "stale waiver " not in out and "warning" not in out
+
+
+def test_stale_waivers_are_one_console_line_and_listed_in_summary_and_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two entries whose cases ran on their EP and GPU and gave no verdict (the EP declined them); one for a case
+    # that is not in the run (out of scope). The console says how many and where, in one line.
+    declined = [
+        Result(f"cases/t.yaml::big-{n}", "TOP_K1", "cuda", Status.NOT_SUPPORTED, "no_kernel", message="declined")
+        for n in (1, 2)
+    ]
+    results = _results(tmp_path / "results.json", SLICE, *declined)
+    known = tmp_path / "known.yaml"
+    entry = "  - case: '{}'\n    ep: cuda\n    reason: r\n    tracking: ADO#{}\n"
+    known.write_text(
+        "known_failures:\n" + "".join(entry.format(case, n) for n, case in enumerate(["*big-1", "*big-2", "*gone"])),
+        encoding="utf-8",
+    )
+    assert main(["report", results, "--waivers", str(known)]) == 0  # stale waivers do not fail the gate
+    out = capsys.readouterr().out.splitlines()
+    stale = [line for line in out if "stale waiver" in line]
+    assert stale[0].endswith("0 unexpected pass(es), 2 stale waiver(s)")
+    assert stale[1:] == [
+        f"warning: 2 stale waiver(s) at {known}:2:5, {known}:6:5: their cases ran here but gave no verdict "
+        "(NOT_SUPPORTED, NOT_EXPRESSIBLE, INVALID) (listed in summary.md and report.html)"
+    ]
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "## Stale waivers (2)" in summary
+    assert "| \\*big-1 | cuda | " in summary and "known.yaml:2:5 |" in summary and "known.yaml:6:5 |" in summary
+    assert "gone" not in summary
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Stale waivers (2)" in html and f"{known}:6:5" in html and "gone" not in html
 
 
 # --- output that cannot be written: one line naming the path and why, exit 2, nothing already written lost ---------

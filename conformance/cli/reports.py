@@ -18,7 +18,7 @@ from conformance.gate.diff import SeveralEps, diff_runs, only_ep
 from conformance.gate.merge import MergeError, merge_runs
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.verdict import decide
-from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers
+from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers, stale_line
 from conformance.model import Status
 from conformance.records import RecordError
 from conformance.report.diff import render_diff_console, render_diff_markdown
@@ -132,7 +132,8 @@ def gate_lines(gate: Gate) -> list[str]:
     ]
     lines += [f"UNEXPECTED FAIL {r.case} [{r.ep}]" for r in gate.unexpected_failures]
     lines += [f"UNEXPECTED PASS {r.case} [{r.ep}]: {w.tracking} can be closed" for r, w in gate.unexpected_passes]
-    lines += [f"warning: stale waiver {w.case} [{w.ep}] at {w.pos}: matches no result" for w in gate.stale]
+    if gate.stale:  # one line: summary.md and report.html list them
+        lines.append(f"warning: {stale_line(gate.stale)} (listed in summary.md and report.html)")
     return lines
 
 
