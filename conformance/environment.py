@@ -1,7 +1,8 @@
 """results.json's ``environment`` as frozen records: what a run tested on (GPUs, CPU, software, each EP with its
-devices, DirectML and the chain under Wine), how it was made (command, when, which harness) and what it did not
-run (interrupted, skipped case files, runner deaths). run/identity.py writes the JSON; ``environment_from_json``
-reads it once (records.py checks every field), and every report, the gate and the diff read these attributes.
+devices, DirectML and the chain under Wine), how it was made (command, when, which harness) and what it did not run
+(interrupted, skipped case files, runner deaths), and the shard it is. run/identity.py writes the JSON;
+``environment_from_json`` reads it once (records.py checks every field), and every report, the gate and the diff read
+these attributes.
 """
 
 from __future__ import annotations
@@ -155,6 +156,18 @@ class RunnerDeath:
 
 
 @dataclass(frozen=True)
+class ShardRecord:
+    """A run of one shard (``--shard INDEX/COUNT``) and the plan it is a part of: the (case, EP) pairs of the whole
+    selection before it was split (``planned_results``) and their hash (``plan_sha256``, over each pair's case id
+    and EP text in order), which every shard of one split shares; ``dmlconf merge`` checks a set against them."""
+
+    index: int = field(metadata=NOT_NEGATIVE)
+    count: int = field(metadata=NOT_NEGATIVE)
+    planned_results: int | None = field(default=None, metadata=NOT_NEGATIVE)
+    plan_sha256: str | None = None
+
+
+@dataclass(frozen=True)
 class Shard:
     """One merged file's own run (dmlconf merge): where it came from and what it ran on."""
 
@@ -200,6 +213,7 @@ class Environment:
     planned_results: int | None = field(default=None, metadata=NOT_NEGATIVE)
     stopped: str | None = None
     runner_deaths: tuple[RunnerDeath, ...] = ()
+    shard: ShardRecord | None = None  # this run is one shard (--shard); None: the whole selection, or a merge
     shards: tuple[Shard, ...] = ()
 
     def ep(self, label: str) -> EpRecord | None:

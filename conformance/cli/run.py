@@ -166,7 +166,7 @@ def _run_suite(
     if ran.stopped is not None:
         log.error("%s", ran.stopped)
     skipped = skipped_files(suite.invalid_files, suite.problems)
-    facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped)
+    facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped, suite.shard)
     env = environment(eps, options, argv, directml, suite.problems, facts)
     if ran.stopped is not None:
         env["stopped"] = ran.stopped
