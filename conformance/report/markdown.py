@@ -113,5 +113,5 @@ def _stale_lines(gate: Gate | None) -> list[str]:
     if gate is None or not gate.stale:
         return []
     rows = [[cell(w.case), cell(w.ep), cell(str(w.pos))] for w in gate.stale[:MAX_ROWS]]
-    head = ["", f"## Stale waivers ({len(gate.stale)})", "", f"{STALE_WHY}.", ""]
+    head = ["", f"## Stale waivers ({len(gate.stale)})", "", f"{STALE_WHY[:1].upper()}{STALE_WHY[1:]}.", ""]
     return [*head, table(rows, ["case", "EP", "waiver"]), *_more(len(gate.stale))]
