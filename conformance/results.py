@@ -7,12 +7,15 @@ import gzip
 import json
 import math
 import os
+import stat
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from conformance.environment import Environment, environment_from_json
 from conformance.model import Status
+from conformance.records import RecordError, Where, kind, read_record, read_value, shown
 
 SCHEMA_VERSION = 1
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -37,8 +40,83 @@ class Repeat:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Repeat:
-        return cls(Status(data["status"]), data.get("failure_kind"), dict(data.get("outputs_sha256") or {}))
+    def from_json(cls, data: object, where: Where = "repeat") -> Repeat:
+        """A Repeat from its ``to_json`` form; RecordError where it does not fit."""
+        return read_record(cls, data, where)
+
+
+# The parts of a result's details that report.html draws, as compare/ writes them: each is checked when results.json
+# is read, so that a hostile file is refused there rather than half drawn.
+_BIGGEST_TENSOR = 2**63  # elements: a shape beyond it is no tensor a run made, and the map's arithmetic overflows
+
+
+def _drawable_shape(shape: tuple[int, ...], where: Where) -> str | None:
+    """A failing tensor's shape as the mismatch map bins it: no size below zero, no more elements than fit."""
+    if any(size < 0 for size in shape):
+        return f"{list(shape)}: a size below zero"
+    return f"{list(shape)}: more elements than any tensor" if math.prod(shape) > _BIGGEST_TENSOR else None
+
+
+def _counted_buckets(buckets: tuple[tuple[str, int, int], ...], where: Where) -> str | None:
+    """ULP histogram buckets ([label, count, lowest ULP]) as the histogram draws them: no count below zero."""
+    negative = [index for index, (_, count, _) in enumerate(buckets) if count < 0]
+    return f"bucket {negative[0]} counts {buckets[negative[0]][1]} elements" if negative else None
+
+
+@dataclass(frozen=True)
+class DrawnTable:
+    """The first mismatches: a header row and rows of texts."""
+
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class DrawnSequence:
+    """TOP_K1's first failing sequence, side by side (compare/top_k1_view.py)."""
+
+    where: str
+    input: tuple[str, ...]
+    input_size: int
+    expected_values: tuple[str, ...]
+    actual_values: tuple[str, ...]
+    expected_indices: tuple[int, ...]
+    actual_indices: tuple[int, ...]
+    why: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DrawnTie:
+    """A tied value of TOP_K1's sequence: where it is tied in the input and the indices each side selected."""
+
+    value: str | float
+    tied_at: tuple[int, ...]
+    expected: tuple[int, ...]
+    actual: tuple[int, ...]
+    tied_count: int | None = None
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What report.html draws of a failure's details: a ULP histogram, a map of the mismatches, the table of first
+    mismatches, TOP_K1's sequence and ties. Other keys are the writer's own and are not drawn."""
+
+    tensor: str | None = None
+    shape: tuple[int, ...] | None = field(default=None, metadata={"check": _drawable_shape})
+    positions: tuple[int, ...] = ()
+    mismatches: int | None = None
+    table: DrawnTable | None = None
+    ulp_histogram: tuple[tuple[str, int, int], ...] = field(default=(), metadata={"check": _counted_buckets})
+    max_ulp: int | None = None
+    atol: float | None = None
+    sequence: DrawnSequence | None = None
+    ties: tuple[DrawnTie, ...] = ()
+
+
+def _drawable(details: Mapping[str, Any], where: Where) -> None:
+    """A result's ``details`` hold what a report draws (compare/common.py's mismatch_details, TOP_K1's sequence and
+    ties) in the shape the report draws it from: checked where results.json is read, not where it is drawn."""
+    read_record(Drawn, details, where)
 
 
 @dataclass(frozen=True)
@@ -57,7 +135,8 @@ class Result:
     repro: str = ""
     seconds: float = 0.0
     dml_operator: str = ""  # the DML operator(s) the case's DirectML lowering reaches (dml_operators)
-    details: Mapping[str, Any] = field(default_factory=dict)  # what a report draws (compare_common.mismatch_details)
+    # What a report draws (compare/common.py's mismatch_details; ``Drawn`` says which parts, checked when read).
+    details: Mapping[str, Any] = field(default_factory=dict, metadata={"check": _drawable})
     parameters: Mapping[str, str] = field(default_factory=dict)  # the descriptor's fields as texts (parameters.py)
     # Where the verdict alone differs from the one the case got packed with other cases (batch.py): that verdict
     # and its first line. The verdict above is the case's own; this says the EP's result depended on its neighbours.
@@ -112,7 +191,13 @@ def _json_value(value: Any) -> Any:
 
 def write_text_atomic(path: str, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``: a reader sees
-    the old file or the new one, never half of one, and a failed write leaves no temporary file behind."""
+    the old file or the new one, never half of one, and a failed write leaves no temporary file behind. A device or
+    a pipe (``/dev/stdout``, ``/dev/full``, a FIFO) is written in place: renaming a file over it would replace the
+    device, not write to it."""
+    if _device(path):
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        return
     temporary = f"{path}.{os.getpid()}.tmp"
     try:
         with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
@@ -124,27 +209,66 @@ def write_text_atomic(path: str, text: str) -> None:
         raise
 
 
+def _device(path: str) -> bool:
+    """Whether ``path`` is something that exists and is neither a regular file nor a folder."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def write_results(path: str, env: Mapping[str, Any], results: Sequence[Result]) -> None:
     """Write results.json atomically (a reader never sees half a file)."""
     document = {"schema_version": SCHEMA_VERSION, "environment": dict(env), "results": [r.to_json() for r in results]}
     write_text_atomic(path, json.dumps(document, indent=1, allow_nan=False, default=str) + "\n")
 
 
-_RESULT_FIELDS = frozenset(f.name for f in fields(Result))
-
-
-def result_from_json(data: Mapping[str, Any]) -> Result:
+def result_from_json(data: object, where: str = "result") -> Result:
     """A Result from its ``to_json`` form; a field the file lacks (written by an older version) takes its
     default, and one this version does not know (written by a newer one) is left out, so SCHEMA_VERSION only
-    changes when an existing field changes meaning."""
-    known = {name: value for name, value in data.items() if name in _RESULT_FIELDS}
-    repeats = tuple(Repeat.from_json(repeat) for repeat in data.get("repeats") or ())
-    return Result(**{**known, "status": Status(data["status"]), "repeats": repeats})
+    changes when an existing field changes meaning. RecordError (a ValueError) names ``where`` and what is wrong."""
+    return read_record(Result, data, where)
 
 
-def read_results(path: str) -> tuple[dict[str, Any], list[Result]]:
-    """A results.json's environment and results; gzip-compressed (results.json.gz) too, told by its first bytes:
-    committed runs of many EPs are kept compressed, and every reader (report, diff, merge) takes them as they are."""
+@dataclass(frozen=True)
+class ResultsFile:
+    """A whole results.json, read once: the run's environment and its results."""
+
+    environment: Environment
+    results: tuple[Result, ...]
+
+
+def _not_json(constant: str) -> Any:
+    """json's hook for NaN and Infinity: a results.json writes non-finite numbers as text, so these never came from
+    a writer of it."""
+    raise RecordError("", f"{constant} is not JSON (results.json writes a non-finite number as text)")
+
+
+def parse_results(text: str) -> ResultsFile:
+    """A results.json's text as a ResultsFile; ValueError for text that is not JSON, RecordError (one line: where,
+    what) for JSON that is not a results.json of this schema."""
+    try:
+        document = json.loads(text, parse_constant=_not_json)
+    except RecursionError:
+        raise RecordError("", "nested too deeply to be a results.json") from None
+    if not isinstance(document, dict):
+        raise RecordError("", f"expected an object with schema_version, environment and results, got {kind(document)}")
+    if "schema_version" not in document:
+        raise RecordError("schema_version", "missing: not a results.json")
+    if document["schema_version"] != SCHEMA_VERSION:
+        raise RecordError("schema_version", f"{shown(document['schema_version'])} is not {SCHEMA_VERSION}")
+    if "results" not in document:
+        raise RecordError("results", "missing")
+    environment = environment_from_json({} if document.get("environment") is None else document["environment"])
+    results = read_value(document["results"], tuple[Result, ...], "results")
+    return ResultsFile(environment, results)
+
+
+def read_results(path: str) -> ResultsFile:
+    """A results.json, read into records once; gzip-compressed (results.json.gz) too, told by its first bytes:
+    committed runs of many EPs are kept compressed, and every reader (report, diff, merge) takes them as they are.
+    OSError where it cannot be read, ValueError where it is not JSON, RecordError where it is not a results.json."""
     with open(path, "rb") as raw:
         compressed = raw.read(2) == _GZIP_MAGIC
         raw.seek(0)
@@ -152,8 +276,4 @@ def read_results(path: str) -> tuple[dict[str, Any], list[Result]]:
             text = (gzip.GzipFile(fileobj=raw) if compressed else raw).read().decode("utf-8")
         except (EOFError, zlib.error) as error:  # a cut or damaged .gz: gzip.BadGzipFile alone is an OSError
             raise ValueError(f"damaged gzip data: {error}") from None
-    document = json.loads(text)
-    if document.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"{path}: schema_version {document.get('schema_version')!r} is not {SCHEMA_VERSION}")
-    results = [result_from_json(r) for r in document["results"]]
-    return document["environment"], results
+    return parse_results(text)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = "conformance"
-CORE = "core"  # the top-level modules: model, problems, dtypes, results
+CORE = "core"  # the top-level modules: model, problems, dtypes, results, environment, records
 MAIN = f"{PACKAGE}.__main__"  # ``python -m conformance``: the command line's second door, so of the cli stage
 REFERENCE = "reference"  # the oracle's package, beside this one
 HEAVY = ("onnx", "onnxruntime")  # imported by the ep stage alone

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
@@ -65,14 +67,15 @@ def test_an_unexpected_pass_fails_the_gate(tmp_path: Path, capsys: pytest.Captur
     )
 
 
-def test_a_waiver_for_another_device_leaves_the_failure_unexpected_and_is_stale(
+def test_a_waiver_for_another_device_leaves_the_failure_unexpected_and_is_not_stale(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     results = _results(tmp_path / "results.json", TIES)
     waivers = _waivers(tmp_path / "known.yaml", "cases/t.yaml::ties", device="AMD*")
     assert main(["report", results, "--waivers", waivers]) == 1
     out = capsys.readouterr().out
-    assert "UNEXPECTED FAIL cases/t.yaml::ties [cuda]" in out and "warning: stale waiver" in out
+    assert "UNEXPECTED FAIL cases/t.yaml::ties [cuda]" in out
+    assert "0 stale waiver(s)" in out and "warning" not in out  # another device's entry is no news here
 
 
 def test_a_bad_waiver_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -98,7 +101,7 @@ def test_report_on_a_file_that_is_not_results_is_exit_2(tmp_path: Path, capsys: 
     bad = tmp_path / "results.json"
     bad.write_text("{}", encoding="utf-8")
     assert main(["report", str(bad)]) == 2
-    assert capsys.readouterr().err.startswith(f"dmlconf: {bad}: not a readable results.json")
+    assert capsys.readouterr().err == f"dmlconf: {bad}: schema_version: missing: not a results.json\n"
 
 
 def test_no_waiver_passes_a_run_whose_ep_never_started(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -144,9 +147,9 @@ def test_a_results_file_this_version_cannot_render_is_one_line(
 ) -> None:
     odd = replace(TIES, details={"shape": "not a shape", "positions": [1]})
     results = _results(tmp_path / "results.json", odd)
-    assert main(["report", results]) == 2
+    assert main(["report", results]) == 2  # refused where results.json is read, before any report is rendered
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("dmlconf: cannot render the reports:")
+    assert err == [f"dmlconf: {results}: results[0].details.shape: expected a list, got text"]
     assert not (tmp_path / "report.html").exists()  # nothing half-written
 
 
@@ -159,3 +162,137 @@ def test_run_ends_with_the_verdict_that_report_gives_for_its_results(
     ran = capsys.readouterr().out.splitlines()[-1]
     assert main(["report", str(tmp_path / "results.json"), "--out-dir", str(tmp_path / "again")]) == 0
     assert ran == capsys.readouterr().out.splitlines()[-1] == "PASSED — no failures"
+
+
+def test_the_shipped_waiver_file_on_a_cpu_run_prints_no_stale_waiver(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its entries are for cuda, webgpu and dml* on named GPUs: none is in a CPU run's scope, so none is stale (each
+    # was a "warning: stale waiver ... matches no result" line before).
+    root = Path(__file__).parent.parent
+    examples = str(root / "cases" / "top_k1" / "spec_examples.yaml")
+    waivers = str(root / "reports" / "known-failures.yaml")
+    assert main(["run", examples, "--ep", "cpu", "--report-dir", str(tmp_path), "--waivers", waivers]) == 0
+    out = capsys.readouterr().out
+    assert "0 stale waiver(s)" in out and "stale waiver " not in out and "warning" not in out
+
+
+def test_stale_waivers_are_one_console_line_and_listed_in_summary_and_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two entries whose cases ran on their EP and GPU and gave no verdict (the EP declined them); one for a case
+    # that is not in the run (out of scope). The console says how many and where, in one line.
+    declined = [
+        Result(f"cases/t.yaml::big-{n}", "TOP_K1", "cuda", Status.NOT_SUPPORTED, "no_kernel", message="declined")
+        for n in (1, 2)
+    ]
+    results = _results(tmp_path / "results.json", SLICE, *declined)
+    known = tmp_path / "known.yaml"
+    entry = "  - case: '{}'\n    ep: cuda\n    reason: r\n    tracking: ADO#{}\n"
+    known.write_text(
+        "known_failures:\n" + "".join(entry.format(case, n) for n, case in enumerate(["*big-1", "*big-2", "*gone"])),
+        encoding="utf-8",
+    )
+    assert main(["report", results, "--waivers", str(known)]) == 0  # stale waivers do not fail the gate
+    out = capsys.readouterr().out.splitlines()
+    stale = [line for line in out if "stale waiver" in line]
+    assert stale[0].endswith("0 unexpected pass(es), 2 stale waiver(s)")
+    assert stale[1:] == [
+        f"warning: 2 stale waiver(s) at {known}:2:5, {known}:6:5: their cases ran here but gave no verdict "
+        "(NOT_SUPPORTED, NOT_EXPRESSIBLE, INVALID) (listed in summary.md and report.html)"
+    ]
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "## Stale waivers (2)" in summary
+    assert "| \\*big-1 | cuda | " in summary and "known.yaml:2:5 |" in summary and "known.yaml:6:5 |" in summary
+    assert "gone" not in summary
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Stale waivers (2)" in html and f"{known}:6:5" in html and "gone" not in html
+
+
+# --- output that cannot be written: one line naming the path and why, exit 2, nothing already written lost ---------
+
+
+def _unwritable(tmp_path: Path, how: str, name: str) -> tuple[Path, Path]:
+    """(a report folder that cannot be written as ``how`` says, the path the one line must name)."""
+    if how == "folder under a file":
+        (tmp_path / "a-file").write_text("kept\n", encoding="utf-8")
+        return tmp_path / "a-file" / "out", tmp_path / "a-file" / "out"
+    if how == "folder is a file":
+        (tmp_path / "out").write_text("kept\n", encoding="utf-8")
+        return tmp_path / "out", tmp_path / "out"
+    (tmp_path / "out" / name).mkdir(parents=True)  # a folder where the file should be
+    return tmp_path / "out", tmp_path / "out" / name
+
+
+def _one_line_naming(capsys: pytest.CaptureFixture[str], path: Path) -> str:
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"dmlconf: {path}: cannot "), lines
+    assert "Traceback" not in out + err
+    return lines[0]
+
+
+HOW = ["folder under a file", "folder is a file", "file is a folder"]
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_report_into_a_folder_that_cannot_be_written_is_one_line(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = _results(tmp_path / "results.json", TIES, SLICE)
+    before = Path(results).read_bytes()
+    out_dir, named = _unwritable(tmp_path, how, "summary.md")
+    assert main(["report", results, "--out-dir", str(out_dir)]) == 2
+    line = _one_line_naming(capsys, named)
+    assert line.endswith(("Not a directory", "File exists", "Is a directory"))
+    assert Path(results).read_bytes() == before  # the input, and anything else already there, as it was
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_merge_into_a_folder_that_cannot_be_written_is_one_line(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = _results(tmp_path / "results.json", TIES, SLICE)
+    report_dir, named = _unwritable(tmp_path, how, "results.json")
+    assert main(["merge", results, "--report-dir", str(report_dir)]) == 2
+    _one_line_naming(capsys, named)
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_merge_keeps_its_results_when_a_report_cannot_be_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = _results(tmp_path / "results.json", TIES, SLICE)
+    (tmp_path / "merged" / "report.html").mkdir(parents=True)
+    assert main(["merge", results, "--report-dir", str(tmp_path / "merged")]) == 2
+    _one_line_naming(capsys, tmp_path / "merged" / "report.html")
+    assert main(["report", str(tmp_path / "merged" / "results.json"), "--format", "md"]) == 1  # the merge is kept
+
+
+@pytest.mark.parametrize("how", ["under a file", "a folder"])
+def test_diff_markdown_that_cannot_be_written_is_one_line_after_the_diff(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = _results(tmp_path / "old.json", replace(TIES, status=Status.PASS, failure_kind=None), SLICE)
+    new = _results(tmp_path / "new.json", TIES, SLICE)
+    (tmp_path / "a-file").write_text("kept\n", encoding="utf-8")
+    markdown = tmp_path / "a-file" / "diff.md" if how == "under a file" else tmp_path
+    assert main(["diff", old, new, "--markdown", str(markdown)]) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        f"dmlconf: {markdown}: cannot write: " + ("Not a directory" if how == "under a file" else "Is a directory")
+    ]
+    assert "cases/t.yaml::ties" in out  # the diff computed is still shown
+    assert (tmp_path / "a-file").read_text(encoding="utf-8") == "kept\n"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_diff_markdown_on_a_full_disk_is_one_line_and_the_device_stays(capsys: pytest.CaptureFixture[str]) -> None:
+    # A device is written in place: replacing /dev/full by a file renamed over it would be no write at all.
+    results = str(Path(__file__).resolve().parent.parent / "reports" / "h100-cuda" / "results.json")
+    assert main(["diff", results, results, "--markdown", "/dev/full"]) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines() == ["dmlconf: /dev/full: cannot write: No space left on device"]
+    assert "no regressions" in out
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from conformance.environment import Environment
 from conformance.ep.directml import NEWEST_BUILD
 from conformance.gate.diff import diff_runs, only_ep
 from conformance.gate.summary import placement_proof
@@ -37,9 +37,10 @@ def _section(sections: dict[str, str], ep: str) -> str:
     return sections.get(ep, sections.get(ep.split(":")[0], ""))
 
 
-def _read(run: Path) -> tuple[dict[str, Any], list[Result]]:
+def _read(run: Path) -> tuple[Environment, tuple[Result, ...]]:
     plain = run / "results.json"
-    return read_results(str(plain if plain.is_file() else run / "results.json.gz"))
+    document = read_results(str(plain if plain.is_file() else run / "results.json.gz"))
+    return document.environment, document.results
 
 
 def test_there_are_committed_gpu_runs_for_cuda_and_webgpu() -> None:
@@ -52,19 +53,19 @@ def test_run_names_its_device_and_software(run: Path) -> None:
     env, results = _read(run)
     assert results
     # DirectML under Wine names the adapter it ran on through its chain (lavapipe is no GPU the OS lists)
-    chains = [ep["directml"]["chain"] for ep in env["eps"] if (ep.get("directml") or {}).get("chain")]
-    assert env["gpus"] or chains
-    assert all(gpu["name"] and gpu["driver_version"] for gpu in env["gpus"])
-    assert env["onnxruntime"] and env["onnxruntime_packages"]
-    assert env["command"][:2] == ["dmlconf", "run"]
-    assert {ep["label"] for ep in env["eps"]} == {r.ep for r in results}
+    chains = [ep.chain for ep in env.eps if ep.chain is not None]
+    assert env.gpus or chains
+    assert all(gpu.name and gpu.driver_version for gpu in env.gpus)
+    assert env.onnxruntime and env.onnxruntime_packages
+    assert env.command[:2] == ("dmlconf", "run")
+    assert {ep.label for ep in env.eps} == {r.ep for r in results}
     summary = (run / "summary.md").read_text(encoding="utf-8")
-    if env["gpus"]:
-        assert f"- GPU: {env['gpus'][0]['name']} (driver {env['gpus'][0]['driver_version']}" in summary
+    if env.gpus:
+        assert f"- GPU: {env.gpus[0].name} (driver {env.gpus[0].driver_version}" in summary
     for chain in chains:
-        assert chain["transport"] == "wine+vkd3d-proton" and chain["wine"] and chain["directml_dll"]
-        assert chain["dml_feature_level"] and chain["vkd3d_proton"]["version"]
-        assert f"on '{chain['adapter']['description']}'" in summary.replace("\\", "")
+        assert chain.transport == "wine+vkd3d-proton" and chain.wine and chain.directml_dll
+        assert chain.dml_feature_level and chain.vkd3d_proton and chain.vkd3d_proton.version
+        assert chain.adapter and f"on '{chain.adapter.description}'" in summary.replace("\\", "")
 
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda path: path.name)
@@ -73,7 +74,7 @@ def test_every_executed_result_ran_on_its_own_ep(run: Path) -> None:
     placement = placement_proof(env, results)
     assert placement.unproven == ()
     assert placement.proven == sum(r.status in (Status.PASS, Status.FAIL, Status.QUALITY_WARNING) for r in results)
-    names = {ep["label"]: ep["name"] for ep in env["eps"]}
+    names = {ep.label: ep.name for ep in env.eps}
     assert all(set(r.placement.values()) == {names[r.ep]} for r in results if r.status is Status.PASS)
 
 
@@ -107,7 +108,11 @@ def _matrix_diffs() -> list[tuple[str, str, str]]:
     the newest onnxruntime.dll; and each build run beside an older onnxruntime.dll against the same DirectML beside
     the newest."""
     env, _ = _read(MATRIX)
-    builds = {ep["label"]: (ep["directml"]["version"], ep["directml"]["chain"]["onnxruntime"]) for ep in env["eps"]}
+    builds = {
+        ep.label: (str(ep.directml.version), str(ep.chain.onnxruntime))
+        for ep in env.eps
+        if ep.directml is not None and ep.chain is not None
+    }
     newest = NEWEST_BUILD.onnxruntime
     by_directml = sorted(
         (tuple(int(part) for part in directml.split(".")), label)
@@ -128,7 +133,7 @@ def _matrix_diffs() -> list[tuple[str, str, str]]:
 
 def test_the_version_matrix_has_at_least_three_directml_builds_and_a_diff_for_each_step() -> None:
     env, _ = _read(MATRIX)
-    versions = {ep["directml"]["chain"]["directml_dll"] for ep in env["eps"]}
+    versions = {ep.chain.directml_dll for ep in env.eps if ep.chain is not None}
     assert len(versions) >= 3
     committed = sorted(path.name for path in MATRIX.glob("diff-*.md"))
     assert committed == sorted(name for name, _, _ in _matrix_diffs())

@@ -19,11 +19,12 @@ import pytest
 from conformance.cases.fingerprint import tensor_hashes, tensor_sha256
 from conformance.cases.suite import read_file
 from conformance.cli.main import main
+from conformance.environment import Environment
 from conformance.ep.providers import parse_ep
 from conformance.gate.diff import diff_runs
 from conformance.model import FeatureLevel, Status
 from conformance.report.diff import render_diff_console, render_diff_markdown
-from conformance.results import Result, read_results, result_from_json, write_results
+from conformance.results import Result, ResultsFile, read_results, result_from_json, write_results
 from conformance.run.options import RunOptions
 from conformance.run.runner import run_entry
 
@@ -216,9 +217,9 @@ def test_results_json_round_trip_and_older_files(tmp_path: Path) -> None:
     write_results(str(tmp_path / "results.json"), {}, [result])
     written = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert written["results"][0]["inputs_sha256"] == hashes
-    assert read_results(str(tmp_path / "results.json"))[1] == [result]
+    assert read_results(str(tmp_path / "results.json")).results == (result,)
     # A results.json from before the field (a committed run, and a hand-made record) still loads, with none.
-    _, committed = read_results(str(REPO / "reports" / "h100-cuda" / "results.json"))
+    committed = read_results(str(REPO / "reports" / "h100-cuda" / "results.json")).results
     assert committed and all(r.inputs_sha256 == {} for r in committed)
     old = {"case": "f.yaml::c", "operator": "TOP_K1", "ep": "cpu", "status": "PASS", "seconds": 0.5}
     assert result_from_json(old) == Result("f.yaml::c", "TOP_K1", "cpu", Status.PASS, seconds=0.5)
@@ -267,7 +268,8 @@ def test_a_gzipped_results_json_reads_as_the_plain_one(tmp_path: Path, capsys: p
     packed = tmp_path / "packed" / "results.json.gz"
     packed.parent.mkdir()
     packed.write_bytes(gzip.compress(plain.read_bytes()))
-    assert read_results(str(packed)) == read_results(str(plain)) == ({"command": ["dmlconf", "run"]}, [result])
+    expected = ResultsFile(Environment(command=("dmlconf", "run")), (result,))
+    assert read_results(str(packed)) == read_results(str(plain)) == expected
     assert main(["diff", str(plain), str(packed)]) == 0
     compared = "(of 1 (case, EP) results in both runs, 1 of them with outputs compared bit for bit)"
     assert compared in capsys.readouterr().out

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from conformance.environment import environment_from_json
 from conformance.gate.diff import EnvChange, RunDiff, diff_runs, environment_changes
 from conformance.model import Status
 from conformance.report.diff import render_diff_console, render_diff_markdown
@@ -73,7 +74,7 @@ def keys(entries: Any) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def diff() -> RunDiff:
-    return diff_runs(OLD, NEW, ENV, ENV)
+    return diff_runs(OLD, NEW, environment_from_json(ENV), environment_from_json(ENV))
 
 
 def test_regressions_status_and_severity(diff: RunDiff) -> None:
@@ -121,13 +122,14 @@ def test_environment_changes() -> None:
     new_env["gpus"][0]["driver_version"] = "581.0"
     new_env["onnxruntime_packages"]["onnxruntime-directml"] = "1.31.0"
     new_env["eps"][0]["options"] = {"disable_metacommands": "true"}
-    changes = environment_changes(ENV, new_env)
+    old, new = environment_from_json(ENV), environment_from_json(new_env)
+    changes = environment_changes(old, new)
     assert changes[:2] == (EnvChange("driver", "580.1", "581.0"), EnvChange("onnxruntime-directml", "1.30.0", "1.31.0"))
     assert changes[0].line == "driver 580.1 → 581.0"
     assert [c.what for c in changes[2:]] == ["EP dml"]
     assert "disable_metacommands=true" in changes[2].new and "disable_metacommands" not in changes[2].old
-    assert environment_changes(ENV, copy.deepcopy(ENV)) == ()
-    assert diff_runs([], [], ENV, new_env).environment == changes
+    assert environment_changes(old, environment_from_json(copy.deepcopy(ENV))) == ()
+    assert diff_runs([], [], old, new).environment == changes
 
 
 def test_console_report(diff: RunDiff) -> None:
@@ -139,7 +141,44 @@ def test_console_report(diff: RunDiff) -> None:
     assert "environment: GPU, driver" in text  # the same environment on both sides
     # The verdict says why: the three status regressions and the case the new run lost.
     assert text.endswith("==")
-    assert "== REGRESSED (3 regression(s), 1 removed result(s)): regressions 3, fixes 1," in text
+    assert text.endswith("\n== FAILED — 3 regression(s), 1 removed result(s) ==")
+
+
+def test_counts_and_verdict_are_said_once_at_the_end(diff: RunDiff) -> None:
+    # The counts and the verdict each once, as the console's last two lines (a CI log is read from its end).
+    lines = render_diff_console(diff).splitlines()
+    counts = next(line for line in lines if line.startswith("regressions "))
+    assert lines[-2:] == [counts, "== FAILED — 3 regression(s), 1 removed result(s) =="]
+    assert sum(1 for line in lines if "regressions 3, fixes 1" in line) == 1
+    assert sum(1 for line in lines if line.startswith("== ")) == 1
+
+
+def test_a_diff_failed_by_removed_results_alone_does_not_say_regressed() -> None:
+    # "REGRESSED (897 removed result(s)): regressions 0" read as a contradiction: the verdict says FAILED and why.
+    d = diff_runs([result("a", P), result("b", P)], [result("a", P)])
+    console, markdown = render_diff_console(d), render_diff_markdown(d)
+    assert console.endswith("\n== FAILED — 1 removed result(s) ==")
+    assert "REGRESSED" not in console and "REGRESSED" not in markdown
+    assert "**FAILED — 1 removed result(s)**: regressions 0," in markdown
+    assert render_diff_console(diff_runs([result("a", P)], [result("a", P)])).endswith("== PASSED — no regressions ==")
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [(Status.NOT_SUPPORTED, "ep_not_started"), (Status.DEVICE_LOST, "device_lost")],
+)
+def test_a_device_lost_mid_run_regresses_every_case_it_took(status: Status, kind: str) -> None:
+    # The device went away after the first case: the EP could not open a session for the next ones (or lost the
+    # device while running them). Each PASS that became that is a regression; the first case still passes.
+    old = [result("a", P), result("b", P), result("c", Status.QUALITY_WARNING, "nan_placement")]
+    new = [result("a", P), result("b", status, kind), result("c", status, kind)]
+    d = diff_runs(old, new)
+    assert keys(d.regressions) == [("b", "dml"), ("c", "dml")] and d.other_changes == ()
+    assert d.regressed and not d.new_incomplete  # the EP executed a case: regressions, not an idle EP, fail it
+    # Back again: each is a fix; a case the EP declines (no kernel) is no failure, so PASS -> it stays a change.
+    assert keys(diff_runs(new, old).fixes) == [("b", "dml"), ("c", "dml")]
+    declined = diff_runs([result("a", P)], [result("a", Status.NOT_SUPPORTED, "no_kernel")])
+    assert declined.regressions == () and keys(declined.other_changes) == [("a", "dml")]
 
 
 def test_reports_cap_long_lists() -> None:
@@ -161,11 +200,12 @@ def test_markdown_escapes_cells(diff: RunDiff) -> None:
     assert row.replace("\\|", "").count("|") == 7
     assert "first \\| line" in row and "second line" not in row and "`dmlconf run a \\| b`" in row
     assert markdown.startswith("# DirectML conformance diff\n")
-    assert "**REGRESSED (3 regression(s), 1 removed result(s))**" in markdown
+    assert "**FAILED — 3 regression(s), 1 removed result(s)**: regressions 3, fixes 1," in markdown
 
 
 def test_committed_run_with_one_injected_regression() -> None:
-    environment, results = read_results(str(ROOT / "reports" / "h100-cuda" / "results.json"))
+    document = read_results(str(ROOT / "reports" / "h100-cuda" / "results.json"))
+    environment, results = document.environment, document.results
     index = next(i for i, r in enumerate(results) if r.status == Status.PASS)
     changed = list(results)
     changed[index] = dataclasses.replace(results[index], status=Status.FAIL, failure_kind="values", message="x")

@@ -44,11 +44,11 @@ def test_results_missing_from_new_are_regressions_unless_allowed(
     new = _write(tmp_path / "new.json", env, _run("cuda", cases=CASES[:1]))  # lost 3 of 4, all PASS
     assert main(["diff", old, new]) == 1
     out = capsys.readouterr().out
-    assert "== REGRESSED (3 removed result(s))" in out
+    assert "== FAILED — 3 removed result(s) ==" in out
     for case in CASES[1:]:  # each listed
         assert f"{case} [cuda]: was PASS" in out
     assert main(["diff", old, new, "--allow-removed"]) == 0
-    assert "== no regressions" in capsys.readouterr().out
+    assert "== PASSED — no regressions ==" in capsys.readouterr().out
 
 
 def test_two_runs_with_nothing_in_common_fail_with_one_clear_line(
@@ -81,7 +81,7 @@ def test_match_case_compares_one_driver_against_another(tmp_path: Path, capsys: 
     out = capsys.readouterr().out
     assert "PASS → FAIL  cases/t.yaml::b [dml → dml:device_id=1]" in out  # the regression, one of 4 compared
     assert "FAIL → PASS  cases/t.yaml::c [dml → dml:device_id=1]" in out
-    assert "(of 4 cases in both runs)" in out and "== REGRESSED (1 regression(s))" in out
+    assert "(of 4 cases in both runs)" in out and "== FAILED — 1 regression(s) ==" in out
     # Each side says which EP and device it is, on the console and in the Markdown.
     old_side = next(line for line in out.splitlines() if line.startswith("old: "))
     new_side = next(line for line in out.splitlines() if line.startswith("new: "))
@@ -133,8 +133,25 @@ def test_a_new_run_whose_ep_never_started_is_a_regression(tmp_path: Path, capsys
     assert main(["diff", old, str(new), "--markdown", str(markdown)]) == 1
     out = capsys.readouterr().out
     assert "the new run is incomplete: EP cuda executed none of its cases" in out.splitlines()
-    assert "== REGRESSED (the new run is incomplete)" in out
+    assert "== FAILED — the new run is incomplete, 4 regression(s) ==" in out
     assert "the new run is incomplete: EP cuda executed none of its cases" in markdown.read_text(encoding="utf-8")
+
+
+def test_a_device_lost_after_the_first_case_fails_the_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The EP started and passed a case, then its device went away: every later case is NOT_SUPPORTED
+    # (ep_not_started). The EP executed a case, so the run is not "idle"; each lost PASS is a regression.
+    env = _gpu("GPU X", "1.0") | {"eps": [{"label": "dml", "name": "DmlExecutionProvider"}]}
+    old = _write(tmp_path / "clean.json", env, _run("dml"))
+    rows = [{"case": CASES[0], "operator": "TOP_K1", "ep": "dml", "status": "PASS"}] + [
+        {"case": case, "operator": "TOP_K1", "ep": "dml", "status": "NOT_SUPPORTED", "failure_kind": "ep_not_started"}
+        for case in CASES[1:]
+    ]
+    new = tmp_path / "broken.json"
+    new.write_text(json.dumps({"schema_version": 1, "environment": env, "results": rows}), encoding="utf-8")
+    assert main(["diff", old, str(new)]) == 1
+    out = capsys.readouterr().out
+    assert "Regressions (3)" in out and "== FAILED — 3 regression(s) ==" in out
+    assert "PASS → NOT_SUPPORTED (ep_not_started)  cases/t.yaml::b [dml]" in out
 
 
 def test_an_interrupted_new_run_is_a_regression_even_with_allow_removed(

@@ -18,6 +18,7 @@ import pytest
 from conformance.cases.parse import Entry
 from conformance.cases.suite import read_file
 from conformance.cli.main import main
+from conformance.environment import Environment
 from conformance.ep.errors import NotSupported
 from conformance.ep.execute import Execution, execute, open_session, run_session
 from conformance.ep.lower import Lowering
@@ -180,7 +181,7 @@ def test_a_verdict_that_differs_packed_is_the_one_alone_and_says_so(entries: lis
     assert [bool(r.packed) for r in results] == [False, True, False]
     assert results[1].packed.startswith("FAIL when packed with 2 other case(s), PASS alone: values: ")
     assert _without_time([replace(results[1], packed="")]) == _without_time([run_entry(entries[1], CPU, RunOptions())])
-    summary = summarize({}, results)
+    summary = summarize(Environment(), results)
     assert summary.packed_differences == (f"{results[1].case} [cpu]: {results[1].packed}",)
     assert "1 case(s) got another verdict packed with other cases than alone" in render_markdown(summary)
     assert "packing: 1 case(s) got another verdict" in render_console(summary)

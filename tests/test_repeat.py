@@ -18,6 +18,7 @@ import conformance.survive.pool  # noqa: F401
 from conformance.cases.fingerprint import tensor_sha256
 from conformance.cases.suite import read_file
 from conformance.cli.main import main
+from conformance.environment import Environment
 from conformance.ep.errors import ExecutionError, ProcessDied
 from conformance.ep.execute import Execution
 from conformance.ep.providers import parse_ep
@@ -268,11 +269,11 @@ def test_several_outputs_that_differ_are_named_with_the_first_run_unlike_the_fir
 def test_flaky_fails_the_gate_unless_waived_and_a_waiver_matches_it_as_a_fail() -> None:
     flaky = replace(_result(Status.FLAKY, {}), case="cases/x.yaml::c")
     waiver = Waiver("cases/x.yaml::*", "cpu", None, None, "known", "https://example.com/1", SourcePos("w.yaml", 2, 5))
-    summary = summarize({}, [flaky])
+    summary = summarize(Environment(), [flaky])
     assert summary.failed and summary.totals == {Status.FLAKY: 1}
-    gate = apply_waivers({}, [flaky], [waiver])
+    gate = apply_waivers(Environment(), [flaky], [waiver])
     assert gate.expected_failures == ((flaky, waiver),) and not overall_failed(summary, gate)
-    assert apply_waivers({}, [flaky], []).unexpected_failures == (flaky,)
+    assert apply_waivers(Environment(), [flaky], []).unexpected_failures == (flaky,)
 
 
 def test_results_json_keeps_every_run_and_reads_fields_of_newer_versions(tmp_path: Path) -> None:
@@ -288,7 +289,7 @@ def test_results_json_keeps_every_run_and_reads_fields_of_newer_versions(tmp_pat
     )
     path = str(tmp_path / "results.json")
     write_results(path, {}, [flaky])
-    assert read_results(path)[1] == [flaky]
+    assert read_results(path).results == (flaky,)
     newer = {**flaky.to_json(), "a_field_of_a_later_version": 1}
     assert result_from_json(newer) == flaky
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from conformance.compare.common import mismatch_details, ulp_histogram
+from conformance.environment import Environment, environment_from_json
 from conformance.gate.summary import summarize
 from conformance.gate.waivers import Waiver, apply_waivers
 from conformance.model import SourcePos, Status
@@ -75,7 +76,7 @@ def test_chromium_renders_the_report_without_console_errors(tmp_path: Path) -> N
         Result("cases/a.yaml::ok", "SLICE1", "gpu", Status.PASS, data_type="FLOAT32"),
     ]
     page = tmp_path / "report.html"
-    page.write_text(render_html(summarize({"gpus": []}, results), results), encoding="utf-8")
+    page.write_text(render_html(summarize(Environment(), results), results), encoding="utf-8")
     shot = tmp_path / "shot.png"
     _chromium(tmp_path, page.as_uri(), f"--screenshot={shot}")
     assert shot.stat().st_size > 10_000  # a real picture, not an empty page
@@ -102,9 +103,10 @@ def test_the_filter_runs_in_the_browser(tmp_path: Path) -> None:
     waiver = Waiver(
         "t.yaml::known-*", "cuda", None, None, "not index-stable", "https://example.com/1", SourcePos("k", 1, 1)
     )
-    gate = apply_waivers(env, results, [waiver])
+    recorded = environment_from_json(env)
+    gate = apply_waivers(recorded, results, [waiver])
     page = tmp_path / "report.html"
-    page.write_text(render_html(summarize(env, results), results, gate), encoding="utf-8")
+    page.write_text(render_html(summarize(recorded, results), results, gate), encoding="utf-8")
 
     # Nothing chosen: every row shown; the waived group stays closed.
     dom = _chromium(tmp_path, page.as_uri(), "--dump-dom").stdout

@@ -10,6 +10,7 @@ import numpy as np
 
 from conformance.compare.common import mismatch_details
 from conformance.compare.common import ulp_histogram as ulp_histogram_data
+from conformance.environment import environment_from_json
 from conformance.gate.summary import summarize
 from conformance.gate.waivers import Waiver, apply_waivers
 from conformance.model import SourcePos, Status
@@ -62,7 +63,7 @@ def _tie_order() -> Result:
 
 def test_the_report_is_self_contained_and_escapes_every_case_string() -> None:
     results = [_failing_mvn(), Result("cases/p.yaml::ok", "SLICE1", "cuda", Status.PASS, data_type="FLOAT32")]
-    html = render_html(summarize(ENV, results), results)
+    html = render_html(summarize(environment_from_json(ENV), results), results)
     # The page's one script is its own filter; a case's text never becomes markup.
     assert html.lower().count("<script") == 1 and "alert(&quot;x&quot;)" in html
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html)  # no external asset
@@ -72,7 +73,7 @@ def test_the_report_is_self_contained_and_escapes_every_case_string() -> None:
 
 def test_a_failure_gets_its_histogram_map_table_and_reproduction() -> None:
     results = [_failing_mvn()]
-    html = render_html(summarize(ENV, results), results)
+    html = render_html(summarize(environment_from_json(ENV), results), results)
     article = html[html.index('<details class="row"') :]
     assert "histogram of ULP errors" in article and "mismatch positions, 3 element(s)" in article
     assert "dmlconf run cases/x.yaml --ep cuda" in article
@@ -81,7 +82,7 @@ def test_a_failure_gets_its_histogram_map_table_and_reproduction() -> None:
 
 def test_tie_order_shows_the_tied_elements_and_both_orders() -> None:
     results = [_tie_order()]
-    html = render_html(summarize(ENV, results), results)
+    html = render_html(summarize(environment_from_json(ENV), results), results)
     # Input indices 0, 1 and 2 hold the tied 5s and are shaded; index 3 is not.
     assert html.count("<td style=background:#fff3e0>5</td>") == 3
     assert "the spec's order selects [0, 1], the EP gave [0, 2]" in html
@@ -134,8 +135,9 @@ def _fail(case: str, kind: str = "tie_order", ep: str = "cuda", data_type: str =
 
 
 def _page(env: Mapping[str, Any], results: list[Result], waivers: list[Waiver] | None = None, **more: Any) -> str:
-    gate = apply_waivers(env, results, waivers) if waivers is not None else None
-    return render_html(summarize(env, results), results, gate, **more)
+    recorded = environment_from_json(env)
+    gate = apply_waivers(recorded, results, waivers) if waivers is not None else None
+    return render_html(summarize(recorded, results), results, gate, **more)
 
 
 def _verdict(html: str) -> str:

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
 
+from conformance.environment import environment_from_json
 from conformance.gate.summary import summarize
 from conformance.gate.waivers import Gate, Waiver, apply_waivers
 from conformance.model import SourcePos, Status
@@ -49,11 +50,12 @@ def _gate(results: list[Result], waived: Mapping[tuple[str, str], str]) -> Gate:
     waivers = [
         Waiver(case, ep, None, None, why, TRACKING, SourcePos("k.yaml", 1, 1)) for (case, ep), why in waived.items()
     ]
-    return apply_waivers(ENV, results, waivers)
+    return apply_waivers(environment_from_json(ENV), results, waivers)
 
 
 def _junit(results: list[Result], waived: Mapping[tuple[str, str], str] | None = None) -> str:
-    return render_junit(summarize(ENV, results), results, _gate(results, waived) if waived is not None else None)
+    gate = _gate(results, waived) if waived is not None else None
+    return render_junit(summarize(environment_from_json(ENV), results), results, gate)
 
 
 def _parse(text: str) -> ET.Element:
@@ -158,8 +160,9 @@ def test_no_results() -> None:
 
 
 def test_committed_h100_run() -> None:
-    environment, results = read_results(str(Path(__file__).parent.parent / "reports" / "h100-cuda" / "results.json"))
-    root = _parse(render_junit(summarize(environment, results), results))
+    document = read_results(str(Path(__file__).parent.parent / "reports" / "h100-cuda" / "results.json"))
+    results = document.results
+    root = _parse(render_junit(summarize(document.environment, results), results))
     failures = sum(r.status is Status.FAIL for r in results)
     errors = sum(r.status is Status.ERROR for r in results)
     skipped = sum(r.status in (Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE) for r in results)
@@ -173,7 +176,7 @@ def test_committed_h100_run() -> None:
 
 def test_an_interrupted_run_is_an_error_testcase() -> None:
     env = {**ENV, "interrupted": True, "planned_results": 20}
-    root = _parse(render_junit(summarize(env, _results()), _results()))
+    root = _parse(render_junit(summarize(environment_from_json(env), _results()), _results()))
     # 9 results and the run's own testcase, which is an error: a CI's test tab must not show a partial run green.
     assert _counts(root) == (10, 3, 2, 2)
     run = next(case for case in root.iter("testcase") if case.get("classname") == "dml-conformance")
@@ -183,7 +186,7 @@ def test_an_interrupted_run_is_an_error_testcase() -> None:
 
 def test_skipped_case_files_are_an_error_testcase() -> None:
     env = {**ENV, "problems": ["bad.yaml:3:1: K: missing required field"]}
-    root = _parse(render_junit(summarize(env, _results()), _results()))
+    root = _parse(render_junit(summarize(environment_from_json(env), _results()), _results()))
     run = next(case for case in root.iter("testcase") if case.get("classname") == "dml-conformance")
     error = run.find("error")
     assert error is not None and "case files skipped for 1 problem(s) (--keep-going)" in error.get("message", "")
@@ -191,7 +194,7 @@ def test_skipped_case_files_are_an_error_testcase() -> None:
 
 
 def test_a_complete_run_has_no_run_testcase() -> None:
-    root = _parse(render_junit(summarize(ENV, _results()), _results()))
+    root = _parse(render_junit(summarize(environment_from_json(ENV), _results()), _results()))
     assert all(case.get("classname") != "dml-conformance" for case in root.iter("testcase"))
 
 
@@ -199,7 +202,7 @@ def test_a_known_failure_that_passes_now_is_a_failure() -> None:
     # The gate fails on it (its waiver must go), so the CI's test tab must not show it green.
     results = [Result("t.yaml::fixed", "TOP_K1", "cpu", Status.PASS)]
     gate = _gate(results, {("t.yaml::fixed", "cpu"): "was broken"})
-    root = _parse(render_junit(summarize(ENV, results), results, gate))
+    root = _parse(render_junit(summarize(environment_from_json(ENV), results), results, gate))
     failure = next(root.iter("testcase")).find("failure")
     assert failure is not None and failure.get("type") == "unexpected_pass"
     assert "was broken" in failure.get("message", "") and "https://example.com/7" in failure.get("message", "")

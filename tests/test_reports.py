@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conformance.gate.summary import summarize
+from conformance.environment import environment_from_json
+from conformance.gate.summary import Summary, summarize
 from conformance.gate.waivers import Waiver, apply_waivers
 from conformance.model import SourcePos, Status
 from conformance.report.console import render_console
@@ -43,6 +46,13 @@ ENV = {
     "eps": [{"label": "cpu", "alias": "cpu", "name": "CPUExecutionProvider", "options": {}}, DML_EP],
     "target_feature_level": None,
 }
+
+
+def _summarize(environment: dict[str, Any], results: Sequence[Result]) -> Summary:
+    """A summary of ``results`` under the environment as results.json holds it."""
+    return summarize(environment_from_json(environment), results)
+
+
 EVIL = "f.yaml::evil|<script>alert(1)</script>`code`*b*_i_[l](u)&amp;~~s~~\\"
 # Each character Markdown gives a meaning to, backslash-escaped (CommonMark allows it for all ASCII punctuation).
 EVIL_ESCAPED = r"f.yaml::evil\|\<script\>alert(1)\</script\>\`code\`\*b\*\_i\_\[l\](u)\&amp;\~\~s\~\~\\"
@@ -96,7 +106,7 @@ def _table(markdown: str, heading: str) -> list[list[str]]:
 
 
 def test_summary_counts() -> None:
-    summary = summarize(ENV, _results())
+    summary = _summarize(ENV, _results())
     assert summary.totals == {
         Status.PASS: 4,
         Status.FAIL: 1,
@@ -116,11 +126,11 @@ def test_summary_counts() -> None:
     assert dict(summary.matrix)["s.yaml::a"] == (Status.PASS, None)
     assert [r.case for r in summary.notable] == ["t.yaml::b", "t.yaml::c", "s.yaml::b", "m.yaml::w"]
     assert summary.failed
-    assert not summarize(ENV, [_results()[0], _results()[5]]).failed
+    assert not _summarize(ENV, [_results()[0], _results()[5]]).failed
 
 
 def test_markdown_tables() -> None:
-    markdown = render_markdown(summarize(ENV, _results()))
+    markdown = render_markdown(_summarize(ENV, _results()))
     assert markdown.startswith("# DirectML conformance summary\n")
     header = markdown.split("## Totals")[0].splitlines()
     assert header[2] == "**FAILED — 2 failures (1 FAIL, 1 ERROR), no waiver file given**"
@@ -161,7 +171,7 @@ def test_markdown_tables() -> None:
 
 
 def test_one_ep_has_no_matrix() -> None:
-    markdown = render_markdown(summarize(ENV, _results()[:7]))
+    markdown = render_markdown(_summarize(ENV, _results()[:7]))
     assert "Cases whose verdicts differ" not in markdown
 
 
@@ -171,7 +181,7 @@ def test_markdown_escapes_case_provided_text() -> None:
         Result(EVIL, "TOP_K1", "cpu|x", Status.PASS),
     ]
     env = {**ENV, "command": ["dmlconf", "run", "-k", "a`b``c"]}
-    markdown = render_markdown(summarize(env, results))
+    markdown = render_markdown(_summarize(env, results))
     assert "<script>" not in markdown and "<b>" not in markdown
     # A code span fenced by more backticks than any run inside it (CommonMark 6.1).
     assert "- command: ```dmlconf run -k a`b``c```" in markdown
@@ -184,13 +194,13 @@ def test_markdown_escapes_case_provided_text() -> None:
 
 
 def test_markdown_keeps_numeric_looking_text_as_written() -> None:
-    markdown = render_markdown(summarize(ENV, [Result("1e5", "TOP_K1", "cpu", Status.FAIL, message="0.10")]))
+    markdown = render_markdown(_summarize(ENV, [Result("1e5", "TOP_K1", "cpu", Status.FAIL, message="0.10")]))
     assert _table(markdown, "Failures and warnings")[2][0] == "1e5"
     assert _table(markdown, "Failures and warnings")[2][4] == "0.10"
 
 
 def test_console_lists_failures_with_repro_and_totals() -> None:
-    text = render_console(summarize(ENV, _results()))
+    text = render_console(_summarize(ENV, _results()))
     lines = text.splitlines()
     assert lines[-1] == "== 4 PASS, 1 FAIL, 1 NOT_SUPPORTED, 1 ERROR, 1 INVALID, 1 QUALITY_WARNING =="
     # FAIL first, then ERROR, then the rest; repro lines for FAIL and ERROR only.
@@ -207,16 +217,16 @@ def test_console_lists_failures_with_repro_and_totals() -> None:
 
 def test_console_truncates_long_lists_and_escapes_control_characters() -> None:
     many = [Result(f"t.yaml::c{i}", "TOP_K1", "cpu", Status.FAIL, message="x", repro="r") for i in range(5)]
-    text = render_console(summarize(ENV, many), max_listed=2)
+    text = render_console(_summarize(ENV, many), max_listed=2)
     assert sum(line.startswith("FAIL ") for line in text.splitlines()) == 2
     assert "... and 3 more not passing (see summary.md)" in text
-    evil = render_console(summarize(ENV, [Result("t.yaml::\x1b[2Jx", "TOP_K1", "cpu", Status.FAIL, message="\x07")]))
+    evil = render_console(_summarize(ENV, [Result("t.yaml::\x1b[2Jx", "TOP_K1", "cpu", Status.FAIL, message="\x07")]))
     assert "\x1b" not in evil and "\x07" not in evil
     assert "t.yaml::\\x1b[2Jx" in evil
 
 
 def test_console_with_no_results() -> None:
-    assert render_console(summarize(ENV, [])).splitlines()[-1] == "== no results =="
+    assert render_console(_summarize(ENV, [])).splitlines()[-1] == "== no results =="
 
 
 def test_results_json_round_trips(tmp_path: Path) -> None:
@@ -240,9 +250,9 @@ def test_results_json_round_trips(tmp_path: Path) -> None:
         ),
     ]
     write_results(str(path), ENV, results)
-    env, back = read_results(str(path))
-    assert env == ENV
-    assert back == results
+    document = read_results(str(path))
+    assert document.environment == environment_from_json(ENV)
+    assert document.results == tuple(results)
     assert os.listdir(tmp_path) == ["results.json"]  # no temporary file left behind
     document = json.loads(path.read_text(encoding="utf-8"))
     assert document["schema_version"] == SCHEMA_VERSION == 1
@@ -282,7 +292,7 @@ def test_failed_write_keeps_the_old_file_and_leaves_no_temporary(
 def test_read_results_refuses_another_schema(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"schema_version": 2, "environment": {}, "results": []}), encoding="utf-8")
-    with pytest.raises(ValueError, match="schema_version 2"):
+    with pytest.raises(ValueError, match="schema_version: 2 is not 1"):
         read_results(str(path))
 
 
@@ -297,7 +307,7 @@ def test_placement_proof_counts_only_results_run_on_their_own_ep() -> None:
         Result("e", "TOP_K1", "cuda", Status.NOT_SUPPORTED),  # never ran: nothing to prove
         Result("f", "TOP_K1", "cuda", Status.INVALID),
     ]
-    placement = summarize(env, results).placement
+    placement = _summarize(env, results).placement
     assert placement is not None
     assert placement.proven == 2
     assert placement.unproven == (
@@ -305,7 +315,7 @@ def test_placement_proof_counts_only_results_run_on_their_own_ep() -> None:
         "d [cuda]: placed on nothing recorded",
     )
     assert placement.line == "2 executed result(s) WITHOUT placement proof; 2 proven"
-    markdown = render_markdown(summarize(env, results))
+    markdown = render_markdown(_summarize(env, results))
     assert "- placement: 2 executed result(s) WITHOUT placement proof; 2 proven" in markdown
     assert "  - c \\[cuda\\]: placed on CPUExecutionProvider" in markdown
 
@@ -313,10 +323,10 @@ def test_placement_proof_counts_only_results_run_on_their_own_ep() -> None:
 def test_placement_proof_all_proven() -> None:
     env = {"eps": [{"label": "cpu", "name": "CPUExecutionProvider"}]}
     results = [Result("a", "SLICE1", "cpu", Status.PASS, placement={"Slice_0": "CPUExecutionProvider"})]
-    placement = summarize(env, results).placement
+    placement = _summarize(env, results).placement
     assert placement is not None
     assert (placement.proven, placement.unproven) == (1, ())
-    console = render_console(summarize(env, results))
+    console = render_console(_summarize(env, results))
     assert "placement: 1 executed result(s), every node recorded on its own EP" in console
 
 
@@ -328,7 +338,7 @@ def test_dml_operator_counts_each_case_once() -> None:
         Result("c", "SLICE1", "cpu", Status.PASS, dml_operator="DML_OPERATOR_SLICE1"),
         Result("d", "SLICE1", "cpu", Status.INVALID),
     ]
-    summary = summarize({}, results)
+    summary = _summarize({}, results)
     assert summary.dml_operators == (
         ("SLICE1", "DML_OPERATOR_SLICE1", 1),
         ("SLICE1", "DML_OPERATOR_SPLIT", 1),
@@ -348,31 +358,31 @@ def test_an_ep_that_executed_nothing_fails_the_run() -> None:
         Result("b", "TOP_K1", "cuda", Status.INVALID),
         Result("a", "TOP_K1", "cpu", Status.PASS, placement={"TopK_0": "CPUExecutionProvider"}),
     ]
-    summary = summarize({}, not_started)
+    summary = _summarize({}, not_started)
     assert summary.idle_eps == ("cuda",) and summary.failed
     assert "EP cuda executed none of its cases" in render_console(summary)
     assert "- **EP cuda executed none of its cases**: the run fails" in render_markdown(summary)
     # one executed case is enough; cases only gated or without kernels do not make an EP idle
     some = [*not_started, Result("c", "TOP_K1", "cuda", Status.FAIL, placement={"TopK_0": "CUDAExecutionProvider"})]
-    assert summarize({}, some).idle_eps == ()
+    assert _summarize({}, some).idle_eps == ()
     gated = Result("d", "TOP_K1", "cuda", Status.NOT_SUPPORTED, "feature_level")
     no_kernel = Result("e", "TOP_K1", "cuda", Status.NOT_SUPPORTED, "no_kernel")
-    assert summarize({}, [gated, no_kernel]).idle_eps == ()
+    assert _summarize({}, [gated, no_kernel]).idle_eps == ()
 
 
 def test_the_whole_library_on_two_gpu_eps_fits_a_pull_request_comment() -> None:
     # GitHub refuses comments over 65,536 characters; the committed H100 run has 3,720 results and 136 failures.
-    env, results = read_results(str(Path(__file__).resolve().parent.parent / "reports/h100-cuda-webgpu/results.json"))
-    markdown = render_markdown(summarize(env, results))
+    document = read_results(str(Path(__file__).resolve().parent.parent / "reports/h100-cuda-webgpu/results.json"))
+    markdown = render_markdown(summarize(document.environment, document.results))
     assert len(markdown) < 65_536
-    failing = sum(r.status in (Status.FAIL, Status.ERROR, Status.QUALITY_WARNING) for r in results)
+    failing = sum(r.status in (Status.FAIL, Status.ERROR, Status.QUALITY_WARNING) for r in document.results)
     assert f"… and {failing - 40} more: see report.html" in markdown
 
 
 def test_unproven_placements_are_cut_in_markdown() -> None:
     # 100 PASS results without a placement record: each is an unproven line, of which 40 are listed.
     results = [Result(f"t.yaml::c{i}", "TOP_K1", "cpu", Status.PASS) for i in range(100)]
-    markdown = render_markdown(summarize(ENV, results))
+    markdown = render_markdown(_summarize(ENV, results))
     header = markdown.split("## Totals")[0]
     assert header.count("\n  - ") == 40 and "… and 60 more: see report.html" in header
 
@@ -393,20 +403,20 @@ METADATA = {
 
 
 def test_an_interrupted_run_says_how_many_cases_ran_in_markdown_and_on_the_console() -> None:
-    summary = summarize({**INTERRUPTED, "eps": ENV["eps"][:1]}, _results()[:1])
+    summary = _summarize({**INTERRUPTED, "eps": ENV["eps"][:1]}, _results()[:1])
     assert "- **interrupted: 1 of 5 cases run**: the run fails" in render_markdown(summary)
     assert "interrupted: 1 of 5 cases run: the run fails" in render_console(summary)
 
 
 def test_several_eps_count_a_case_once_per_ep() -> None:
     # 2 EPs planned over 3 cases: 6 (case, EP) runs, 4 of them finished.
-    summary = summarize({**ENV, "interrupted": True, "planned_results": 6}, _results()[:4])
+    summary = _summarize({**ENV, "interrupted": True, "planned_results": 6}, _results()[:4])
     assert "interrupted: 4 of 6 cases run (3 cases, each on 2 EPs)" in render_markdown(summary)
 
 
 def test_skipped_case_files_are_said_with_the_cases_that_ran() -> None:
-    env = {**ENV, "problems": ["bad.yaml:3:1: K: missing required field"], "skipped_files": ["bad.yaml"]}
-    summary = summarize(env, _results())
+    env = {**ENV, "problems": ["bad.yaml:3:1: K: missing required field"], "skipped_files": [{"path": "bad.yaml"}]}
+    summary = _summarize(env, _results())
     markdown = render_markdown(summary)
     assert "9 cases run; case files skipped for 1 problem(s) (--keep-going)" in markdown
     assert "- files skipped: 1 (bad.yaml)" in markdown
@@ -416,7 +426,7 @@ def test_skipped_case_files_are_said_with_the_cases_that_ran() -> None:
 
 
 def test_markdown_shows_when_and_with_what_the_run_was_made() -> None:
-    markdown = render_markdown(summarize({**ENV, **METADATA}, _results()))
+    markdown = render_markdown(_summarize({**ENV, **METADATA}, _results()))
     header = markdown.split("## Totals")[0]
     assert "- CPU: AMD EPYC 9654 96-Core Processor" in header
     assert "- started: 2025-11-24T13:50:02Z, took 1 min 17.2 s" in header
@@ -425,14 +435,14 @@ def test_markdown_shows_when_and_with_what_the_run_was_made() -> None:
         f"cases sha256 {'ab' * 32}" in header
     )
     # A results.json written before these keys existed shows none of them, and no "None".
-    old = render_markdown(summarize(ENV, _results())).split("## Totals")[0]
+    old = render_markdown(_summarize(ENV, _results())).split("## Totals")[0]
     assert "started" not in old and "harness" not in old and "None" not in old
 
 
 def test_markdown_lists_unexpected_failures_first_and_marks_the_known_ones() -> None:
     waiver = Waiver("t.yaml::b", "cpu", None, None, "known tie order", "https://example.com/1", SourcePos("k", 1, 1))
-    gate = apply_waivers(ENV, _results(), [waiver])
-    markdown = render_markdown(summarize(ENV, _results()), gate)
+    gate = apply_waivers(environment_from_json(ENV), _results(), [waiver])
+    markdown = render_markdown(_summarize(ENV, _results()), gate)
     assert markdown.splitlines()[2] == "**FAILED — 1 unexpected failure; 1 known failure waived**"
     failing = _table(markdown, "Failures and warnings")
     # s.yaml::b (ERROR) is unexpected; t.yaml::b (FAIL) is waived: listed after the unexpected ones and the warning.

@@ -112,3 +112,95 @@ def test_a_merge_keeps_what_each_shard_skipped(tmp_path: Path, capsys: pytest.Ca
     assert environment["problems"] == ["cases/b.yaml:1:1: cases: missing required field"]
     assert environment["skipped_files"] == [{"path": "cases/b.yaml", "problems": 1}]
     assert "files skipped: 1 (cases/b.yaml: 1 problem)" in (tmp_path / "merged" / "summary.md").read_text("utf-8")
+
+
+# --- a merge holds a whole split of shards, or says which shard is missing or doubled -----------------------------
+
+
+def _recorded(folder: Path) -> dict[str, object]:
+    document = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    environment: dict[str, object] = document["environment"]
+    return environment
+
+
+def test_a_shard_records_its_index_count_and_the_whole_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    assert _run(["--report-dir", str(tmp_path / "all")]) == 0
+    for i in (1, 2):
+        assert _run(["--shard", f"{i}/2", "--report-dir", str(tmp_path / f"s{i}")]) == 0
+    assert "shard" not in _recorded(tmp_path / "all")  # the whole selection is no shard
+    one, two = (_recorded(tmp_path / f"s{i}")["shard"] for i in (1, 2))
+    assert isinstance(one, dict) and isinstance(two, dict)
+    # The plan is the unsharded run's: its 8 (case, EP) pairs, every shard of the split the same.
+    all_results = json.loads((tmp_path / "all" / "results.json").read_text(encoding="utf-8"))["results"]
+    assert (one["index"], one["count"], one["planned_results"]) == (1, 2, len(all_results)) == (1, 2, 8)
+    assert (two["index"], two["count"], two["planned_results"]) == (2, 2, 8)
+    assert one["plan_sha256"] == two["plan_sha256"] and len(str(one["plan_sha256"])) == 64
+    shards = [str(tmp_path / f"s{i}" / "results.json") for i in (1, 2)]
+    assert main(["merge", *shards, "--report-dir", str(tmp_path / "merged")]) == 0
+    assert "shard" not in _recorded(tmp_path / "merged")  # the merge is the whole split
+
+
+def test_merging_one_shard_of_two_is_refused_naming_the_missing_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    assert _run(["--shard", "1/2", "--report-dir", str(tmp_path / "s1")]) == 0
+    capsys.readouterr()
+    one = str(tmp_path / "s1" / "results.json")
+    assert main(["merge", one, "--report-dir", str(tmp_path / "merged")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        f"dmlconf: incomplete set of shards: 2/2 missing (given: 1/2 {one}); merge every shard of the split"
+    ]
+    assert "PASSED" not in captured.out and not (tmp_path / "merged").exists()  # nothing written
+
+
+def _shard_file(path: Path, cases: list[str], index: int, count: int, plan: str = "p" * 64) -> str:
+    """A results.json of one shard, PASS on the CPU EP for each case, as ``run --shard`` records it."""
+    shard = {"index": index, "count": count, "planned_results": 4, "plan_sha256": plan}
+    rows = [{"case": case, "operator": "SLICE1", "ep": "cpu", "status": "PASS"} for case in cases]
+    document = {"schema_version": 1, "environment": {"shard": shard}, "results": rows}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return str(path)
+
+
+def test_a_shard_given_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one = _shard_file(tmp_path / "one.json", ["a::1", "a::2"], 1, 2)
+    again = _shard_file(tmp_path / "again.json", ["a::1", "a::2"], 1, 2)  # the same shard, from another job
+    two = _shard_file(tmp_path / "two.json", ["a::3", "a::4"], 2, 2)
+    assert main(["merge", one, two, again, "--report-dir", str(tmp_path / "m")]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"dmlconf: shard 1/2 is given twice: {one} and {again}"]
+    assert main(["merge", one, two, "--report-dir", str(tmp_path / "m")]) == 0  # the whole split
+
+
+def test_shards_of_one_plan_split_two_ways_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    half = _shard_file(tmp_path / "half.json", ["a::1", "a::2"], 1, 2)
+    thirds = [_shard_file(tmp_path / f"t{i}.json", [f"a::{i + 2}"], i, 3) for i in (2, 3)]
+    assert main(["merge", half, *thirds, "--report-dir", str(tmp_path / "m")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"dmlconf: {half} is shard 1/2 and {thirds[0]} shard 2/3 of the same cases and EPs: merge the shards of one "
+        "split"
+    ]
+
+
+def test_shards_of_two_selections_do_not_make_a_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 1/2 of one selection and 2/2 of another (another -k, case files or EPs): each split misses a shard.
+    one = _shard_file(tmp_path / "one.json", ["a::1", "a::2"], 1, 2, plan="1" * 64)
+    other = _shard_file(tmp_path / "other.json", ["b::3", "b::4"], 2, 2, plan="2" * 64)
+    assert main(["merge", one, other, "--report-dir", str(tmp_path / "m")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"dmlconf: incomplete set of shards: 2/2 missing (given: 1/2 {one}); {other} hold shards of other cases or "
+        "EPs; merge every shard of the split"
+    ]
+
+
+def test_whole_splits_of_two_plans_and_unsharded_files_merge(tmp_path: Path) -> None:
+    # A CI matrix: the CPU EP's run split in two, another EP's split in two, and one unsharded file of a third.
+    cpu = [_shard_file(tmp_path / f"cpu{i}.json", [f"a::{i}"], i, 2, plan="1" * 64) for i in (1, 2)]
+    gpu = [_shard_file(tmp_path / f"gpu{i}.json", [f"b::{i}"], i, 2, plan="2" * 64) for i in (1, 2)]
+    row = {"case": "c::1", "operator": "SLICE1", "ep": "cpu", "status": "PASS"}
+    (tmp_path / "whole.json").write_text(json.dumps({"schema_version": 1, "results": [row]}), encoding="utf-8")
+    assert main(["merge", *cpu, *gpu, str(tmp_path / "whole.json"), "--report-dir", str(tmp_path / "m")]) == 0

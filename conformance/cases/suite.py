@@ -32,6 +32,16 @@ class CaseFile:
 
 
 @dataclass(frozen=True)
+class ShardOf:
+    """Which shard of which selection a sharded suite is: shard ``index`` of ``count``, and the ids of every case
+    the selection held before it was split (``of``, in order), so that a merge can tell a complete set of shards."""
+
+    index: int
+    count: int
+    of: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Suite:
     """The cases to run and the problems that make the input unusable (a run refuses to start on any, unless
     --keep-going). ``invalid_files``: the files with a problem, each time one is read, as entries name their file
@@ -42,6 +52,7 @@ class Suite:
     files: int
     invalid_files: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
+    shard: ShardOf | None = None  # set by ``shard``: which part of which selection this is
 
 
 def outside(real_root: str, path: str) -> str | None:
@@ -199,4 +210,5 @@ def in_shard(case_id: str, index: int, count: int) -> bool:
 
 def shard(suite: Suite, index: int, count: int) -> Suite:
     """Shard ``index`` of ``count``: the shards of one suite are disjoint and together hold every case."""
-    return replace(suite, entries=tuple(e for e in suite.entries if in_shard(e.id, index, count)))
+    kept = tuple(e for e in suite.entries if in_shard(e.id, index, count))
+    return replace(suite, entries=kept, shard=ShardOf(index, count, tuple(e.id for e in suite.entries)))

@@ -5,25 +5,27 @@ codes. It reads results.json only: nothing here loads onnxruntime or onnx."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from conformance.cli.output import say, warn
 from conformance.cli.shared import UsageError
+from conformance.environment import Environment
 from conformance.gate.diff import SeveralEps, diff_runs, only_ep
 from conformance.gate.merge import MergeError, merge_runs
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.verdict import decide
-from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers
+from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers, stale_line
 from conformance.model import Status
+from conformance.records import RecordError
 from conformance.report.diff import render_diff_console, render_diff_markdown
 from conformance.report.html import render_html
 from conformance.report.junit import render_junit
 from conformance.report.markdown import render_markdown
-from conformance.results import Result, read_results, write_results, write_text_atomic
+from conformance.results import Result, ResultsFile, read_results, write_results, write_text_atomic
 from conformance.run.artifacts import folder_name
 from conformance.run.options import REPORT_FORMATS
 
@@ -37,20 +39,53 @@ def read_waivers(path: str | None) -> list[Waiver] | None:
     return load_waivers(path)
 
 
-def _read(path: str) -> tuple[dict[str, Any], list[Result]]:
-    """A results.json, or a one-line usage error naming the file."""
+class CannotWrite(OSError):
+    """An output that could not be written: the path meant (not a temporary beside it) and the OS's reason. An
+    OSError still, so that ``dmlconf run`` keeps its own handling of reports it cannot write."""
+
+    def __init__(self, path: str, error: OSError, doing: str = "write") -> None:
+        super().__init__(error.errno, error.strerror or str(error), path)
+        self.line = f"{path}: cannot {doing}: {error.strerror or error}"
+
+
+@contextlib.contextmanager
+def _output(path: str, doing: str = "write") -> Iterator[None]:
+    """Writing ``path``: an OSError becomes CannotWrite naming it."""
+    try:
+        yield
+    except CannotWrite:
+        raise
+    except OSError as error:
+        raise CannotWrite(path, error, doing) from None
+
+
+@contextlib.contextmanager
+def _one_line() -> Iterator[None]:
+    """report, merge and diff: an output they cannot write is one line naming it and why, exit 2 (a usage error:
+    the output path is the user's to fix), with what was written before it left as it is."""
+    try:
+        yield
+    except CannotWrite as error:
+        raise UsageError(error.line) from None
+
+
+def _read(path: str) -> ResultsFile:
+    """A results.json, or a one-line usage error naming the file and what is wrong: where in it for a document that
+    is no results.json ("r.json: results[3].status: 'BOGUS' is not a status")."""
     try:
         return read_results(path)
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except RecordError as error:
+        raise UsageError(f"{path}: {error}") from None
+    except (OSError, ValueError) as error:
         raise UsageError(f"{path}: not a readable results.json: {error}") from None
 
 
-def artifact_links(env: Mapping[str, Any], results: Sequence[Result], out_dir: str) -> dict[tuple[str, str], str]:
+def artifact_links(env: Environment, results: Sequence[Result], out_dir: str) -> dict[tuple[str, str], str]:
     """(case, EP) -> the address of its --artifacts folder (results.json's environment names the root; artifacts.py
     names each folder), for the folders that exist: relative to ``out_dir``, so that the two folders can be moved
     together (a CI artifact holding both), else the folder's file: URI."""
-    root = env.get("artifacts")
-    if not isinstance(root, str) or not root:
+    root = env.artifacts
+    if not root:
         return {}
     links = {}
     for r in results:
@@ -83,7 +118,8 @@ def write_reports(
     written = []
     for name, text in texts.items():
         path = os.path.join(out_dir, REPORT_FORMATS[name])
-        write_text_atomic(path, text)
+        with _output(path):
+            write_text_atomic(path, text)
         written.append(path)
     return written
 
@@ -96,7 +132,8 @@ def gate_lines(gate: Gate) -> list[str]:
     ]
     lines += [f"UNEXPECTED FAIL {r.case} [{r.ep}]" for r in gate.unexpected_failures]
     lines += [f"UNEXPECTED PASS {r.case} [{r.ep}]: {w.tracking} can be closed" for r, w in gate.unexpected_passes]
-    lines += [f"warning: stale waiver {w.case} [{w.ep}] at {w.pos}: matches no result" for w in gate.stale]
+    if gate.stale:  # one line: summary.md and report.html list them
+        lines.append(f"warning: {stale_line(gate.stale)} (listed in summary.md and report.html)")
     return lines
 
 
@@ -108,7 +145,7 @@ def verdict_lines(summary: Summary, gate: Gate | None) -> tuple[list[str], bool]
 
 
 def _publish(
-    out_dir: str, env: Mapping[str, Any], results: Sequence[Result], waiver_file: str | None, formats: Sequence[str]
+    out_dir: str, env: Environment, results: Sequence[Result], waiver_file: str | None, formats: Sequence[str]
 ) -> tuple[list[str], list[str], int]:
     """``report`` and ``merge``'s common end: the gate and every format written; the paths written, the gate's
     lines ending with the verdict, and the exit code. (A waiver file's problems are CaseFileError lines, which main
@@ -116,24 +153,26 @@ def _publish(
     waivers = read_waivers(waiver_file)
     gate = apply_waivers(env, results, waivers) if waivers is not None else None
     summary = summarize(env, results)
-    os.makedirs(out_dir, exist_ok=True)
-    written = write_reports(out_dir, summary, results, gate, formats)
+    with _one_line():
+        with _output(out_dir, "create the folder"):
+            os.makedirs(out_dir, exist_ok=True)
+        written = write_reports(out_dir, summary, results, gate, formats)
     lines, passed = verdict_lines(summary, gate)
     return written, lines, 0 if passed else 1
 
 
-def _skipped_input(env: Mapping[str, Any], code: int) -> int:
+def _skipped_input(env: Environment, code: int) -> int:
     """A run made with --keep-going over invalid case files exits 2 whatever its verdicts; so does every report of
     its results.json, so that a gate reading it later cannot pass on cases that were never run."""
-    problems = env.get("problems") or []
-    if not problems:
+    if not env.problems:
         return code
-    warn(f"the run skipped case files for {len(problems)} problem(s) (--keep-going): exit code 2")
+    warn(f"the run skipped case files for {len(env.problems)} problem(s) (--keep-going): exit code 2")
     return 2
 
 
 def report_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    env, results = _read(args.results)
+    document = _read(args.results)
+    env, results = document.environment, document.results
     out_dir = args.out_dir or os.path.dirname(args.results) or "."
     written, lines, code = _publish(out_dir, env, results, args.waivers, args.format or list(REPORT_FORMATS))
     say("\n".join([*written, *lines]))
@@ -141,14 +180,18 @@ def report_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    runs = [(path, *_read(path)) for path in args.results]
+    documents = [(path, _read(path)) for path in args.results]
+    runs = [(path, document.environment, document.results) for path, document in documents]
     try:
         env, results = merge_runs(runs)
     except MergeError as error:
         raise UsageError(str(error)) from None
     results_path = os.path.join(args.report_dir, "results.json")
-    os.makedirs(args.report_dir, exist_ok=True)
-    write_results(results_path, env, results)
+    with _one_line():
+        with _output(args.report_dir, "create the folder"):
+            os.makedirs(args.report_dir, exist_ok=True)
+        with _output(results_path):
+            write_results(results_path, env.to_json(), results)
     written, lines, code = _publish(args.report_dir, env, results, args.waivers, list(REPORT_FORMATS))
     say(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
     say("\n".join(lines))
@@ -162,9 +205,10 @@ def _same_file(old: str, new: str) -> bool:
         return False
 
 
-def _one_ep(path: str, option: str, label: str | None) -> tuple[dict[str, Any], list[Result]]:
+def _one_ep(path: str, option: str, label: str | None) -> tuple[Environment, Sequence[Result]]:
     """A results.json to diff: all of it, or (``--old-ep``/``--new-ep``) one EP's results."""
-    env, results = _read(path)
+    document = _read(path)
+    env, results = document.environment, document.results
     if label is None:
         return env, results
     try:
@@ -192,7 +236,12 @@ def diff_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     if args.markdown:  # written before the console's lines, whose reader may go away (output.py)
-        write_text_atomic(args.markdown, render_diff_markdown(comparison))
+        try:
+            with _one_line(), _output(args.markdown):
+                write_text_atomic(args.markdown, render_diff_markdown(comparison))
+        except UsageError:
+            say(render_diff_console(comparison))  # the diff is not lost for want of its Markdown
+            raise
     say(render_diff_console(comparison))
     if args.markdown:
         say(f"markdown: {args.markdown}")

@@ -25,6 +25,7 @@ from conformance.cli.shared import (
     chosen_eps,
     existing,
 )
+from conformance.environment import environment_from_json
 from conformance.ep.directml import DirectML
 from conformance.ep.dml_here import directml_for
 from conformance.ep.providers import EpSpec
@@ -165,7 +166,7 @@ def _run_suite(
     if ran.stopped is not None:
         log.error("%s", ran.stopped)
     skipped = skipped_files(suite.invalid_files, suite.problems)
-    facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped)
+    facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped, suite.shard)
     env = environment(eps, options, argv, directml, suite.problems, facts)
     if ran.stopped is not None:
         env["stopped"] = ran.stopped
@@ -190,8 +191,9 @@ def _report(
     if interrupted:  # recorded, so that every report of this results.json says the run failed, and how far it got
         warn(f"interrupted: writing the {len(results)} result(s) finished so far")
         env |= {"interrupted": True, "planned_results": planned}
-    summary = summarize(env, results)
-    gate = apply_waivers(env, results, waivers) if waivers is not None else None
+    recorded = environment_from_json(env)  # what every report of the results.json written below reads
+    summary = summarize(recorded, results)
+    gate = apply_waivers(recorded, results, waivers) if waivers is not None else None
     results_path = os.path.join(args.report_dir, "results.json")
     try:
         write_results(results_path, env, results)

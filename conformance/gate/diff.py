@@ -2,14 +2,15 @@
 
 Results are matched by (case, EP). The rules, in the order they apply to a (case, EP) found in both runs:
 
-* regression: PASS, QUALITY_WARNING or INVALID before and failing now (``results.FAILING``: FAIL, FLAKY, ERROR,
-  CRASH, TIMEOUT, DEVICE_LOST); or failing in both runs with a failure kind that got more severe in TOP_K1's order
-  (``model.TOP_K1_FAILURE_KINDS``, most severe first: index_out_of_range > duplicate_indices > values >
-  wrong_elements > not_sorted > tie_order). Kinds outside that order (tolerance, execution...) are not ranked, so a
-  change between them is no regression.
+* regression: PASS, QUALITY_WARNING or INVALID before and failing now (``failing``: a status of
+  ``results.FAILING``: FAIL, FLAKY, ERROR, CRASH, TIMEOUT, DEVICE_LOST; or NOT_SUPPORTED ``ep_not_started``, a case
+  the EP could not open a session for: a device that went away mid-run turns every later PASS into it); or failing
+  in both runs with a failure kind that got more severe in TOP_K1's order (``model.TOP_K1_FAILURE_KINDS``, most
+  severe first: index_out_of_range > duplicate_indices > values > wrong_elements > not_sorted > tie_order). Kinds
+  outside that order (tolerance, execution...) are not ranked, so a change between them is no regression.
 * fix: failing before and PASS, QUALITY_WARNING or INVALID now.
-* other change: any other change of status or failure kind (PASS -> NOT_SUPPORTED, NOT_SUPPORTED -> FAIL,
-  FAIL -> ERROR, a kind getting less severe...): a gate shows it and does not fail on it.
+* other change: any other change of status or failure kind (PASS -> NOT_SUPPORTED for a case the EP declines,
+  NOT_SUPPORTED -> FAIL, FAIL -> ERROR, a kind getting less severe...): a gate shows it and does not fail on it.
 * metric drift: the same status in both runs, FAIL or PASS, and a metric of ``DRIFT_METRICS`` that grew (a NaN
   counts as larger than any number). Drift is reported beside the above, never a regression by itself.
 
@@ -25,8 +26,8 @@ A (case, EP) in only one run is a new or removed case. A removed result is a reg
 (``allow_removed``): a new run that lost most of the old one's results must not pass as "no regressions". Two runs with
 nothing in common regress whatever is allowed: a diff that compared nothing cannot vouch for the new run. So does a
 new run that is incomplete (``Completeness``: interrupted, case files skipped with --keep-going, an EP that executed
-none of its cases): an EP that never started turns every PASS into NOT_SUPPORTED, which by the rules above is only
-an other change, and an interrupted run's missing results would pass under ``allow_removed``.
+none of its cases): its cases that the old run did not have are no regression, and an interrupted run's missing
+results would pass under ``allow_removed``.
 
 ``by_case`` pairs results by case alone, for runs of different EPs: one driver's DirectML against another's (the same
 EP text on other devices, or ``dml`` against ``dml:device_id=1``), DirectML against CUDA. Each run must then hold
@@ -38,10 +39,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance.gate.summary import chain_line_name, completeness, ep_line_name, identity_lines, idle
+from conformance.environment import Environment, EpRecord
+from conformance.gate.summary import chain_line_name, completeness, ep_line_name, identity_lines, idle, pci_id
 from conformance.model import TOP_K1_FAILURE_KINDS, Status
 from conformance.results import FAILING, Result, differing_tensors
 
@@ -49,6 +51,7 @@ from conformance.results import FAILING, Result, differing_tensors
 WORKING = frozenset({Status.PASS, Status.QUALITY_WARNING, Status.INVALID})
 DRIFT_METRICS = ("max_ulp_error", "max_abs_error", "mismatches", "failing_sequences")
 DRIFT_STATUSES = frozenset({Status.FAIL, Status.PASS})
+EP_NOT_STARTED = "ep_not_started"  # ep/rules.py's failure kind of a case whose EP could not create a session
 _SEVERITY = {kind: rank for rank, kind in enumerate(TOP_K1_FAILURE_KINDS)}  # lower is more severe
 
 Key = tuple[str, str]  # (case, EP); (case, "") when pairing by case alone
@@ -164,9 +167,16 @@ def _keyed(results: Sequence[Result], which: str, by_case: bool) -> dict[Key, Re
     return keyed
 
 
+def failing(r: Result) -> bool:
+    """A failing status, or a case its EP could not even open a session for (``ep_not_started``): that case lost
+    its verdict to the machine (a device gone mid-run, a broken install), which a diff must not pass as a mere
+    change of status; NOT_SUPPORTED for a case the EP declines is no failure."""
+    return r.status in FAILING or (r.status == Status.NOT_SUPPORTED and r.failure_kind == EP_NOT_STARTED)
+
+
 def more_severe(old: Result, new: Result) -> bool:
     """Both failing, both kinds in TOP_K1's order, and the new kind ranks before the old one."""
-    if old.status not in FAILING or new.status not in FAILING:
+    if not failing(old) or not failing(new):
         return False
     old_rank, new_rank = _SEVERITY.get(old.failure_kind or ""), _SEVERITY.get(new.failure_kind or "")
     return old_rank is not None and new_rank is not None and new_rank < old_rank
@@ -219,75 +229,63 @@ def _joined(values: Sequence[object]) -> str:
     return "; ".join(str(v) for v in values) if values else "—"
 
 
-def _short_fields(env: Mapping[str, Any]) -> dict[str, str]:
+def _short_fields(env: Environment) -> dict[str, str]:
     """The fields a driver team reads first: GPU name, driver, onnxruntime and each onnxruntime package."""
-    gpus = env.get("gpus") or []
     fields = {
-        "GPU": _joined([g.get("name") or "?" for g in gpus]),
-        "driver": _joined([g.get("driver_version") or "?" for g in gpus]),
-        "onnxruntime": str(env.get("onnxruntime") or "—"),
+        "GPU": _joined([g.name or "?" for g in env.gpus]),
+        "driver": _joined([g.driver_version or "?" for g in env.gpus]),
+        "onnxruntime": env.onnxruntime or "—",
     }
-    fields.update({str(k): str(v) for k, v in (env.get("onnxruntime_packages") or {}).items()})
+    fields.update(env.onnxruntime_packages)
     return fields
 
 
-def _ep_device(record: Mapping[str, Any]) -> str:
+def _ep_device(record: EpRecord) -> str:
     """The device an EP's record names: DirectML's adapter under Wine, else the devices onnxruntime offered it."""
-    chain = (record.get("directml") or {}).get("chain") or {}
-    adapter = (chain.get("adapter") or {}).get("description")
-    if chain:
-        return f"through {chain.get('transport') or 'Wine'} on {adapter or '?'}"
-    devices = [
-        f"{d.get('type') or '?'} {_pci_id(d.get('vendor_id'))}:{_pci_id(d.get('device_id'))}"
-        for d in record.get("devices") or []
-    ]
+    chain = record.chain
+    if chain is not None:
+        adapter = chain.adapter.description if chain.adapter is not None else None
+        return f"through {chain.transport or 'Wine'} on {adapter or '?'}"
+    devices = [f"{d.type or '?'} {pci_id(d.vendor_id)}:{pci_id(d.device_id)}" for d in record.devices]
     return f"on {'; '.join(devices)}" if devices else ""
 
 
-def _pci_id(value: object) -> str:
-    """A PCI id as lspci writes it (10de); a value that is not a number, as the file holds it."""
-    return f"{value:04x}" if isinstance(value, int) and not isinstance(value, bool) else str(value or "?")
-
-
-def _described(label: str, record: Mapping[str, Any] | None) -> str:
+def _described(label: str, record: EpRecord | None) -> str:
     """ "dml (DmlExecutionProvider, DirectML 1.15.4, through wine+vkd3d-proton on NVIDIA H100 80GB HBM3)"; the
     label alone where the environment does not record the EP (a hand-made or older results.json)."""
     if record is None:
         return label
-    words = [str(record.get("name") or label)]
-    directml = record.get("directml") or {}
-    if directml:
-        words.append(f"DirectML {directml.get('version') or '?'}")
+    words = [record.name or label]
+    if record.directml is not None:
+        words.append(f"DirectML {record.directml.version or '?'}")
     words += [device] if (device := _ep_device(record)) else []
-    if record.get("target_feature_level"):
-        words.append(f"target feature level {record['target_feature_level']}")
+    if record.target_feature_level:
+        words.append(f"target feature level {record.target_feature_level}")
     return f"{label} ({', '.join(words)})"
 
 
-def side(results: Sequence[Result], env: Mapping[str, Any] | None) -> Side:
+def side(results: Sequence[Result], env: Environment | None) -> Side:
     """Which EPs (as the results name them) and which GPU and driver one run is."""
-    env = env or {}
+    env = env or Environment()
     labels = tuple(dict.fromkeys(r.ep for r in results))
-    records = {str(record.get("label")): record for record in env.get("eps") or []}
+    records = {record.label: record for record in env.eps}
     short = _short_fields(env)
     described = tuple(_described(label, records.get(label)) for label in labels)
     return Side(labels, described, short["GPU"], short["driver"], len(results))
 
 
-def _identity(env: Mapping[str, Any], by_case: bool) -> dict[str, str]:
+def _identity(env: Environment, by_case: bool) -> dict[str, str]:
     """``identity_lines`` by what each says; paired by case, a run's one EP's lines lose its label ("EP",
     "DirectML chain"), so that two EPs' lines are compared with each other rather than each with nothing."""
     lines = dict(identity_lines(env))
-    labels = [str(record.get("label")) for record in env.get("eps") or []]
+    labels = [record.label for record in env.eps]
     if not by_case or len(labels) != 1:
         return lines
     own = {ep_line_name(labels[0]): "EP", chain_line_name(labels[0]): "DirectML chain"}
     return {own.get(what, what): line for what, line in lines.items()}
 
 
-def environment_changes(
-    old_env: Mapping[str, Any], new_env: Mapping[str, Any], by_case: bool = False
-) -> tuple[EnvChange, ...]:
+def environment_changes(old_env: Environment, new_env: Environment, by_case: bool = False) -> tuple[EnvChange, ...]:
     """Short fields that changed, then EP and platform lines of ``identity_lines`` that changed (an EP's
     options, devices or DirectML version; paired ``by_case``, one EP's against the other's); the GPU and
     onnxruntime lines are already told by the short fields."""
@@ -304,9 +302,7 @@ def environment_changes(
     return tuple(changes)
 
 
-def only_ep(
-    results: Sequence[Result], environment: Mapping[str, Any], label: str
-) -> tuple[list[Result], dict[str, Any]]:
+def only_ep(results: Sequence[Result], environment: Environment, label: str) -> tuple[list[Result], Environment]:
     """One EP's results (``label``, the EP text the run wrote) and the environment with that EP's record alone: one
     DirectML build of a run of several (``--ep dml:directml=1.13.1 --ep dml:directml=1.14.1``), to be diffed case by
     case against another. ValueError naming the run's EPs where none of its results is on ``label``.
@@ -318,23 +314,22 @@ def only_ep(
     labels = list(dict.fromkeys(r.ep for r in results))
     if not chosen:
         raise ValueError(f"no result on EP {label} (its results are on: {', '.join(labels) or 'none'})")
-    records = list(environment.get("eps") or [])
-    env = dict(environment) | {"eps": [record for record in records if record.get("label") == label]}
-    planned = environment.get("planned_results")
-    if isinstance(planned, int) and not isinstance(planned, bool):
+    records = environment.eps
+    env = replace(environment, eps=tuple(record for record in records if record.label == label))
+    planned = environment.planned_results
+    if planned is not None:
         share = planned // (len(records) or len(labels))
-        env["planned_results"] = share
+        env = replace(env, planned_results=share)
         if len(chosen) >= share:
-            for key in ("interrupted", "planned_results", "stopped"):
-                env.pop(key, None)
+            env = replace(env, interrupted=False, planned_results=None, stopped=None)
     return chosen, env
 
 
 def diff_runs(
     old: Sequence[Result],
     new: Sequence[Result],
-    old_environment: Mapping[str, Any] | None = None,
-    new_environment: Mapping[str, Any] | None = None,
+    old_environment: Environment | None = None,
+    new_environment: Environment | None = None,
     by_case: bool = False,
     allow_removed: bool = False,
 ) -> RunDiff:
@@ -352,9 +347,9 @@ def diff_runs(
         was = before.get(key)
         if was is None:
             continue
-        if (was.status in WORKING and now.status in FAILING) or more_severe(was, now):
+        if (was.status in WORKING and failing(now)) or more_severe(was, now):
             regressions.append(Changed(was, now))
-        elif was.status in FAILING and now.status in WORKING:
+        elif failing(was) and now.status in WORKING:
             fixes.append(Changed(was, now))
         elif (was.status, was.failure_kind) != (now.status, now.failure_kind):
             other.append(Changed(was, now))
@@ -371,7 +366,7 @@ def diff_runs(
     if old_environment is not None and new_environment is not None:
         env = environment_changes(old_environment, new_environment, by_case)
     new_eps = len(dict.fromkeys(r.ep for r in new))
-    incomplete = completeness(new_environment or {}, len(new), idle(new), new_eps).reasons
+    incomplete = completeness(new_environment or Environment(), len(new), idle(new), new_eps).reasons
     return RunDiff(
         regressions=tuple(regressions),
         fixes=tuple(fixes),

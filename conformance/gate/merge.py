@@ -1,48 +1,102 @@
 """dmlconf merge: results.json files from several machines or shards (``--shard I/N``, one per GPU of a CI matrix)
 combined into one run, so that one report covers the whole suite.
 
-Results are taken as they are; a (case, EP) present in two files is refused, since the merged verdict would
-depend on the order of the files. The environment of the first file is the base; the GPUs and EPs of all of them
-are listed (EPs once per label), and each file's own environment is kept under ``shards``. What any file's run did
-not run is the merged run's: interrupted (with the M of "N of M"), and the case files --keep-going skipped, with
-their problems (``_SKIPPED``), so that no report of the merge shows a complete run where a shard was not.
+Results are taken as they are; a (case, EP) present in two files is refused, since the merged verdict would depend on
+the order of the files. Files that record a shard (``environment.shard``, written by ``run --shard``) must make whole
+splits: for each plan (``plan_sha256``: the selection and EPs before the split) every shard 1..N once, all of one N. A
+missing shard, one given twice or shards of one plan split two ways are refused (MergeError, one line naming them): a
+merge of some shards is no run of the suite, and would pass as one. Files without a shard record (an unsharded run,
+another machine's EP, an older file) merge as they always did. The environment of the first file is the base; the GPUs
+and EPs of all of them are listed (EPs once per label), and each file's own environment is kept under ``shards``. What
+any file's run did not run is the merged run's: interrupted (with the M of "N of M"), and the case files --keep-going
+skipped, with their problems, so that no report of the merge shows a complete run where a shard was not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TypeVar
 
+from conformance.environment import Environment, Shard, ShardRecord
 from conformance.results import Result
 
-_RUN_FACTS = ("started_at", "duration_s", "harness")  # each file's own: kept per shard
-_SKIPPED = ("problems", "skipped_files")  # lists, each file's entries once, in file order
+T = TypeVar("T")
 
 
 class MergeError(ValueError):
     """Files that cannot be merged: one line saying why."""
 
 
-def _unique(items: Sequence[Any], key: str | None = None) -> list[Any]:
+def _unique(items: Sequence[T], key: Callable[[T], object] = repr) -> tuple[T, ...]:
     seen, kept = set(), []
     for item in items:
-        mark = repr(item.get(key) if key and isinstance(item, Mapping) else item)
+        mark = key(item)
         if mark not in seen:
             seen.add(mark)
             kept.append(item)
-    return kept
+    return tuple(kept)
 
 
-def _planned(env: Mapping[str, Any], results: Sequence[Result]) -> int:
+def _planned(env: Environment, results: Sequence[Result]) -> int:
     """The (case, EP) results a file's run planned: its ``planned_results`` where interrupted, else all it has."""
-    planned = env.get("planned_results") if env.get("interrupted") else None
-    return planned if isinstance(planned, int) else len(results)
+    planned = env.planned_results if env.interrupted else None
+    return planned if planned is not None else len(results)
 
 
-def merge_runs(runs: Sequence[tuple[str, Mapping[str, Any], Sequence[Result]]]) -> tuple[dict[str, Any], list[Result]]:
+def _shard(record: ShardRecord) -> str:
+    return f"{record.index}/{record.count}"
+
+
+def _whole_split(files: Sequence[tuple[str, ShardRecord]], others: Sequence[str]) -> None:
+    """The shard files of one plan: each of 1..N once, all of one N; MergeError naming what is wrong otherwise.
+    ``others``: files that are shards of other plans, named where a shard is missing (a shard of another
+    selection is no stand-in for it)."""
+    first_path, first = files[0]
+    for path, record in files:
+        if record.count != first.count:
+            raise MergeError(
+                f"{first_path} is shard {_shard(first)} and {path} shard {_shard(record)} of the same cases and EPs: "
+                "merge the shards of one split"
+            )
+        if not 1 <= record.index <= record.count:
+            raise MergeError(
+                f"{path}: shard {_shard(record)} is not one of 1/{record.count} to {record.count}/{record.count}"
+            )
+    given: dict[int, str] = {}
+    for path, record in files:
+        if record.index in given:
+            raise MergeError(f"shard {_shard(record)} is given twice: {given[record.index]} and {path}")
+        given[record.index] = path
+    missing = [f"{index}/{first.count}" for index in range(1, first.count + 1) if index not in given]
+    if missing:
+        have = ", ".join(f"{_shard(record)} {path}" for path, record in sorted(files, key=lambda f: f[1].index))
+        other = f"; {', '.join(others)} hold shards of other cases or EPs" if others else ""
+        raise MergeError(
+            f"incomplete set of shards: {', '.join(missing)} missing (given: {have}){other}; merge every shard of "
+            "the split"
+        )
+
+
+def check_shards(runs: Sequence[tuple[str, Environment, Sequence[Result]]]) -> None:
+    """Each plan's shard files make a whole split (``_whole_split``); files without a shard record are not looked
+    at. A record without ``plan_sha256`` (written by hand) is grouped by its count and planned results."""
+    plans: dict[object, list[tuple[str, ShardRecord]]] = {}
+    for path, env, _ in runs:
+        if env.shard is not None:
+            record = env.shard
+            key: object = record.plan_sha256 or (record.count, record.planned_results)
+            plans.setdefault(key, []).append((path, record))
+    for plan, files in plans.items():
+        others = [path for other, rest in plans.items() if other != plan for path, _ in rest]
+        _whole_split(files, others)
+
+
+def merge_runs(runs: Sequence[tuple[str, Environment, Sequence[Result]]]) -> tuple[Environment, list[Result]]:
     """(path, environment, results) per file -> one environment and all results, in file order."""
     if not runs:
         raise MergeError("nothing to merge")
+    check_shards(runs)
     owner: dict[tuple[str, str], int] = {}
     merged: list[Result] = []
     for index, (path, _, results) in enumerate(runs):
@@ -51,21 +105,34 @@ def merge_runs(runs: Sequence[tuple[str, Mapping[str, Any], Sequence[Result]]]) 
             if first != index:
                 raise MergeError(f"{r.case} [{r.ep}] is in both {runs[first][0]} and {path}")
             merged.append(r)
-    environments = [dict(env) for _, env, _ in runs]
-    env = dict(environments[0])
-    env["gpus"] = _unique([gpu for e in environments for gpu in e.get("gpus") or []])
-    env["eps"] = _unique([ep for e in environments for ep in e.get("eps") or []], key="label")
-    env["interrupted"] = any(e.get("interrupted") for e in environments)
-    if env["interrupted"]:  # the M of "N of M cases run": each file's plan, or what a complete one ran
-        env["planned_results"] = sum(
-            _planned(e, results) for (_, _, results), e in zip(runs, environments, strict=True)
-        )
-    for key in _SKIPPED:
-        env.pop(key, None)
-        entries = _unique([entry for e in environments if isinstance(e.get(key), list) for entry in e[key]])
-        env |= {key: entries} if entries else {}
-    env["shards"] = [
-        {"file": path, **{k: e.get(k) for k in ("command", "gpus", "cuda_visible_devices", "eps", *_RUN_FACTS)}}
-        for (path, _, _), e in zip(runs, environments, strict=True)
-    ]
+    environments = [env for _, env, _ in runs]
+    interrupted = any(e.interrupted for e in environments)
+    env = replace(
+        environments[0],
+        gpus=_unique([gpu for e in environments for gpu in e.gpus]),
+        eps=_unique([ep for e in environments for ep in e.eps], key=lambda ep: ep.label),
+        interrupted=interrupted,
+        shard=None,  # the whole split: no part of one
+        # the M of "N of M cases run": each file's plan, or what a complete one ran
+        planned_results=(
+            sum(_planned(e, results) for (_, _, results), e in zip(runs, environments, strict=True))
+            if interrupted
+            else environments[0].planned_results
+        ),
+        problems=_unique([problem for e in environments for problem in e.problems]),
+        skipped_files=_unique([entry for e in environments for entry in e.skipped_files]),
+        shards=tuple(
+            Shard(
+                file=path,
+                command=e.command,
+                gpus=e.gpus,
+                cuda_visible_devices=e.cuda_visible_devices,
+                eps=e.eps,
+                started_at=e.started_at,
+                duration_s=e.duration_s,
+                harness=e.harness,
+            )
+            for (path, _, _), e in zip(runs, environments, strict=True)
+        ),
+    )
     return env, merged

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from conformance.environment import Adapter, Chain, Environment, EpDevice, EpRecord, Gpu, SkippedFile
 from conformance.model import Status
 from conformance.results import FAILING, Result
 
@@ -91,31 +91,22 @@ class Completeness:
         return f"files skipped: {len(self.skipped_files)} ({', '.join(self.skipped_files)})"
 
 
-def completeness(environment: Mapping[str, Any], ran: int, idle_eps: Sequence[str], eps: int) -> Completeness:
+def completeness(environment: Environment, ran: int, idle_eps: Sequence[str], eps: int) -> Completeness:
     """``ran`` results of ``eps`` EPs (those with results: results.json's own list where it has one)."""
-    planned = environment.get("planned_results")
-    skipped = environment.get("skipped_files")
-    files = tuple(_skipped_file(entry) for entry in skipped) if isinstance(skipped, list | tuple) else ()
     return Completeness(
         ran=ran,
-        planned=planned if isinstance(planned, int) and not isinstance(planned, bool) else None,
-        eps=len(environment.get("eps") or []) or eps,
-        interrupted=bool(environment.get("interrupted")),
-        problems=tuple(str(problem) for problem in environment.get("problems") or ()),
+        planned=environment.planned_results,
+        eps=len(environment.eps) or eps,
+        interrupted=environment.interrupted,
+        problems=environment.problems,
         idle_eps=tuple(idle_eps),
-        skipped_files=files,
+        skipped_files=tuple(_skipped_file(entry) for entry in environment.skipped_files),
     )
 
 
-def _skipped_file(entry: Any) -> str:
-    """One of results.json's ``skipped_files`` as a reader reads it: "cases/b.yaml: 2 problems" from the
-    ``{path, problems}`` record a run writes (run/identity.py), any other entry as it is."""
-    if isinstance(entry, Mapping) and entry.get("path"):
-        problems = entry.get("problems")
-        if isinstance(problems, int) and not isinstance(problems, bool):
-            return f"{entry['path']}: {plural(problems, 'problem')}"
-        return str(entry["path"])
-    return str(entry)
+def _skipped_file(entry: SkippedFile) -> str:
+    """One of results.json's ``skipped_files`` as a report shows it: "cases/b.yaml: 2 problems"."""
+    return f"{entry.path}: {plural(entry.problems, 'problem')}" if entry.problems is not None else entry.path
 
 
 @dataclass(frozen=True)
@@ -137,7 +128,7 @@ class Placement:
 
 @dataclass(frozen=True)
 class Summary:
-    environment: Mapping[str, Any]
+    environment: Environment
     totals: Mapping[Status, int]
     eps: tuple[str, ...]
     by_operator: tuple[tuple[str, str, Mapping[Status, int]], ...]  # (operator, ep, counts)
@@ -176,8 +167,8 @@ class Summary:
 EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.FLAKY, Status.QUALITY_WARNING})
 
 
-def placement_proof(environment: Mapping[str, Any], results: Sequence[Result]) -> Placement:
-    names = {str(ep.get("label")): str(ep.get("name")) for ep in environment.get("eps", [])}
+def placement_proof(environment: Environment, results: Sequence[Result]) -> Placement:
+    names = {ep.label: str(ep.name) for ep in environment.eps}
     proven, unproven = 0, []
     for r in results:
         if r.status not in EXECUTED:
@@ -190,51 +181,54 @@ def placement_proof(environment: Mapping[str, Any], results: Sequence[Result]) -
     return Placement(proven, tuple(unproven))
 
 
-def _gpu_line(gpu: Mapping[str, Any]) -> str:
-    details = [f"driver {gpu['driver_version']}" if gpu.get("driver_version") else ""]
-    details += [f"{gpu['memory_total_mib']} MiB" if gpu.get("memory_total_mib") else ""]
-    details += [f"PCI {gpu['pci_bus_id']}" if gpu.get("pci_bus_id") else ""]
+def _gpu_line(gpu: Gpu) -> str:
+    details = [f"driver {gpu.driver_version}" if gpu.driver_version else ""]
+    details += [f"{gpu.memory_total_mib} MiB" if gpu.memory_total_mib else ""]
+    details += [f"PCI {gpu.pci_bus_id}" if gpu.pci_bus_id else ""]
     shown = ", ".join(d for d in details if d)
-    return f"{gpu.get('name') or '?'}" + (f" ({shown})" if shown else "")
+    return f"{gpu.name or '?'}" + (f" ({shown})" if shown else "")
 
 
-def _device_text(device: Mapping[str, Any]) -> str:
+def pci_id(value: int | None) -> str:
+    """A PCI vendor or device id as lspci writes it ("10de"); "?" where the record has none."""
+    return f"{value:04x}" if value is not None else "?"
+
+
+def _device_text(device: EpDevice) -> str:
     """e.g. "GPU 10de:2330 (pci_bus_id=0000:00:06.0)": type, PCI vendor:device ids, metadata."""
-    words = [str(device.get("type", "?")), str(device.get("vendor") or "")]
-    words.append(f"{int(device.get('vendor_id', 0)):04x}:{int(device.get('device_id', 0)):04x}")
-    metadata = ", ".join(f"{k}={v}" for k, v in (device.get("metadata") or {}).items())
+    words = [device.type or "?", device.vendor or "", f"{pci_id(device.vendor_id)}:{pci_id(device.device_id)}"]
+    metadata = ", ".join(f"{k}={v}" for k, v in device.metadata.items())
     return " ".join(w for w in words if w) + (f" ({metadata})" if metadata else "")
 
 
-def _ep_line(ep: Mapping[str, Any]) -> str:
-    options = ",".join(f"{k}={v}" for k, v in (ep.get("options") or {}).items())
-    devices = [_device_text(d) for d in ep.get("devices") or []]
-    line = f"{ep.get('name')}" + (f" ({options})" if options else "")
+def _ep_line(ep: EpRecord) -> str:
+    options = ",".join(f"{k}={v}" for k, v in ep.options.items())
+    devices = [_device_text(d) for d in ep.devices]
+    line = f"{ep.name}" + (f" ({options})" if options else "")
     if devices:
         line += f" on {'; '.join(devices)}"
-    if ep.get("directml"):
-        dml = ep["directml"]
-        line += f"; DirectML {dml.get('version') or '?'} ({dml.get('source')})"
-    if ep.get("target_feature_level"):
-        line += f"; target feature level {ep['target_feature_level']}"
+    if ep.directml is not None:
+        line += f"; DirectML {ep.directml.version or '?'} ({ep.directml.source})"
+    if ep.target_feature_level:
+        line += f"; target feature level {ep.target_feature_level}"
     return line
 
 
-def chain_line(chain: Mapping[str, Any]) -> str:
+def chain_line(chain: Chain) -> str:
     """DirectML under Wine, read bottom-up as what ran on what: "DirectML 1.15.4 (onnxruntime.dll ...) on
     vkd3d-proton 3.0.1 on wine-8.0 on 'NVIDIA H100 80GB HBM3' (Vulkan driver ...)": Microsoft's code, then each layer
     of translation, never a Windows driver."""
-    adapter = chain.get("adapter") or {}
-    vkd3d = chain.get("vkd3d_proton") or {}
-    device = f"'{adapter.get('description', '?')}'"
-    if chain.get("vulkan_driver"):
-        device += f" (Vulkan driver {chain['vulkan_driver']})"
+    adapter = chain.adapter or Adapter()
+    vkd3d = chain.vkd3d_proton.version if chain.vkd3d_proton is not None else None
+    device = f"'{adapter.description if adapter.description is not None else '?'}'"
+    if chain.vulkan_driver:
+        device += f" (Vulkan driver {chain.vulkan_driver})"
     return (
-        f"DirectML {chain.get('directml_dll') or '?'} with onnxruntime.dll {chain.get('onnxruntime_dll') or '?'}"
-        f" ({chain.get('wheel') or '?'}) on vkd3d-proton {vkd3d.get('version') or '?'} on {chain.get('wine') or 'Wine'}"
-        f" on {device}; D3D12 feature level {chain.get('d3d12_feature_level') or '?'}, shader model "
-        f"{chain.get('shader_model') or '?'}, DML feature level {chain.get('dml_feature_level') or '?'} (asked of the "
-        f"device); transport {chain.get('transport')}"
+        f"DirectML {chain.directml_dll or '?'} with onnxruntime.dll {chain.onnxruntime_dll or '?'}"
+        f" ({chain.wheel or '?'}) on vkd3d-proton {vkd3d or '?'} on {chain.wine or 'Wine'}"
+        f" on {device}; D3D12 feature level {chain.d3d12_feature_level or '?'}, shader model "
+        f"{chain.shader_model or '?'}, DML feature level {chain.dml_feature_level or '?'} (asked of the "
+        f"device); transport {chain.transport}"
     )
 
 
@@ -248,22 +242,21 @@ def chain_line_name(label: str) -> str:
     return f"DirectML chain of {label}"
 
 
-def identity_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+def identity_lines(env: Environment) -> tuple[tuple[str, str], ...]:
     """The report header: which device, which software, which EPs, which command."""
-    gpus = env.get("gpus") or []
-    packages = ", ".join(f"{name} {version}" for name, version in (env.get("onnxruntime_packages") or {}).items())
+    gpus = env.gpus
+    packages = ", ".join(f"{name} {version}" for name, version in env.onnxruntime_packages.items())
     lines = [
         ("GPU", "; ".join(_gpu_line(g) for g in gpus) if gpus else "none found (nvidia-smi / Win32_VideoController)")
     ]
-    if env.get("cpu"):
-        lines.append(("CPU", str(env["cpu"])))
-    lines.append(("onnxruntime", f"{env.get('onnxruntime')} ({packages})" if packages else str(env.get("onnxruntime"))))
-    for ep in env.get("eps") or []:
-        lines.append((ep_line_name(str(ep.get("label"))), _ep_line(ep)))
-        chain = (ep.get("directml") or {}).get("chain")
-        if chain:
-            lines.append((chain_line_name(str(ep.get("label"))), chain_line(chain)))
-    lines.append(("platform", f"{env.get('platform')}, Python {env.get('python')}, numpy {env.get('numpy')}"))
+    if env.cpu:
+        lines.append(("CPU", env.cpu))
+    lines.append(("onnxruntime", f"{env.onnxruntime} ({packages})" if packages else str(env.onnxruntime)))
+    for ep in env.eps:
+        lines.append((ep_line_name(ep.label), _ep_line(ep)))
+        if ep.chain is not None:
+            lines.append((chain_line_name(ep.label), chain_line(ep.chain)))
+    lines.append(("platform", f"{env.platform}, Python {env.python}, numpy {env.numpy}"))
     return tuple(lines)
 
 
@@ -278,35 +271,34 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes} min"
 
 
-def _feature_level(env: Mapping[str, Any]) -> str:
+def _feature_level(env: Environment) -> str:
     """--feature-level where given (every EP's target); else each EP's target (DirectML's installed level)."""
-    if env.get("target_feature_level"):
-        return f"{env['target_feature_level']} (--feature-level: every EP's target; cases needing more: NOT_SUPPORTED)"
-    targets = [f"{ep.get('label')}: {ep.get('target_feature_level') or 'none'}" for ep in env.get("eps") or []]
+    if env.target_feature_level:
+        return f"{env.target_feature_level} (--feature-level: every EP's target; cases needing more: NOT_SUPPORTED)"
+    targets = [f"{ep.label}: {ep.target_feature_level or 'none'}" for ep in env.eps]
     return "per EP, " + ", ".join(targets) + " (none: every case runs)" if targets else "none given"
 
 
-def _harness(env: Mapping[str, Any]) -> str | None:
-    harness = env.get("harness")
-    if isinstance(harness, Mapping):
-        commit = harness.get("git_commit")
-        words = [f"dml-conformance {harness.get('version') or '?'}"]
-        words.append(f"git commit {commit}" if commit else "not from a git checkout")
-        if harness.get("cases_sha256"):
-            words.append(f"cases sha256 {harness['cases_sha256']}")
+def _harness(env: Environment) -> str | None:
+    harness = env.harness
+    if harness is not None:
+        words = [f"dml-conformance {harness.version or '?'}"]
+        words.append(f"git commit {harness.git_commit}" if harness.git_commit else "not from a git checkout")
+        if harness.cases_sha256:
+            words.append(f"cases sha256 {harness.cases_sha256}")
         return ", ".join(words)
-    return f"dml-conformance {env['dml_conformance']}" if env.get("dml_conformance") else None
+    return f"dml-conformance {env.dml_conformance}" if env.dml_conformance else None
 
 
-def run_lines(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+def run_lines(env: Environment) -> tuple[tuple[str, str], ...]:
     """How the run was made: the command line, the feature level, when and for how long, which harness; each
     line only where results.json records it (older files lack the timing and the harness)."""
-    lines = [("command", " ".join(str(word) for word in env.get("command") or []))]
+    lines = [("command", " ".join(env.command))]
     lines.append(("feature level", _feature_level(env)))
-    started, duration = env.get("started_at"), env.get("duration_s")
-    if started or isinstance(duration, int | float):
-        took = f"took {_duration(float(duration))}" if isinstance(duration, int | float) else ""
-        lines.append(("started", ", ".join(part for part in (str(started or ""), took) if part)))
+    started, duration = env.started_at, env.duration_s
+    if started or duration is not None:
+        took = f"took {_duration(duration)}" if duration is not None else ""
+        lines.append(("started", ", ".join(part for part in (started or "", took) if part)))
     harness = _harness(env)
     if harness:
         lines.append(("harness", harness))
@@ -333,7 +325,7 @@ def dml_operator_counts(results: Sequence[Result]) -> tuple[tuple[str, str, int]
     return tuple((op, dml, n) for (op, dml), n in sorted(Counter(reached.values()).items()))
 
 
-def summarize(environment: Mapping[str, Any], results: Sequence[Result]) -> Summary:
+def summarize(environment: Environment, results: Sequence[Result]) -> Summary:
     eps = tuple(dict.fromkeys(r.ep for r in results))
     grouped: dict[tuple[str, str], Counter[Status]] = {}
     for r in results:

@@ -8,7 +8,7 @@ A waiver file names failures a driver team already knows about, each with the bu
         device: "NVIDIA H100*"                             # optional: pattern on a GPU name in the environment
         driver: "580.*"                                    # optional: pattern on that same GPU's driver version
         reason: CUDA RadixTopK is not index-stable
-        tracking: https://github.com/microsoft/onnxruntime/issues/12345
+        tracking: https://github.com/microsoft/onnxruntime/issues/12345   # or a bug id: ADO#12345, BUG-123, 12345
 
 Patterns are matched case-sensitively (``fnmatchcase``) on every platform: ``fnmatch`` folds case on Windows
 only, and the gate must give the same verdict on the Windows DirectML machines as on Linux CI.
@@ -16,7 +16,8 @@ only, and the gate must give the same verdict on the Windows DirectML machines a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any
@@ -24,6 +25,7 @@ from urllib.parse import urlsplit
 
 from conformance.cases.fields import Fields
 from conformance.cases.load import load_document
+from conformance.environment import Environment
 from conformance.gate.summary import Summary
 from conformance.model import SourcePos, Status
 from conformance.problems import CaseFileError, Problem
@@ -33,6 +35,11 @@ TOP_KEY = "known_failures"
 FIELDS = ("case", "ep", "device", "driver", "reason", "tracking")
 REQUIRED = frozenset({"case", "ep", "reason", "tracking"})
 _ITEM = "a mapping with case, ep, reason and tracking"
+# A bug id, for trackers a URL does not reach (an internal Azure DevOps, Jira): a number (12345, #12345), a tracker's
+# prefix and a number (ADO#12345, microsoft/onnxruntime#123), or a Jira-style key (BUG-123, DML-42). Anything else
+# ("TODO", "see above", "ftp://...") names no bug, and a waiver without one is never followed up.
+BUG_ID = re.compile(r"#?[0-9]+|[A-Za-z][A-Za-z0-9_.\-/]*#[0-9]+|[A-Za-z][A-Za-z0-9_]*-[0-9]+")
+TRACKING_FORMS = "an http(s) URL or a bug id (12345, ADO#12345, BUG-123)"
 # A waived case that now runs to PASS or QUALITY_WARNING no longer fails: the known failure is fixed (or moved).
 # NOT_SUPPORTED, NOT_EXPRESSIBLE and INVALID are in neither set on purpose: the EP gave no verdict on the case (it
 # declined it, ONNX cannot express it, or the validator rejected a negative case before any EP ran), so such a
@@ -58,10 +65,16 @@ class Waiver:
 class Gate:
     """A run's results sorted against the waivers.
 
-    ``stale`` waivers matched no result of this run (including ones whose device/driver names no GPU here); they
-    are reported but do not fail the gate, since a run filtered by ``-k`` or made on other hardware leaves waivers
-    unmatched legitimately. Unexpected passes DO fail the gate by default (``unexpected_passes_fail``): a driver
-    team must notice the fix so that the waiver is removed, else it would silently hide the next regression.
+    ``stale`` waivers are in this run's scope and gave it nothing to decide: on a GPU they name (or any, where they
+    name none), they match results of this run, and every one of those is without a verdict (NOT_SUPPORTED,
+    NOT_EXPRESSIBLE, INVALID: the EP declined the case, or could not start). The known failure can then neither be
+    confirmed nor cleared, which the entry's owner should know. A waiver that matches no result at all is out of
+    scope, not stale: another EP, device or driver, a case not selected (``-k``, ``--shard``) or not reached; a
+    shared waiver file has many such entries on every run, and listing them buried the run's real news. Stale
+    waivers are reported, and do not fail the gate.
+
+    Unexpected passes DO fail the gate by default (``unexpected_passes_fail``): a driver team must notice the fix
+    so that the waiver is removed, else it would silently hide the next regression.
     """
 
     expected_failures: tuple[tuple[Result, Waiver], ...]
@@ -123,8 +136,8 @@ def _waiver(item: Fields, raw: Any) -> Waiver | None:
     item.check_known(FIELDS)
     values = {name: _text(item, name) for name in FIELDS}
     tracking = values["tracking"]
-    if tracking is not None and not _is_url(tracking):
-        item.problem("tracking", f"must be an http(s) URL of the bug that tracks the failure, got {tracking!r}")
+    if tracking is not None and not is_tracking(tracking):
+        item.problem("tracking", f"must be {TRACKING_FORMS} of the bug that tracks the failure, got {tracking!r}")
     case, ep, reason = values["case"], values["ep"], values["reason"]
     if case is None or ep is None or reason is None or tracking is None or len(item.problems) > before:
         return None
@@ -147,6 +160,11 @@ def _text(item: Fields, name: str) -> str | None:
     return value
 
 
+def is_tracking(text: str) -> bool:
+    """Whether ``text`` names a bug: an http(s) URL with a host, or a bug id (``BUG_ID``)."""
+    return BUG_ID.fullmatch(text) is not None or _is_url(text)
+
+
 def _is_url(text: str) -> bool:
     try:
         parts = urlsplit(text)
@@ -156,7 +174,7 @@ def _is_url(text: str) -> bool:
 
 
 def apply_waivers(
-    environment: Mapping[str, Any],
+    environment: Environment,
     results: Sequence[Result],
     waivers: Sequence[Waiver],
     *,
@@ -166,14 +184,17 @@ def apply_waivers(
     file order that matches a result is the one reported for it."""
     gpus = _gpus(environment)
     here = [(index, waiver) for index, waiver in enumerate(waivers) if _on_this_machine(waiver, gpus)]
-    used: set[int] = set()
+    matched: set[int] = set()
+    decided: set[int] = set()  # matched a result with a verdict: failing (expected) or passing
     still_failing: set[int] = set()
     expected: list[tuple[Result, Waiver]] = []
     unexpected: list[Result] = []
     passing: dict[int, list[Result]] = {}
     for result in results:
         matching = [(index, waiver) for index, waiver in here if _matches(waiver, result)]
-        used.update(index for index, _ in matching)
+        matched.update(index for index, _ in matching)
+        if result.status in FAILING or result.status in _NOT_FAILING:
+            decided.update(index for index, _ in matching)
         if result.status in FAILING:
             if matching:
                 expected.append((result, matching[0][1]))
@@ -186,8 +207,19 @@ def apply_waivers(
     # An entry is a known failure that no longer happens when none of the results it matches fails: a pattern that
     # also covers passing variants (a sweep's other sizes) is not a pass while one of its variants still fails.
     passes = [(r, waivers[index]) for index, rs in passing.items() if index not in still_failing for r in rs]
-    stale = tuple(waiver for index, waiver in enumerate(waivers) if index not in used)
+    stale = tuple(waivers[index] for index, _ in here if index in matched and index not in decided)
     return Gate(tuple(expected), tuple(unexpected), tuple(passes), stale, unexpected_passes_fail)
+
+
+STALE_WHY = "their cases ran here but gave no verdict (NOT_SUPPORTED, NOT_EXPRESSIBLE, INVALID)"
+
+
+def stale_line(stale: Sequence[Waiver], shown: int = 5) -> str:
+    """ "2 stale waiver(s) at w.yaml:2:5, w.yaml:9:5: their cases ran here but gave no verdict (...)": the console's
+    one line for them (the first ``shown`` places, then how many more)."""
+    places = ", ".join(str(waiver.pos) for waiver in stale[:shown])
+    more = f" and {len(stale) - shown} more" if len(stale) > shown else ""
+    return f"{len(stale)} stale waiver(s) at {places}{more}: {STALE_WHY}"
 
 
 def waived_keys(gate: Gate) -> dict[tuple[str, str], str]:
@@ -197,20 +229,18 @@ def waived_keys(gate: Gate) -> dict[tuple[str, str], str]:
     }
 
 
-def _gpus(environment: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _gpus(environment: Environment) -> list[tuple[str, str]]:
     """(name, driver_version) of each GPU, and of the adapter DirectML ran on under Wine (its Vulkan device and
-    driver: lavapipe is no GPU the OS lists); results.json is read back from disk, so odd entries are skipped."""
-    gpus = environment.get("gpus")
+    driver: lavapipe is no GPU the OS lists); a GPU without a name or driver version matches no device pattern."""
     found = [
-        (gpu["name"], gpu["driver_version"])
-        for gpu in (gpus if isinstance(gpus, list) else [])
-        if isinstance(gpu, Mapping) and isinstance(gpu.get("name"), str) and isinstance(gpu.get("driver_version"), str)
+        (gpu.name, gpu.driver_version)
+        for gpu in environment.gpus
+        if gpu.name is not None and gpu.driver_version is not None
     ]
-    for ep in environment.get("eps") or []:
-        chain = ((ep.get("directml") or {}).get("chain") or {}) if isinstance(ep, Mapping) else {}
-        adapter = chain.get("adapter") if isinstance(chain, Mapping) else None
-        if isinstance(adapter, Mapping) and isinstance(adapter.get("description"), str):
-            found.append((adapter["description"], str(chain.get("vulkan_driver") or "")))
+    for ep in environment.eps:
+        chain = ep.chain
+        if chain is not None and chain.adapter is not None and chain.adapter.description is not None:
+            found.append((chain.adapter.description, chain.vulkan_driver or ""))
     return found
 
 

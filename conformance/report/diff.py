@@ -94,8 +94,10 @@ def _environment(d: RunDiff) -> list[str]:
 
 
 def _verdict(d: RunDiff) -> str:
-    """The gate's decision and why: which of its rules failed the new run (RunDiff.reasons)."""
-    return f"REGRESSED ({', '.join(d.reasons)})" if d.regressed else "no regressions"
+    """The gate's decision and why: which of its rules failed the new run (RunDiff.reasons). FAILED, as ``run``
+    says it, not REGRESSED: a diff that fails for removed results alone has no regression, and "REGRESSED ...:
+    regressions 0" would read as a contradiction."""
+    return f"FAILED — {', '.join(d.reasons)}" if d.regressed else "PASSED — no regressions"
 
 
 def _sections(d: RunDiff) -> list[tuple[str, Sequence[Any]]]:
@@ -138,10 +140,11 @@ def _console_entry(entry: Changed | Drift | Result, title: str) -> str:
 
 
 def render_diff_console(d: RunDiff, max_listed: int = 30) -> str:
-    """Which EPs and device each side is, environment changes, counts, then each non-empty section (at most
-    ``max_listed`` entries)."""
+    """Which EPs and device each side is, environment changes, then each non-empty section (at most
+    ``max_listed`` entries), and last the counts and the verdict, each once: a CI log's reader sees them at its
+    end."""
     head = [*_sides(d), *_environment(d)]
-    parts = ["\n".join(plain(line) for line in head), _counts(d)]
+    parts = ["\n".join(plain(line) for line in head)]
     if d.nothing_compared:
         parts.append(plain(_nothing_compared(d)))
     parts += [plain(line) for line in _incomplete(d)]
@@ -151,7 +154,7 @@ def render_diff_console(d: RunDiff, max_listed: int = 30) -> str:
             lines += [f"  {_removed_note(d)}"] if title == "Removed cases" else []
             lines += [_console_entry(e, title) for e in entries[:max_listed]]
             parts.append("\n".join(lines + _more(min(len(entries), max_listed), len(entries))))
-    parts.append(f"== {_verdict(d)}: {_counts(d)} ==")
+    parts.append(f"{_counts(d)}\n== {_verdict(d)} ==")
     return "\n\n".join(parts)
 
 

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from conformance.gate.summary import NO_VERDICT, Summary, plural, severity
 from conformance.gate.verdict import Findings, Group, Verdict, decide, findings
-from conformance.gate.waivers import Gate, Waiver
+from conformance.gate.waivers import STALE_WHY, Gate, Waiver
 from conformance.model import Status
 from conformance.problems import first_line
 from conformance.report.svg import mismatch_map, ulp_histogram
@@ -473,9 +473,7 @@ def _waived(found: Findings, gate: Gate, anchors: Mapping[Group, str], links: Li
     stale = "".join(
         f"<li><code>{escape(w.case)}</code> on {escape(w.ep)} ({escape(str(w.pos))})</li>" for w in gate.stale
     )
-    stale_part = (
-        f"<p>Waivers that matched no result of this run ({len(gate.stale)}):</p><ul>{stale}</ul>" if stale else ""
-    )
+    stale_part = f"<p>Stale waivers ({len(gate.stale)}): {escape(STALE_WHY)}.</p><ul>{stale}</ul>" if stale else ""
     return (
         f'<details class="waived" id="waived"><summary>Known failures, waived: {plural(results, "known failure")} in '
         f"{plural(len(found.waived), 'group')}</summary>{_groups(found.waived, False, anchors, links, 'known')}"

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from conformance.gate.summary import NO_VERDICT, STATUS_ORDER, Completeness, Summary, severity
 from conformance.gate.verdict import decide
-from conformance.gate.waivers import Gate, waived_keys
+from conformance.gate.waivers import STALE_WHY, Gate, waived_keys
 from conformance.problems import first_line
 from conformance.report.text import cell, code, table
 
@@ -104,4 +104,14 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
         lines += ["", "## No verdict", ""]
         rows = [[cell(ep), status, kind, n] for (ep, status, kind), n in sorted(declined.items())]
         lines.append(table(rows, ["EP", "status", "kind", "results"], text=False))
+    lines += _stale_lines(gate)
     return "\n".join(lines) + "\n"
+
+
+def _stale_lines(gate: Gate | None) -> list[str]:
+    """The stale waivers (gate/waivers.py), each with where it was written: the console says only how many."""
+    if gate is None or not gate.stale:
+        return []
+    rows = [[cell(w.case), cell(w.ep), cell(str(w.pos))] for w in gate.stale[:MAX_ROWS]]
+    head = ["", f"## Stale waivers ({len(gate.stale)})", "", f"{STALE_WHY[:1].upper()}{STALE_WHY[1:]}.", ""]
+    return [*head, table(rows, ["case", "EP", "waiver"]), *_more(len(gate.stale))]

@@ -1,7 +1,8 @@
 """The identity of what a run tested, for results.json's ``environment``: the device (GPU name and driver, the CPU),
 the software (onnxruntime and EP packages, DirectML and its feature level), the platform, the exact command line,
 the harness (its version, the git commit of its checkout, a hash of the case files the run read), when the run
-started and how long it took, and what it did not run (interrupted, or case files skipped by --keep-going).
+started and how long it took, what it did not run (interrupted, or case files skipped by --keep-going), and with
+--shard which shard of which plan it is.
 A report without the device is not a conformance report.
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.cases.parse import display_path
+from conformance.cases.suite import ShardOf
 from conformance.ep import device
 from conformance.ep.directml import DirectML, package_version
 from conformance.ep.installed import ONNXRUNTIME_PACKAGES, WEBGPU_DISTRIBUTION
@@ -47,6 +49,7 @@ class RunFacts:
     cases_sha256: str
     case_files: int
     skipped_files: tuple[tuple[str, int], ...] = field(default=())
+    shard: ShardOf | None = None  # --shard: which part of which selection (cases/suite.py)
 
 
 def cases_sha256(paths: Iterable[str]) -> tuple[str, int]:
@@ -164,7 +167,23 @@ def ep_record(ep: EpSpec, options: RunOptions, directml: Mapping[str, DirectML])
     return record
 
 
-def _run_facts(facts: RunFacts | None, problems: Sequence[Problem]) -> dict[str, Any]:
+def shard_record(shard: ShardOf, eps: Sequence[EpSpec]) -> dict[str, Any]:
+    """results.json's ``shard``: its index and count, and the plan every shard of the split shares (the (case, EP)
+    pairs of the selection before it was split, and their hash over each pair's case id and EP text, in run order),
+    so that ``dmlconf merge`` can tell a complete set of shards from a part of one."""
+    pairs = hashlib.sha256()
+    for case_id in shard.of:
+        for ep in eps:
+            pairs.update(f"{case_id}\t{ep.text}\n".encode())
+    return {
+        "index": shard.index,
+        "count": shard.count,
+        "planned_results": len(shard.of) * len(eps),
+        "plan_sha256": pairs.hexdigest(),
+    }
+
+
+def _run_facts(facts: RunFacts | None, problems: Sequence[Problem], eps: Sequence[EpSpec]) -> dict[str, Any]:
     """When and how long, the harness, and with --keep-going the case files skipped (each with its number of
     problems) and the problems themselves: their files' cases were not run, and every report of the run says so."""
     record: dict[str, Any] = {}
@@ -173,6 +192,8 @@ def _run_facts(facts: RunFacts | None, problems: Sequence[Problem]) -> dict[str,
         record["harness"] = harness(facts)
         if facts.skipped_files:
             record["skipped_files"] = [{"path": path, "problems": count} for path, count in facts.skipped_files]
+        if facts.shard is not None:
+            record["shard"] = shard_record(facts.shard, eps)
     if problems:
         record["problems"] = [str(p) for p in problems]
     return record
@@ -211,7 +232,7 @@ def environment(
         "eps": [ep_record(ep, options, directml or {}) for ep in eps],
         "target_feature_level": str(options.feature_level) if options.feature_level else None,
         "pack": options.pack,
-        **_run_facts(facts, problems),
+        **_run_facts(facts, problems, eps),
         # where --artifacts kept each FAIL's files (artifacts.py names them), so that report.html links to them
         "artifacts": os.path.abspath(options.artifacts) if options.artifacts else None,
     }

@@ -1,0 +1,230 @@
+"""results.json's ``environment`` as frozen records: what a run tested on (GPUs, CPU, software, each EP with its
+devices, DirectML and the chain under Wine), how it was made (command, when, which harness) and what it did not run
+(interrupted, skipped case files, runner deaths), and the shard it is. run/identity.py writes the JSON;
+``environment_from_json`` reads it once (records.py checks every field), and every report, the gate and the diff read
+these attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.records import Where, read_record, record_json
+
+
+def _not_negative(values: object, where: Where) -> str | None:
+    """A count or size below zero names nothing that ran."""
+    numbers = values if isinstance(values, tuple) else (values,)
+    negative = [n for n in numbers if isinstance(n, int) and n < 0]
+    return f"{negative[0]} is below zero" if negative else None
+
+
+NOT_NEGATIVE = {"check": _not_negative}
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A GPU the operating system lists (nvidia-smi, or Win32_VideoController on Windows), as it wrote it."""
+
+    name: str | None = None
+    driver_version: str | None = None
+    index: str | None = None
+    memory_total_mib: str | None = None
+    pci_bus_id: str | None = None
+    uuid: str | None = None
+    compute_cap: str | None = None
+    pnp_device_id: str | None = None
+
+
+@dataclass(frozen=True)
+class EpDevice:
+    """A device onnxruntime offered an EP (an OrtEpDevice and the hardware it binds)."""
+
+    type: str | None = None
+    vendor: str | None = None
+    vendor_id: int | None = None
+    device_id: int | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    ep_name: str | None = None
+    ep_vendor: str | None = None
+    ep_metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """The DXGI adapter DirectML ran on under Wine, as the runner described it."""
+
+    description: str | None = None
+    vendor_id: int | None = None
+    device_id: int | None = None
+    index: int | None = None
+    revision: int | None = None
+    dedicated_video_memory_mib: int | None = None
+    shared_system_memory_mib: int | None = None
+    flags: int | None = None
+
+
+@dataclass(frozen=True)
+class Vkd3dProton:
+    version: str | None = None
+    folder: str | None = None
+    sha256: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Everything between DirectML and the hardware under Wine, and the device as DirectML saw it
+    (ep/wine/device.py's chain_identity)."""
+
+    transport: str | None = None
+    wine: str | None = None
+    vkd3d_proton: Vkd3dProton | None = None
+    vulkan_driver_files: str | None = None
+    vulkan_devices: tuple[Mapping[str, str], ...] = ()
+    vulkan_driver: str | None = None
+    adapter: Adapter | None = None
+    d3d12_feature_level: str | None = None
+    shader_model: str | None = None
+    dml_feature_level: str | None = None
+    onnxruntime_dll: str | None = None
+    directml_dll: str | None = None
+    onnxruntime: str | None = None
+    wheel: str | None = None
+    directml_wheel: str | None = None
+    error: str | None = None
+    feature_level_by_version_table: str | None = None
+
+
+@dataclass(frozen=True)
+class DirectMLRecord:
+    """The DirectML an EP used: its version, where that was learnt, its feature level; the chain under Wine."""
+
+    version: str | None = None
+    source: str | None = None
+    feature_level: str | None = None
+    chain: Chain | None = None
+
+
+@dataclass(frozen=True)
+class EpRecord:
+    """One EP of the run: how it was named (``label``, the EP text results carry), its options and devices."""
+
+    label: str
+    alias: str | None = None
+    name: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+    library: str | None = None
+    devices: tuple[EpDevice, ...] = ()
+    target_feature_level: str | None = None
+    directml: DirectMLRecord | None = None
+
+    @property
+    def chain(self) -> Chain | None:
+        """DirectML's chain under Wine, where this EP ran through one."""
+        return self.directml.chain if self.directml is not None else None
+
+
+@dataclass(frozen=True)
+class Harness:
+    """The harness that ran: its version, its checkout's commit, the case files' hash (run/identity.py)."""
+
+    version: str | None = None
+    git_commit: str | None = None
+    cases_sha256: str | None = None
+    case_files: int | None = field(default=None, metadata=NOT_NEGATIVE)
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A case file --keep-going skipped, with its number of problems."""
+
+    path: str
+    problems: int | None = field(default=None, metadata=NOT_NEGATIVE)
+
+
+@dataclass(frozen=True)
+class RunnerDeath:
+    """An EP whose runner (or worker) died while serving packs of cases: how often, the cases in flight when it did
+    (each was run again alone), and its last stderr lines."""
+
+    ep: str
+    count: int = field(metadata=NOT_NEGATIVE)
+    cases: tuple[str, ...] = ()
+    stderr: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShardRecord:
+    """A run of one shard (``--shard INDEX/COUNT``) and the plan it is a part of: the (case, EP) pairs of the whole
+    selection before it was split (``planned_results``) and their hash (``plan_sha256``, over each pair's case id
+    and EP text in order), which every shard of one split shares; ``dmlconf merge`` checks a set against them."""
+
+    index: int = field(metadata=NOT_NEGATIVE)
+    count: int = field(metadata=NOT_NEGATIVE)
+    planned_results: int | None = field(default=None, metadata=NOT_NEGATIVE)
+    plan_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One merged file's own run (dmlconf merge): where it came from and what it ran on."""
+
+    file: str
+    command: tuple[str, ...] = ()
+    gpus: tuple[Gpu, ...] = ()
+    cuda_visible_devices: str | None = None
+    eps: tuple[EpRecord, ...] = ()
+    started_at: str | None = None
+    duration_s: float | None = None
+    harness: Harness | None = None
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What a run tested on, how it was made and what it did not run; every field optional (older files lack many)."""
+
+    command: tuple[str, ...] = ()
+    cwd: str | None = None
+    python_executable: str | None = None
+    dml_conformance: str | None = None
+    gpus: tuple[Gpu, ...] = ()
+    cuda_visible_devices: str | None = None
+    onnxruntime: str | None = None
+    onnxruntime_packages: Mapping[str, str] = field(default_factory=dict)
+    available_providers: tuple[str, ...] = ()
+    onnx: str | None = None
+    numpy: str | None = None
+    python: str | None = None
+    platform: str | None = None
+    machine: str | None = None
+    cpu: str | None = None
+    eps: tuple[EpRecord, ...] = ()
+    target_feature_level: str | None = None
+    pack: int | None = None
+    started_at: str | None = None
+    duration_s: float | None = None
+    harness: Harness | None = None
+    skipped_files: tuple[SkippedFile, ...] = ()
+    problems: tuple[str, ...] = ()
+    artifacts: str | None = None
+    interrupted: bool = False
+    planned_results: int | None = field(default=None, metadata=NOT_NEGATIVE)
+    stopped: str | None = None
+    runner_deaths: tuple[RunnerDeath, ...] = ()
+    shard: ShardRecord | None = None  # this run is one shard (--shard); None: the whole selection, or a merge
+    shards: tuple[Shard, ...] = ()
+
+    def ep(self, label: str) -> EpRecord | None:
+        """The record of the EP ``label`` (a result's ``ep``), where the environment has one."""
+        return next((record for record in self.eps if record.label == label), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON ``environment_from_json`` reads back (fields at their defaults left out)."""
+        return record_json(self)
+
+
+def environment_from_json(data: object, where: str = "environment") -> Environment:
+    """results.json's environment as a record; RecordError (one line: where, what) for one that does not fit."""
+    return read_record(Environment, data, where)
