@@ -164,6 +164,23 @@ def test_a_refused_case_file_stops_an_n2_run_before_any_case_as_without_n(pytest
     assert "InputTensor.DataType: must be one of FLOAT32" in failed[0][0][1]
 
 
+def test_a_refused_case_file_stops_an_n2_run_whatever_the_rootdir(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node id of a case file is its name in case ids, from its checkout's root (cases/ids.py), not a path from
+    pytest's rootdir: the controller still knows a refused case file when the two differ."""
+    cases = pytester.path / "clone" / "cases"
+    (pytester.path / "clone" / ".git").mkdir(parents=True)
+    cases.mkdir()
+    (cases / "cases.yaml").write_text(CASES, encoding="utf-8")
+    (cases / "bad.yaml").write_text(BAD, encoding="utf-8")
+    monkeypatch.chdir(pytester.path)
+    parallel = pytester.inline_run(*ARGS, *XDIST, "clone/cases", no_reraise_ctrlc=True)
+    assert parallel.ret == pytest.ExitCode.INTERRUPTED and _outcomes(parallel) == {}
+    failed = [report.nodeid for report in parallel.getreports("pytest_collectreport") if report.failed]
+    assert failed == ["cases/bad.yaml"]
+
+
 def test_a_collection_error_outside_case_files_is_left_to_xdist(pytester: pytest.Pytester) -> None:
     """Only case files are the plugin's business: other test files keep xdist's behaviour (the rest runs)."""
     pytester.makefile(".yaml", cases=CASES)

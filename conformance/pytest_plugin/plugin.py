@@ -13,10 +13,9 @@ neither onnxruntime nor onnx, nor NumPy: they load with the first case collected
 
 from __future__ import annotations
 
-import functools
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -28,7 +27,7 @@ from conformance.ep.installed import NotInstalled, check_installed
 from conformance.ep.providers import EpSpec, best_available_ep
 from conformance.model import Status
 from conformance.pytest_plugin.waivers import CASE, EP, STATUS, KnownFailures, UnexpectedPasses, read_waivers
-from conformance.pytest_plugin.xdist import CaseFileCollectionStop, worker_threads
+from conformance.pytest_plugin.xdist import CASE_FILE_REFUSED, CaseFileCollectionStop, worker_threads
 from conformance.run.options import PYTEST, OptionError, RunOptions, add_options, checked, distinct_eps, run_options
 
 if TYPE_CHECKING:
@@ -66,6 +65,7 @@ class _Settings:
 
 
 _SETTINGS = pytest.StashKey[_Settings]()
+_NAMED = pytest.StashKey[dict[str, str]]()  # each case file's name in ids -> its path: two files must not share one
 _SUPERVISOR = pytest.StashKey["Supervisor"]()
 
 
@@ -95,9 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
         known = KnownFailures(waiver_file, waivers, _machine(config, eps, options, directml))
     config.stash[_SETTINGS] = _Settings(tuple(eps), options, values["case_timeout"] or None, in_process, known)
     if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (xdist.py)
-        config.pluginmanager.register(
-            CaseFileCollectionStop(config, functools.partial(_reads, config)), "dml_conformance_xdist"
-        )
+        config.pluginmanager.register(CaseFileCollectionStop(config), "dml_conformance_xdist")
         if known is not None:  # where every report arrives
             config.pluginmanager.register(UnexpectedPasses(known), "dml_conformance_waivers")
 
@@ -176,10 +174,37 @@ def _reads(config: pytest.Config, path: Path) -> bool:
     return path.suffix in CASE_FILE_SUFFIXES and (_named(config, path) or is_case_file(str(path)))
 
 
+def _given(config: pytest.Config, path: Path) -> str:
+    """The directory given that ``path`` was found under (a file given itself: its folder; none: where pytest was
+    started), which its cases' ids name it from outside a repository, as in the CLI (cases/ids.py)."""
+    for named in _arguments(config):
+        if named == path:
+            return str(path.parent)
+        if named in path.parents:
+            return str(named)
+    return str(config.invocation_params.dir)
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
-    if _reads(parent.config, file_path):
-        return CaseFile.from_parent(parent, path=file_path)
-    return None
+    """A case file as a collector whose node id is the path its cases' ids give it (cases/ids.py), wherever pytest's
+    rootdir is: pytest's own, relative to the rootdir, would differ with the folder pytest is started from."""
+    if not _reads(parent.config, file_path):
+        return None
+    from conformance.cases.ids import file_id
+
+    named = file_id(str(file_path), _given(parent.config, file_path))
+    return CaseFile.from_parent(parent, path=file_path, nodeid=named, named=named)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A case file that failed to collect says so on its report, for xdist's controller (xdist.py)."""
+    report = yield
+    if isinstance(collector, CaseFile) and report.failed:
+        setattr(report, CASE_FILE_REFUSED, True)
+    return report
 
 
 def _skip(reason: str) -> NoReturn:
@@ -204,16 +229,25 @@ def _outside_the_arguments(config: pytest.Config, path: Path) -> str | None:
 
 
 class CaseFile(pytest.File):
+    """A case file; ``named``: the file as its cases' ids name it, also its node id."""
+
+    def __init__(self, *, named: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.named = named
+
     def collect(self) -> Iterator[pytest.Item]:
         outside = _outside_the_arguments(self.config, self.path)
         if outside is not None:
             raise CaseFileProblems(
                 f"{self.path}:1:1: a symbolic link to outside the folders collected ({outside}): refused"
             )
-        from conformance.cases.suite import read_file
+        from conformance.cases.suite import read_file, same_ids
 
+        clash = same_ids(self.config.stash.setdefault(_NAMED, {}), str(self.path), self.named)
+        if clash is not None:
+            raise CaseFileProblems(str(clash))
         settings = _settings(self.config)
-        entries, problems = read_file(str(self.path), settings.options.max_elements)
+        entries, problems = read_file(str(self.path), settings.options.max_elements, named=self.named)
         if problems:
             raise CaseFileProblems("\n".join(str(p) for p in problems))
         for entry in entries:
