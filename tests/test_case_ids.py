@@ -187,3 +187,14 @@ def test_pytest_s_node_ids_and_waivers_do_not_depend_on_the_working_directory(
     ran = pytester.inline_run(*FAST, "--ep", "cpu", *args, "--waivers", str(pytester.path / "known.yaml"))
     assert ran.ret == pytest.ExitCode.OK
     ran.assertoutcome(passed=1, skipped=1)  # the waived ERROR is an xfail
+
+
+def test_pytest_refuses_two_files_that_would_get_the_same_ids(pytester: pytest.Pytester) -> None:
+    _skip_inside_a_repository(pytester.path)
+    for name in ("a", "b"):
+        (pytester.path / name).mkdir()
+        (pytester.path / name / "x.yaml").write_text(CASES, encoding="utf-8")
+    result = pytester.runpytest(*FAST, "--ep", "cpu", "a", "b")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*b/x.yaml:1:1: its case ids (x.yaml::...) would be those of *a/x.yaml: *"])
+    result.assert_outcomes(errors=1)
