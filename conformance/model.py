@@ -210,8 +210,8 @@ class Case:
     """One expanded, parsed case. ``positions`` maps dotted field paths ("InputTensor.Sizes", "K",
     "expected.OutputTensor") to where they were written, for ``path:line:col`` messages."""
 
-    id: str
-    path: str
+    id: str  # <the file, from its repository's root or the directory given (cases/ids.py)>::<id>[variant]
+    path: str  # the file as the shell reached it (relative to the working directory when inside it): to open it
     operator: Operator
     feature_level: FeatureLevel
     descriptor: Descriptor

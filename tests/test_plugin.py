@@ -194,6 +194,107 @@ def test_verdicts_match_the_cli(pytester: pytest.Pytester) -> None:
     }
 
 
+def _waivers(*entries: tuple[str, str]) -> str:
+    """A waiver file naming each (case pattern, reason) on the CPU EP."""
+    items = "".join(
+        f'  - case: "{case}"\n    ep: cpu\n    reason: {reason}\n    tracking: https://example.com/bugs/{n}\n'
+        for n, (case, reason) in enumerate(entries, 1)
+    )
+    return "known_failures:\n" + items
+
+
+# The two failing results the CPU EP gives on MIXED: the harness's ERROR for a golden that disagrees with the oracle,
+# and the FAIL of a negative case the validator accepts.
+KNOWN = (("mixed.yaml::wrong-golden", "the golden is wrong"), ("mixed.yaml::negative-accepted", "marked wrongly"))
+
+
+@pytest.mark.parametrize(
+    ("entries", "outcomes", "code"),
+    [
+        # Every failure waived: each an xfail, and the session passes.
+        (KNOWN, {"pass": "passed", "wrong-golden": "xfailed", "negative-accepted": "xfailed"}, 0),
+        # One failure not waived: it fails the session alone.
+        (KNOWN[:1], {"pass": "passed", "wrong-golden": "xfailed", "negative-accepted": "failed"}, 1),
+        # A waived case that passes: XPASS(strict), a failure (the known failure is fixed: remove the waiver).
+        (
+            (*KNOWN, ("mixed.yaml::pass", "fixed since")),
+            {"pass": "xpass-strict", "wrong-golden": "xfailed", "negative-accepted": "xfailed"},
+            1,
+        ),
+        # A pattern that also covers failing cases: its passing case is no unexpected pass while they fail.
+        (
+            (("mixed.yaml::*", "all of them"),),
+            {"pass": "passed", "wrong-golden": "xfailed", "negative-accepted": "xfailed"},
+            0,
+        ),
+    ],
+    ids=["all-waived", "one-unexpected", "waived-pass", "pattern-still-failing"],
+)
+def test_waived_failures_are_xfail_and_waived_passes_xpass_strict_as_run_gates_them(
+    pytester: pytest.Pytester, entries: tuple[tuple[str, str], ...], outcomes: dict[str, str], code: int
+) -> None:
+    pytester.makefile(".yaml", mixed=MIXED)
+    waivers = pytester.path / "known.yml"  # .yml beside the case file: not a case file, so not collected
+    waivers.write_text(_waivers(*entries), encoding="utf-8")
+    reprec = pytester.inline_run(*FAST, "--ep", "cpu", "--waivers", str(waivers))
+    found: dict[str, str] = {}
+    for nodeid, report in _case_reports(reprec).items():
+        name = nodeid.rpartition("::")[2]
+        if hasattr(report, "wasxfail"):
+            found[name] = "xfailed"
+            reason = dict(entries).get(f"mixed.yaml::{name}", "all of them")
+            assert reason in report.wasxfail and "https://example.com/bugs/" in report.wasxfail
+        elif report.failed and str(report.longrepr).startswith("[XPASS(strict)] fixed since"):
+            found[name] = "xpass-strict"
+        else:
+            found[name] = report.outcome
+    assert found == {**outcomes, "uint16": "skipped", "negative": "passed"}
+    assert reprec.ret == code
+    # The same file gates dmlconf run the same way.
+    assert main(["run", "mixed.yaml", "--ep", "cpu", "--report-dir", "cli", "--waivers", str(waivers)]) == code
+
+
+def test_a_waived_pass_reads_as_pytest_s_strict_xpass(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", mixed=MIXED)
+    (pytester.path / "known.yml").write_text(_waivers(*KNOWN, ("mixed.yaml::pass", "fixed since")), encoding="utf-8")
+    result = pytester.runpytest(*FAST, "--ep", "cpu", "--waivers", "known.yml", "-rxf")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, failed=1, skipped=1, xfailed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "[[]XPASS(strict)[]] fixed since (https://example.com/bugs/3): the known failure passes now; remove its "
+            "waiver (known.yml:10:5)",
+            "XFAIL mixed.yaml::wrong-golden - ERROR (golden_mismatch): the golden is wrong "
+            "(https://example.com/bugs/1)",
+            "FAILED mixed.yaml::pass - [[]XPASS(strict)[]] fixed since*",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (None, "ERROR: missing.yml:1:1: cannot read file: *"),
+        ("known_failures: [", "ERROR: known.yml:1:*: YAML syntax error: *"),
+        (
+            'known_failures:\n  - {case: "x", ep: cpu, reason: r}\n',
+            "ERROR: known.yml:2:5: *tracking: missing required field",
+        ),
+    ],
+    ids=["missing", "not-yaml", "no-tracking"],
+)
+def test_a_bad_waiver_file_is_a_usage_error(
+    pytester: pytest.Pytester, examples: Path, text: str | None, message: str
+) -> None:
+    if text is not None:
+        (pytester.path / "known.yml").write_text(text, encoding="utf-8")
+    result = pytester.runpytest(*FAST, "--ep", "cpu", "--waivers", "missing.yml" if text is None else "known.yml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] != "" and len([line for line in result.stderr.lines if line]) == 1
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
 def test_several_eps(pytester: pytest.Pytester, examples: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Two configurations of the CPU EP stand for two EPs (this machine may have no other): the harness refuses any
     # CPU option, as the CPU EP reads none; this test lets "probe" through, which onnxruntime then ignores.

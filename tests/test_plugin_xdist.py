@@ -106,6 +106,49 @@ def test_n2_gives_the_outcomes_and_junit_report_of_a_serial_run(pytester: pytest
     assert len(junit) == 5 and _junit_cases(pytester.path / "parallel.xml") == junit
 
 
+def test_n2_gates_on_waivers_as_a_serial_run(pytester: pytest.Pytester) -> None:
+    """A waived failure is an xfail in the worker that ran it; a waived case that passes is XPASS(strict) once every
+    report has reached the controller: the same outcomes and exit status as without -n."""
+    pytester.makefile(".yaml", cases=CASES)
+    (pytester.path / "known.yml").write_text(
+        "known_failures:\n"
+        + "".join(
+            f'  - {{case: "cases.yaml::{name}", ep: cpu, reason: known, tracking: "https://example.com/{name}"}}\n'
+            for name in ("wrong-golden", "negative-accepted", "pass")
+        ),
+        encoding="utf-8",
+    )
+    serial = pytester.inline_run(*ARGS, "--waivers", "known.yml")
+    parallel = pytester.inline_run(*ARGS, *XDIST, "--waivers", "known.yml")
+    assert _workers(parallel) == {"gw0", "gw1"}
+    expected = _gated(serial)
+    assert {nodeid: outcome for nodeid, (outcome, _) in expected.items()} == {
+        "cases.yaml::pass": "failed",
+        "cases.yaml::wrong-golden": "xfailed",
+        "cases.yaml::uint16": "skipped",
+        "cases.yaml::negative-accepted": "xfailed",
+        "cases.yaml::rank3": "skipped",
+    }
+    assert expected["cases.yaml::pass"][1].startswith("[XPASS(strict)] known (https://example.com/pass)")
+    assert (
+        expected["cases.yaml::wrong-golden"][1] == "ERROR (golden_mismatch): known (https://example.com/wrong-golden)"
+    )
+    assert _gated(parallel) == expected
+    assert serial.ret == parallel.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def _gated(reprec: pytest.HookRecorder) -> dict[str, tuple[str, str]]:
+    """Per item: its outcome (xfailed apart) and, for an xfail its reason, for a failure its text."""
+    found = {}
+    for nodeid, (outcome, _, said) in _outcomes(reprec).items():
+        report = next(
+            r for r in reprec.getreports("pytest_runtest_logreport") if (r.nodeid, r.when) == (nodeid, "call")
+        )
+        xfailed = getattr(report, "wasxfail", None)
+        found[nodeid] = ("xfailed", xfailed) if xfailed else (outcome, said if outcome == "failed" else "")
+    return found
+
+
 def test_a_refused_case_file_stops_an_n2_run_before_any_case_as_without_n(pytester: pytest.Pytester) -> None:
     """xdist runs the other files' cases after a collection error, where pytest stops; the plugin stops it."""
     pytester.makefile(".yaml", cases=CASES, bad=BAD)
@@ -119,6 +162,23 @@ def test_a_refused_case_file_stops_an_n2_run_before_any_case_as_without_n(pytest
     ]
     assert failed[0] == failed[1] and [nodeid for nodeid, _ in failed[0]] == ["bad.yaml"]
     assert "InputTensor.DataType: must be one of FLOAT32" in failed[0][0][1]
+
+
+def test_a_refused_case_file_stops_an_n2_run_whatever_the_rootdir(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node id of a case file is its name in case ids, from its checkout's root (cases/ids.py), not a path from
+    pytest's rootdir: the controller still knows a refused case file when the two differ."""
+    cases = pytester.path / "clone" / "cases"
+    (pytester.path / "clone" / ".git").mkdir(parents=True)
+    cases.mkdir()
+    (cases / "cases.yaml").write_text(CASES, encoding="utf-8")
+    (cases / "bad.yaml").write_text(BAD, encoding="utf-8")
+    monkeypatch.chdir(pytester.path)
+    parallel = pytester.inline_run(*ARGS, *XDIST, "clone/cases", no_reraise_ctrlc=True)
+    assert parallel.ret == pytest.ExitCode.INTERRUPTED and _outcomes(parallel) == {}
+    failed = [report.nodeid for report in parallel.getreports("pytest_collectreport") if report.failed]
+    assert failed == ["cases/bad.yaml"]
 
 
 def test_a_collection_error_outside_case_files_is_left_to_xdist(pytester: pytest.Pytester) -> None:

@@ -165,7 +165,7 @@ def test_an_unknown_field_introduced_by_the_matrix_is_refused_there(tmp_path: Pa
 )
 def test_bad_matrix_entries_are_file_problems(tmp_path: Path, entry: str, problem: str) -> None:
     path, entries, problems = parse(tmp_path, TOPK + entry)
-    display = entries[0].path if entries else ""
+    display = entries[0].id.partition("::")[0] if entries else ""  # the file as ids name it
     assert problems == [f"{path}:{problem.format(path=display)}"]
     assert len(entries) <= 1
 

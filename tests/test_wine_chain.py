@@ -160,6 +160,36 @@ def test_the_pytest_plugin_runs_directml_cases(chain_ready: None) -> None:
     assert "4 passed" in done.stdout
 
 
+def test_the_pytest_plugin_gates_directml_on_the_waiver_file(chain_ready: None, tmp_path: Path) -> None:
+    """A DirectML finding the shipped waiver file names is an xfail with its reason; a case that passes, waived here
+    on purpose, is XPASS(strict) and fails the session."""
+    waivers = tmp_path / "known.yaml"
+    waivers.write_text(
+        (REPO / "reports" / "known-failures.yaml").read_text(encoding="utf-8")
+        + '  - {case: "cases/top_k1/spec_examples.yaml::example-1", ep: "dml*", reason: passes, '
+        + "tracking: https://example.com/bugs/1}\n",
+        encoding="utf-8",
+    )
+    selection = ["cases/found/top_k1.yaml", SPEC_EXAMPLES[0], "-k", "nan-position and FLOAT32-DECREASING or example-1"]
+    gate = ["--ep", "dml", "--waivers", str(waivers)]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rxf", "-p", "no:cacheprovider", *selection, *gate],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert (
+        "XFAIL cases/found/top_k1.yaml::nan-position[FLOAT32-DECREASING] - FAIL (wrong_elements): DirectML TopK "
+        "with NaN in the input selects the wrong elements" in "\n".join(lines)
+    )
+    assert f"{SPEC_EXAMPLES[0]}::example-1 - [XPASS(strict)] passes" in "\n".join(lines)
+    assert lines[-1].startswith("1 failed, ") and ", 1 xfailed" in lines[-1]
+
+
 def test_a_node_directml_does_not_take_is_named_not_run_on_the_cpu(chain_ready: None, tmp_path: Path) -> None:
     mvn = "cases/mean_variance_normalization1/library.yaml"
     done = _dmlconf("run", mvn, "-k", "activation[GELU-FLOAT32", "--ep", "dml", "--report-dir", str(tmp_path))

@@ -6,7 +6,8 @@ execution provider.
 Schema editors read); ``validate`` (with ``validate_checker``) applies the spec pages;
 ``generate`` (with ``generate_streams``) makes the inputs; ``oracle`` calls ``reference/``; ``fingerprint`` hashes
 inputs; ``parameters`` describes a descriptor for reports; ``suite`` finds, reads, filters and shards case files,
-and ``detect`` tells a case file from other YAML met while walking a directory (the pytest plugin's rule too).
+``ids`` says how case ids name a file (from its repository's root, not the working directory), and ``detect``
+tells a case file from other YAML met while walking a directory (the pytest plugin's rule too).
 
 May import: the core, reference.
 """

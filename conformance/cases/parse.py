@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.cases.fields import UNKNOWN_FIELD, Fields
+from conformance.cases.ids import file_id
 from conformance.cases.keys import (
     EXPECT_INVALID,
     EXPECT_VALID,
@@ -56,7 +57,8 @@ Entry = Case | Rejected
 
 
 def display_path(path: str) -> str:
-    """The path as ids show it: relative to the working directory when inside it."""
+    """The path as the shell reaches it, for commands to run again (``Case.path``): relative to the working directory
+    when inside it. Ids name the file otherwise (ids.py)."""
     relative = os.path.relpath(path)
     return path if relative.startswith("..") else relative.replace(os.sep, "/")
 
@@ -150,9 +152,11 @@ def _case_positions(doc: Document) -> dict[int, dict[str, SourcePos]]:
     return grouped
 
 
-def parse_document(doc: Document) -> tuple[list[Entry], list[Problem]]:
-    """The entries of one case file, and the file-level problems that stop it from being read at all."""
+def parse_document(doc: Document, named: str | None = None) -> tuple[list[Entry], list[Problem]]:
+    """The entries of one case file, and the file-level problems that stop it from being read at all. ``named``: the
+    file as its cases' ids name it (ids.py; by default, from its repository's root or its own folder)."""
     path = display_path(doc.path)
+    prefix = named if named is not None else file_id(doc.path)
     problems: list[Problem] = []
     top = Fields(doc.data, "", {".".join(map(str, k)): v for k, v in doc.positions.items() if len(k) <= 1}, problems)
     if not isinstance(doc.data, dict):
@@ -188,7 +192,7 @@ def parse_document(doc: Document) -> tuple[list[Entry], list[Problem]]:
         variants, sweep_problems = expand(raw, positions, budget)
         problems.extend(sweep_problems)
         for variant in variants:
-            full_id = f"{path}::{case_id}{variant.suffix}"
+            full_id = f"{prefix}::{case_id}{variant.suffix}"
             if full_id in ids:
                 where = variant.positions.get("matrix", case_fields.pos("id"))
                 problems.append(Problem(where, "matrix", f"gives the id {full_id!r} twice (repeated values?)"))

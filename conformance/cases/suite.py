@@ -1,5 +1,6 @@
 """Collect a suite: case files under the given paths, read, validated, filtered by -k and --shard; and what the
-selection holds (--max-run-elements). The quick selection is coverage's (coverage/mapping.py)."""
+selection holds (--max-run-elements). The quick selection is coverage's (coverage/mapping.py). Case ids name their
+file from its repository's root, else from the directory given (ids.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from conformance.cases.detect import CASE_FILE_SUFFIXES, is_case_file
+from conformance.cases.ids import file_id
 from conformance.cases.limits import DEFAULT_LIMITS, DEFAULT_MAX_ELEMENTS, FileLimits
 from conformance.cases.load import load_document
 from conformance.cases.parse import Entry, Rejected, display_path, parse_document
@@ -24,10 +26,12 @@ class NoCaseFiles(ValueError):
 
 @dataclass(frozen=True)
 class CaseFile:
-    """A case file found under the paths given; ``refused``: why it is not read (a symbolic link out of the
-    directory walked)."""
+    """A case file found under the paths given; ``given``: the directory given that it was found under (a file given
+    itself: its folder), which its cases' ids name it from outside a repository (ids.py); ``refused``: why it is not
+    read (a symbolic link out of the directory walked)."""
 
     path: str
+    given: str
     refused: Problem | None = None
 
 
@@ -80,9 +84,9 @@ def _walk(root: str) -> list[CaseFile]:
             target = outside(real_root, path) if os.path.islink(path) else None
             if target is not None:
                 message = f"a symbolic link to outside {root} ({target}): refused"
-                found.append(CaseFile(path, Problem(SourcePos(path, 1, 1), "", message)))
+                found.append(CaseFile(path, root, Problem(SourcePos(path, 1, 1), "", message)))
             elif name in names:
-                found.append(CaseFile(path))
+                found.append(CaseFile(path, root))
     return sorted(found, key=lambda f: f.path)
 
 
@@ -108,7 +112,7 @@ def find_case_files(paths: Sequence[str]) -> Found:
     skipped: dict[str, str] = {}
     for path in paths:
         if not os.path.isdir(path):
-            found.setdefault(_same_file_key(path), CaseFile(path))
+            found.setdefault(_same_file_key(path), CaseFile(path, os.path.dirname(path) or os.curdir))
             continue
         walked = _walk(path)
         kept = 0
@@ -126,12 +130,13 @@ def find_case_files(paths: Sequence[str]) -> Found:
 
 
 def read_file(
-    path: str, max_elements: int = DEFAULT_MAX_ELEMENTS, limits: FileLimits = DEFAULT_LIMITS
+    path: str, max_elements: int = DEFAULT_MAX_ELEMENTS, limits: FileLimits = DEFAULT_LIMITS, named: str | None = None
 ) -> tuple[list[Entry], list[Problem]]:
-    """One case file's entries and its problems, deduplicated (a sweep repeats its base case's problems)."""
+    """One case file's entries and its problems, deduplicated (a sweep repeats its base case's problems). ``named``:
+    the file as its cases' ids name it (``file_id``)."""
     try:
         document = load_document(path, max_file_bytes=limits.max_file_bytes, max_nodes=limits.max_nodes)
-        entries, problems = parse_document(document)
+        entries, problems = parse_document(document, named)
     except CaseFileError as error:
         return [], list(error.problems)
     for entry in entries:
@@ -153,17 +158,33 @@ def collect(
     entries: list[Entry] = []
     problems: list[Problem] = []
     invalid: list[str] = []
+    named: dict[str, str] = {}
     for file in files:
+        prefix = file_id(file.path, file.given)
+        refused = file.refused or same_ids(named, file.path, prefix)
         file_entries, file_problems = (
-            read_file(file.path, max_elements, limits) if file.refused is None else ([], [file.refused])
+            read_file(file.path, max_elements, limits, prefix) if refused is None else ([], [refused])
         )
         entries.extend(e for e in file_entries if keyword is None or keyword in e.id)
         problems.extend(file_problems)
         if file_problems:
-            invalid.append(display_path(file.path))  # as parse_document names the file's entries
+            invalid.append(display_path(file.path))  # as its entries' path names the file
     exact = tuple(e for e in entries if e.id == keyword)
     # A full id (what a reproduction command gives) selects that case alone, not every id it is a prefix of.
     return Suite(exact or tuple(entries), tuple(problems), len(files), tuple(invalid), found.skipped)
+
+
+def same_ids(named: dict[str, str], path: str, prefix: str) -> Problem | None:
+    """A file whose cases' ids would be another file's (``prefix``, the name both have from their roots: two
+    folders outside any repository, each given, both holding x.yaml), refused; ``named`` records each prefix's file."""
+    first = named.setdefault(prefix, path)
+    if first == path:
+        return None
+    message = (
+        f"its case ids ({prefix}::...) would be those of {first}: outside a repository ids name a file from the "
+        "directory given, so give one directory above both"
+    )
+    return Problem(SourcePos(path, 1, 1), "", message)
 
 
 def valid_files_only(suite: Suite) -> Suite:

@@ -13,11 +13,10 @@ neither onnxruntime nor onnx, nor NumPy: they load with the first case collected
 
 from __future__ import annotations
 
-import functools
 import os
 import warnings
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -27,11 +26,13 @@ from conformance.ep.dml_here import directml_for
 from conformance.ep.installed import NotInstalled, check_installed
 from conformance.ep.providers import EpSpec, best_available_ep
 from conformance.model import Status
-from conformance.pytest_plugin.xdist import CaseFileCollectionStop, worker_threads
+from conformance.pytest_plugin.waivers import CASE, EP, STATUS, KnownFailures, UnexpectedPasses, read_waivers
+from conformance.pytest_plugin.xdist import CASE_FILE_REFUSED, CaseFileCollectionStop, worker_threads
 from conformance.run.options import PYTEST, OptionError, RunOptions, add_options, checked, distinct_eps, run_options
 
 if TYPE_CHECKING:
     from conformance.cases.parse import Entry
+    from conformance.ep.directml import DirectML
     from conformance.results import Result
     from conformance.survive.supervisor import Supervisor
 
@@ -60,20 +61,24 @@ class _Settings:
     options: RunOptions
     timeout: float | None  # --case-timeout; None: none
     in_process: bool
+    known: KnownFailures | None = None  # --waivers
 
 
 _SETTINGS = pytest.StashKey[_Settings]()
+_NAMED = pytest.StashKey[dict[str, str]]()  # each case file's name in ids -> its path: two files must not share one
 _SUPERVISOR = pytest.StashKey["Supervisor"]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Check the options once, up front: a bad value is a usage error, not a collection error per file."""
-    names = ("ep", "feature_level", "max_elements", "case_timeout", "repeat")
+    names = ("ep", "feature_level", "max_elements", "case_timeout", "repeat", "waivers")
     given = {name: config.getoption(name) for name in names}
     try:
         values = checked(given, PYTEST)
     except OptionError as error:
         raise pytest.UsageError(str(error)) from None
+    waiver_file = values["waivers"]
+    waivers = read_waivers(waiver_file) if waiver_file is not None else None  # a bad file: before anything runs
     eps = distinct_eps(values["ep"])
     try:
         check_installed(eps)  # an EP whose package or library is absent: before any case is collected
@@ -85,11 +90,24 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--ep dml: {error}") from None
     options = run_options(values, directml, threads=worker_threads(config))
     in_process = bool(config.getoption("in_process"))
-    config.stash[_SETTINGS] = _Settings(tuple(eps), options, values["case_timeout"] or None, in_process)
+    known = None
+    if waiver_file is not None and waivers is not None:
+        known = KnownFailures(waiver_file, waivers, _machine(config, eps, options, directml))
+    config.stash[_SETTINGS] = _Settings(tuple(eps), options, values["case_timeout"] or None, in_process, known)
     if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (xdist.py)
-        config.pluginmanager.register(
-            CaseFileCollectionStop(config, functools.partial(_reads, config)), "dml_conformance_xdist"
-        )
+        config.pluginmanager.register(CaseFileCollectionStop(config), "dml_conformance_xdist")
+        if known is not None:  # where every report arrives
+            config.pluginmanager.register(UnexpectedPasses(known), "dml_conformance_waivers")
+
+
+def _machine(
+    config: pytest.Config, eps: list[EpSpec], options: RunOptions, directml: dict[str, DirectML]
+) -> dict[str, Any]:
+    """What waivers naming a device or driver are matched against: the environment ``dmlconf run`` records (the
+    machine's GPUs, the adapter DirectML runs on)."""
+    from conformance.run.identity import environment
+
+    return environment(eps, options, config.invocation_params.args, directml)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -131,7 +149,7 @@ def _nothing() -> None:
 def _settings(config: pytest.Config) -> _Settings:
     settings = config.stash[_SETTINGS]
     if not settings.eps:
-        settings = _Settings((best_available_ep(),), settings.options, settings.timeout, settings.in_process)
+        settings = replace(settings, eps=(best_available_ep(),))
         config.stash[_SETTINGS] = settings
     return settings
 
@@ -156,10 +174,37 @@ def _reads(config: pytest.Config, path: Path) -> bool:
     return path.suffix in CASE_FILE_SUFFIXES and (_named(config, path) or is_case_file(str(path)))
 
 
+def _given(config: pytest.Config, path: Path) -> str:
+    """The directory given that ``path`` was found under (a file given itself: its folder; none: where pytest was
+    started), which its cases' ids name it from outside a repository, as in the CLI (cases/ids.py)."""
+    for named in _arguments(config):
+        if named == path:
+            return str(path.parent)
+        if named in path.parents:
+            return str(named)
+    return str(config.invocation_params.dir)
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
-    if _reads(parent.config, file_path):
-        return CaseFile.from_parent(parent, path=file_path)
-    return None
+    """A case file as a collector whose node id is the path its cases' ids give it (cases/ids.py), wherever pytest's
+    rootdir is: pytest's own, relative to the rootdir, would differ with the folder pytest is started from."""
+    if not _reads(parent.config, file_path):
+        return None
+    from conformance.cases.ids import file_id
+
+    named = file_id(str(file_path), _given(parent.config, file_path))
+    return CaseFile.from_parent(parent, path=file_path, nodeid=named, named=named)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A case file that failed to collect says so on its report, for xdist's controller (xdist.py)."""
+    report = yield
+    if isinstance(collector, CaseFile) and report.failed:
+        setattr(report, CASE_FILE_REFUSED, True)
+    return report
 
 
 def _skip(reason: str) -> NoReturn:
@@ -184,16 +229,25 @@ def _outside_the_arguments(config: pytest.Config, path: Path) -> str | None:
 
 
 class CaseFile(pytest.File):
+    """A case file; ``named``: the file as its cases' ids name it, also its node id."""
+
+    def __init__(self, *, named: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.named = named
+
     def collect(self) -> Iterator[pytest.Item]:
         outside = _outside_the_arguments(self.config, self.path)
         if outside is not None:
             raise CaseFileProblems(
                 f"{self.path}:1:1: a symbolic link to outside the folders collected ({outside}): refused"
             )
-        from conformance.cases.suite import read_file
+        from conformance.cases.suite import read_file, same_ids
 
+        clash = same_ids(self.config.stash.setdefault(_NAMED, {}), str(self.path), self.named)
+        if clash is not None:
+            raise CaseFileProblems(str(clash))
         settings = _settings(self.config)
-        entries, problems = read_file(str(self.path), settings.options.max_elements)
+        entries, problems = read_file(str(self.path), settings.options.max_elements, named=self.named)
         if problems:
             raise CaseFileProblems("\n".join(str(p) for p in problems))
         for entry in entries:
@@ -208,6 +262,11 @@ class CaseFile(pytest.File):
         return str(super().repr_failure(excinfo))
 
 
+def _kind(result: Result) -> str:
+    """`` (failure_kind)`` after a status, where the result has one."""
+    return f" ({result.failure_kind})" if result.failure_kind else ""
+
+
 class CaseItem(pytest.Item):
     def __init__(self, *, entry: Entry, ep: EpSpec, options: RunOptions, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -219,7 +278,11 @@ class CaseItem(pytest.Item):
         from conformance.results import FAILING
 
         result = _run(self.config, self.entry, self.ep, self.options)
-        self.user_properties.append(("status", result.status.value))
+        self.user_properties += [(CASE, result.case), (EP, result.ep), (STATUS, result.status.value)]
+        known = self.config.stash[_SETTINGS].known
+        reason = known.reason(result) if known is not None else None
+        if reason is not None:  # a FAILING status a waiver names: an expected failure, as for run --waivers
+            pytest.xfail(f"{result.status.value}{_kind(result)}: {reason}")
         if result.status in FAILING or result.failure_kind == "ep_not_started":
             raise CaseFailure(result)  # an EP that cannot start must not turn a gate green by skipping
         if result.status in (Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE):
@@ -230,10 +293,8 @@ class CaseItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailure):
             r = excinfo.value.result
-            kind = f" ({r.failure_kind})" if r.failure_kind else ""
-            return (
-                f"{r.status.value}{kind} on {r.ep}, lowering {r.lowering or '-'}\n{r.message}\n\nreproduce: {r.repro}"
-            )
+            headline = f"{r.status.value}{_kind(r)} on {r.ep}, lowering {r.lowering or '-'}"
+            return f"{headline}\n{r.message}\n\nreproduce: {r.repro}"
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

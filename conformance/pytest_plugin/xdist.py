@@ -17,12 +17,14 @@ Nothing here acts in a run without xdist: the hooks look for xdist's worker inpu
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
 
 from conformance.run.options import cores_share
+
+# Set on the report of a case file whose collection failed (plugin.py), where the failure happens: the controller
+# receives the report, and its node id is the file's name in case ids, not a path from pytest's rootdir. xdist
+# carries a report's attributes to the controller (pytest's report serialization keeps its __dict__).
+CASE_FILE_REFUSED = "dml_conformance_case_file"
 
 
 def worker_threads(config: pytest.Config) -> int | None:
@@ -42,9 +44,8 @@ def collection_error_message(errors: int) -> str:
 class CaseFileCollectionStop:
     """On the xdist controller: a collection error in a case file stops the run, as pytest stops a serial one."""
 
-    def __init__(self, config: pytest.Config, is_case_file: Callable[[Path], bool]) -> None:
+    def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.is_case_file = is_case_file
         self.errors = 0
         self.case_file_refused = False
 
@@ -53,8 +54,7 @@ class CaseFileCollectionStop:
         if dsession is None or not report.failed or self.config.option.continue_on_collection_errors:
             return
         self.errors += 1  # every failed collection counts, as in pytest's message; case files alone stop the run
-        path = self.config.rootpath / report.nodeid.split("::")[0]
-        self.case_file_refused = self.case_file_refused or self.is_case_file(path)
+        self.case_file_refused = self.case_file_refused or bool(getattr(report, CASE_FILE_REFUSED, False))
         if self.case_file_refused:
             # DSession.shouldstop is the flag its run loop checks after each event (maxfail sets it the same way).
             dsession.shouldstop = collection_error_message(self.errors)

@@ -262,8 +262,9 @@ OPTIONS: Mapping[str, Option] = _options(
     ),
     Option(
         ("--waivers",),
-        "known failures (YAML): matched failures count as expected, the exit code gates on the rest",
-        frozenset({_RUN, _REPORT, _MERGE}),
+        "known failures (YAML): matched failures count as expected (under pytest: xfail), the exit code gates on "
+        "the rest",
+        frozenset({_RUN, _REPORT, _MERGE, PYTEST}),
         metavar="FILE",
     ),
     Option(
