@@ -32,6 +32,7 @@ from conformance.run.options import PYTEST, OptionError, RunOptions, add_options
 
 if TYPE_CHECKING:
     from conformance.cases.parse import Entry
+    from conformance.environment import Environment
     from conformance.ep.directml import DirectML
     from conformance.results import Result
     from conformance.survive.supervisor import Supervisor
@@ -102,12 +103,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _machine(
     config: pytest.Config, eps: list[EpSpec], options: RunOptions, directml: dict[str, DirectML]
-) -> dict[str, Any]:
+) -> Environment:
     """What waivers naming a device or driver are matched against: the environment ``dmlconf run`` records (the
-    machine's GPUs, the adapter DirectML runs on)."""
+    machine's GPUs, the adapter DirectML runs on), read as results.json's reader reads it."""
+    from conformance.environment import environment_from_json
     from conformance.run.identity import environment
 
-    return environment(eps, options, config.invocation_params.args, directml)
+    return environment_from_json(environment(eps, options, config.invocation_params.args, directml))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -15,13 +15,13 @@ implementation) as pytest outcomes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from conformance.environment import Environment
     from conformance.gate.waivers import Waiver
     from conformance.results import Result
 
@@ -36,7 +36,7 @@ class KnownFailures:
 
     path: str
     waivers: tuple[Waiver, ...]
-    environment: Mapping[str, Any]
+    environment: Environment
 
     def reason(self, result: Result) -> str | None:
         """Why a failing ``result`` is expected: its waiver's reason and tracking; None where no waiver names it, or
