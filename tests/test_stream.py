@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conformance.cases.suite import collect
+from conformance.ep.directml import DirectML
 from conformance.ep.providers import parse_ep
-from conformance.model import Status
+from conformance.model import FeatureLevel, Status
 from conformance.results import Result
 from conformance.run.options import RunOptions
 from conformance.survive.stream import Stream, StreamError, read_stream, run_identity
@@ -23,7 +25,7 @@ def _result(case: str, status: Status) -> Result:
 
 
 @pytest.fixture
-def identity() -> dict[str, object]:
+def identity() -> dict[str, Any]:
     return run_identity(collect([str(EXAMPLES)]).entries, [parse_ep("cpu")], RunOptions())
 
 
@@ -117,3 +119,96 @@ def test_a_stream_written_with_another_onnxruntime_is_refused(tmp_path: Path, id
     path.write_bytes(json.dumps(upgraded).encode() + b"\n" + rest)
     with pytest.raises(StreamError, match="from another run"):
         read_stream(str(path), identity)
+
+
+def _header(path: Path) -> dict[str, Any]:
+    run: dict[str, Any] = json.loads(path.read_bytes().split(b"\n", 1)[0])["run"]
+    return run
+
+
+def _rewritten(path: Path, header: dict[str, Any]) -> None:
+    rest = path.read_bytes().split(b"\n", 1)[1]
+    path.write_bytes(json.dumps({"run": header}).encode() + b"\n" + rest)
+
+
+DLL_THEN, DLL_NOW = "a1" * 32, "b2" * 32  # two DirectML.dll files' SHA-256
+
+
+def _directml(version: str, sha256: str) -> DirectML:
+    """A DirectML as the runner under Wine describes it (wine/device.py's chain record), with the parts that say
+    what executes: the DLLs, the adapter and its Vulkan driver, Wine and vkd3d-proton."""
+    chain = {
+        "directml_dll": version,
+        "onnxruntime_dll": "1.24.26.316",
+        "dll_sha256": {"DirectML.dll": sha256, "onnxruntime.dll": "c3" * 32},
+        "adapter": {"index": 0, "description": "llvmpipe (LLVM 15.0.6, 256 bits)", "vendor_id": 65541, "device_id": 0},
+        "vulkan_driver": "llvmpipe Mesa 25.0.7",
+        "wine": "wine-8.0",
+        "vkd3d_proton": {"version": "3.0.1", "sha256": {"d3d12.dll": "d4" * 32, "d3d12core.dll": "e5" * 32}},
+    }
+    return DirectML(version.rsplit(".", 1)[0], "DirectML.dll file version under Wine", FeatureLevel(6, 4), chain)
+
+
+def test_a_stream_of_another_directml_build_is_refused_naming_the_dll(tmp_path: Path) -> None:
+    entries, dml = collect([str(EXAMPLES)]).entries, [parse_ep("dml")]
+    then = run_identity(entries, dml, RunOptions(), directml={"dml": _directml("1.15.4.0", DLL_THEN)})
+    now = run_identity(entries, dml, RunOptions(), directml={"dml": _directml("1.15.2.0", DLL_NOW)})
+    path = tmp_path / "results.jsonl"
+    _written(path, then, [_result("a", Status.PASS)])
+    with pytest.raises(StreamError) as refused:
+        read_stream(str(path), now)
+    assert str(refused.value) == (
+        f"{path} is from another run: EP dml: DirectML.dll 1.15.4.0 (sha256 {DLL_THEN[:12]}…) then, "
+        f"1.15.2.0 (sha256 {DLL_NOW[:12]}…) now"
+    )
+
+
+@pytest.mark.parametrize(
+    ("part", "then", "said"),
+    [
+        (("executing", "dml", "driver"), "llvmpipe Mesa 24.2.8", "EP dml: driver llvmpipe Mesa 24.2.8 then, {now} now"),
+        (("executing", "dml", "adapter"), "NVIDIA H100", "EP dml: adapter NVIDIA H100 then, {now} now"),
+        (("executing", "dml", "Wine"), "wine-9.0", "EP dml: Wine wine-9.0 then, {now} now"),
+        (("software", "numpy"), "1.0.0", "numpy 1.0.0 then, {now} now"),
+        (("max_elements",), 5, "--max-elements 5 then, {now} now"),
+        (("pairs",), 3, "(case, EP) pairs: 3 then, {now} now"),
+    ],
+)
+def test_the_refusal_names_the_first_part_that_differs(
+    tmp_path: Path, part: tuple[str, ...], then: object, said: str
+) -> None:
+    entries, dml = collect([str(EXAMPLES)]).entries, [parse_ep("dml")]
+    identity = run_identity(entries, dml, RunOptions(), directml={"dml": _directml("1.15.4.0", DLL_THEN)})
+    path = tmp_path / "results.jsonl"
+    _written(path, identity, [_result("a", Status.PASS)])
+    header = _header(path)
+    record = header
+    for key in part[:-1]:
+        record = record[key]
+    now, record[part[-1]] = record[part[-1]], then
+    _rewritten(path, header)
+    with pytest.raises(StreamError) as refused:
+        read_stream(str(path), identity)
+    assert str(refused.value) == f"{path} is from another run: {said.format(now=now)}"
+
+
+def test_a_repeat_left_out_is_one(tmp_path: Path) -> None:
+    entries = collect([str(EXAMPLES)]).entries
+    path = tmp_path / "results.jsonl"
+    _written(path, run_identity(entries, [parse_ep("cpu")], RunOptions(repeat=3)), [_result("a", Status.PASS)])
+    with pytest.raises(StreamError, match=r"is from another run: --repeat 3 then, 1 now$"):
+        read_stream(str(path), run_identity(entries, [parse_ep("cpu")], RunOptions()))
+
+
+def test_a_stream_of_a_dmlconf_that_recorded_no_ep_identity_is_refused(
+    tmp_path: Path, identity: dict[str, Any]
+) -> None:
+    path = tmp_path / "results.jsonl"
+    _written(path, identity, [_result("a", Status.PASS)])
+    header = _header(path)
+    del header["executing"]  # as a results.jsonl written before the EPs' identities were part of the run's
+    _rewritten(path, header)
+    with pytest.raises(StreamError) as refused:
+        read_stream(str(path), identity)
+    cpu = identity["executing"]["cpu"]["CPU"]
+    assert str(refused.value) == f"{path} is from another run: EP cpu: CPU not recorded then, {cpu} now"

@@ -92,12 +92,18 @@ def _folders(args: argparse.Namespace) -> None:
 
 
 def _stream(
-    args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec], options: RunOptions, digest: str
+    args: argparse.Namespace,
+    suite: Suite,
+    eps: Sequence[EpSpec],
+    options: RunOptions,
+    digest: str,
+    directml: Mapping[str, DirectML],
 ) -> tuple[Stream, dict[int, Result]]:
     """results.jsonl opened for appending; with --resume, the results it already holds. ``digest``: the case files'
-    hash (_cases_hash), taken once for results.json and the run's identity alike."""
+    hash (_cases_hash), taken once for results.json and the run's identity alike; ``directml``: what each DirectML
+    EP executes on, part of that identity."""
     path = os.path.join(args.report_dir, STREAM_NAME)
-    identity = run_identity(suite.entries, eps, options, digest)
+    identity = run_identity(suite.entries, eps, options, digest, directml)
     try:
         if args.resume and os.path.exists(path):
             done, keep = read_stream(path, identity)
@@ -145,7 +151,7 @@ def _run_suite(
     options = run_options(vars(args), directml)
     _folders(args)
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
-    stream, done = _stream(args, suite, eps, options, digest)
+    stream, done = _stream(args, suite, eps, options, digest, directml)
     planned = len(suite.entries) * len(eps)
     progress = Progress(planned - len(done))
     finished = dict(done)
