@@ -18,6 +18,7 @@ from conformance.survive.stream import Stream, StreamError, read_stream, run_ide
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "cases/top_k1/spec_examples.yaml"
+PLAN = [("a", "cpu"), ("b", "cpu")]  # the (case, EP) pairs of the results these tests write, in order
 
 
 def _result(case: str, status: Status) -> Result:
@@ -44,7 +45,7 @@ def test_every_line_is_one_record_and_reads_back(tmp_path: Path, identity: dict[
     assert lines[-1] == b"" and len(lines) == 4  # header, two results, and the last newline
     assert json.loads(lines[0]) == {"run": identity}
     assert json.loads(lines[2])["pair"] == 1
-    done, keep = read_stream(str(path), identity)
+    done, keep = read_stream(str(path), identity, PLAN)
     assert done == {0: results[0], 1: results[1]}
     assert keep == path.stat().st_size
 
@@ -59,7 +60,7 @@ def test_a_line_cut_short_by_a_kill_is_dropped_and_cut_off_before_appending(
     whole = path.read_bytes()
     last = whole.rstrip(b"\n").rfind(b"\n") + 1  # where the last record begins
     path.write_bytes(whole[: last + cut] if cut > 0 else whole[:-1])  # part of it; or all but its newline
-    done, keep = read_stream(str(path), identity)
+    done, keep = read_stream(str(path), identity, PLAN)
     assert done == {0: results[0]}
     assert keep == last
     stream = Stream(str(path), identity, keep)  # --resume appends after the whole lines
@@ -72,7 +73,7 @@ def test_garbage_after_a_good_line_ends_the_reading(tmp_path: Path, identity: di
     path = tmp_path / "results.jsonl"
     _written(path, identity, [_result("a", Status.PASS)])
     path.write_bytes(path.read_bytes() + b'{"pair": 1}\n' + b'{"pair": 2, "result": {}}\n')
-    done, _ = read_stream(str(path), identity)
+    done, _ = read_stream(str(path), identity, PLAN)
     assert list(done) == [0]
 
 
@@ -81,7 +82,7 @@ def test_another_run_s_stream_is_refused(tmp_path: Path, identity: dict[str, obj
     _written(path, identity, [_result("a", Status.PASS)])
     other = run_identity(collect([str(EXAMPLES)]).entries[:3], [parse_ep("cpu")], RunOptions())
     with pytest.raises(StreamError, match="from another run"):
-        read_stream(str(path), other)
+        read_stream(str(path), other, PLAN)
 
 
 @pytest.mark.parametrize("first", [b"", b'{"run": {"sch', b"not json\n", b'{"pair": 0}\n', b"\xff\xfe\n"])
@@ -92,9 +93,9 @@ def test_a_file_that_is_no_stream_is_refused_on_its_first_line(
     path.write_bytes(first)
     if first.endswith(b"\n"):
         with pytest.raises(StreamError, match=r"results.jsonl:1:1: not a results.jsonl header|another run"):
-            read_stream(str(path), identity)
+            read_stream(str(path), identity, PLAN)
     else:  # nothing or a header cut short: nothing kept, and resuming starts a new file with its header
-        assert read_stream(str(path), identity) == ({}, 0)
+        assert read_stream(str(path), identity, PLAN) == ({}, 0)
         Stream(str(path), identity, 0).close()
         assert json.loads(path.read_bytes()) == {"run": identity}
 
@@ -118,7 +119,7 @@ def test_a_stream_written_with_another_onnxruntime_is_refused(tmp_path: Path, id
     upgraded["run"]["software"]["onnxruntime"] = "0.0.1"  # as if the package changed between the kill and the resume
     path.write_bytes(json.dumps(upgraded).encode() + b"\n" + rest)
     with pytest.raises(StreamError, match="from another run"):
-        read_stream(str(path), identity)
+        read_stream(str(path), identity, PLAN)
 
 
 def _header(path: Path) -> dict[str, Any]:
@@ -156,7 +157,7 @@ def test_a_stream_of_another_directml_build_is_refused_naming_the_dll(tmp_path: 
     path = tmp_path / "results.jsonl"
     _written(path, then, [_result("a", Status.PASS)])
     with pytest.raises(StreamError) as refused:
-        read_stream(str(path), now)
+        read_stream(str(path), now, PLAN)
     assert str(refused.value) == (
         f"{path} is from another run: EP dml: DirectML.dll 1.15.4.0 (sha256 {DLL_THEN[:12]}…) then, "
         f"1.15.2.0 (sha256 {DLL_NOW[:12]}…) now"
@@ -188,7 +189,7 @@ def test_the_refusal_names_the_first_part_that_differs(
     now, record[part[-1]] = record[part[-1]], then
     _rewritten(path, header)
     with pytest.raises(StreamError) as refused:
-        read_stream(str(path), identity)
+        read_stream(str(path), identity, PLAN)
     assert str(refused.value) == f"{path} is from another run: {said.format(now=now)}"
 
 
@@ -197,7 +198,7 @@ def test_a_repeat_left_out_is_one(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     _written(path, run_identity(entries, [parse_ep("cpu")], RunOptions(repeat=3)), [_result("a", Status.PASS)])
     with pytest.raises(StreamError, match=r"is from another run: --repeat 3 then, 1 now$"):
-        read_stream(str(path), run_identity(entries, [parse_ep("cpu")], RunOptions()))
+        read_stream(str(path), run_identity(entries, [parse_ep("cpu")], RunOptions()), PLAN)
 
 
 def test_a_stream_of_a_dmlconf_that_recorded_no_ep_identity_is_refused(
@@ -209,6 +210,27 @@ def test_a_stream_of_a_dmlconf_that_recorded_no_ep_identity_is_refused(
     del header["executing"]  # as a results.jsonl written before the EPs' identities were part of the run's
     _rewritten(path, header)
     with pytest.raises(StreamError) as refused:
-        read_stream(str(path), identity)
+        read_stream(str(path), identity, PLAN)
     cpu = identity["executing"]["cpu"]["CPU"]
     assert str(refused.value) == f"{path} is from another run: EP cpu: CPU not recorded then, {cpu} now"
+
+
+@pytest.mark.parametrize(
+    ("pair", "said"),
+    [
+        (1, "the result of a [cpu] stands at pair 1, which is b [cpu] in this run"),
+        (2, "pair 2 is outside this run's 2 (case, EP) pair(s)"),
+        (-1, "pair -1 is outside this run's 2 (case, EP) pair(s)"),
+    ],
+)
+def test_a_result_out_of_its_place_in_the_plan_is_refused(
+    tmp_path: Path, identity: dict[str, Any], pair: int, said: str
+) -> None:
+    path = tmp_path / "results.jsonl"
+    stream = Stream(str(path), identity)
+    stream.add(0, _result("a", Status.PASS))
+    stream.add(pair, _result("a", Status.PASS))  # a line another writer, or a hand, put there
+    stream.close()
+    with pytest.raises(StreamError) as refused:
+        read_stream(str(path), identity, PLAN)
+    assert str(refused.value) == f"{path}:3: {said}"

@@ -1,13 +1,15 @@
 """``dmlconf run``: collect the cases, run them in worker processes, stream each result to results.jsonl, write
-results.json and the reports. ``--resume`` finishes a run that was killed (stream.py)."""
+results.json and the reports. ``--resume`` finishes a run that was killed (stream.py). One run at a time writes in a
+report folder (lock.py), and the reports a previous run left there are removed before this run writes anything."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -35,6 +37,7 @@ from conformance.report.console import render_console
 from conformance.results import Result, write_results
 from conformance.run.identity import RunFacts, cases_sha256, environment, skipped_files
 from conformance.run.options import REPORT_FORMATS, RunOptions, run_options
+from conformance.survive.lock import FolderBusy, FolderLock
 from conformance.survive.pool import Ran, finished_prefix, run_pairs
 from conformance.survive.stream import STREAM_NAME, Stream, StreamError, read_stream, run_identity
 from conformance.survive.supervisor import Supervisor
@@ -63,12 +66,30 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     start = _Start(datetime.now(UTC), time.monotonic())
     eps = chosen_eps(args.ep)  # an EP that is not installed is a usage error, as is
     existing(args.paths or ["cases"])  # a wrong path, before the workers start: it costs nothing
-    directml = _directml(eps)  # so is a missing piece of the DirectML chain
-    if args.jobs < 1:
-        return _run_suite(args, argv, eps, None, directml, start)
-    # Started before the case files are read, so that the workers' imports overlap the reading.
-    with Supervisor(args.jobs, args.case_timeout or None) as supervisor:
-        return _run_suite(args, argv, eps, supervisor, directml, start)
+    _folders(args)
+    with _report_lock(args.report_dir):  # a second run into the folder is refused before it starts anything
+        directml = _directml(eps)  # a missing piece of the DirectML chain is a usage error too
+        if args.jobs < 1:
+            return _run_suite(args, argv, eps, None, directml, start)
+        # Started before the case files are read, so that the workers' imports overlap the reading.
+        with Supervisor(args.jobs, args.case_timeout or None) as supervisor:
+            return _run_suite(args, argv, eps, supervisor, directml, start)
+
+
+@contextlib.contextmanager
+def _report_lock(folder: str) -> Iterator[None]:
+    """The report folder locked for this run (lock.py) until its reports are written; a usage error, one line,
+    where another run holds it."""
+    try:
+        lock = FolderLock(folder)
+    except FolderBusy as error:
+        raise UsageError(f"--report-dir {error}") from None
+    except OSError as error:
+        raise UsageError(f"--report-dir: cannot write in {folder}: {error.strerror or error}") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> None:
@@ -82,7 +103,7 @@ def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec])
 
 
 def _folders(args: argparse.Namespace) -> None:
-    """--report-dir and --artifacts made before the run, so that an unusable one costs nothing."""
+    """--report-dir and --artifacts made before anything starts, so that an unusable one costs nothing."""
     for option, folder in (("--report-dir", args.report_dir), ("--artifacts", args.artifacts)):
         try:
             if folder:
@@ -104,18 +125,30 @@ def _stream(
     EP executes on, part of that identity."""
     path = os.path.join(args.report_dir, STREAM_NAME)
     identity = run_identity(suite.entries, eps, options, digest, directml)
+    plan = [(entry.id, ep.text) for entry in suite.entries for ep in eps]  # pool.py's pair order: entry-major
+    done: dict[int, Result] = {}
+    keep = 0
     try:
         if args.resume and os.path.exists(path):
-            done, keep = read_stream(path, identity)
+            done, keep = read_stream(path, identity, plan)
             say(f"resuming: {len(done)} result(s) kept from {path}")
-            return Stream(path, identity, keep), done
-        if args.resume:
+        elif args.resume:
             warn(f"nothing to resume in {path}: running every case")
-        return Stream(path, identity), {}
+        _remove_previous_reports(args.report_dir)
+        return Stream(path, identity, keep), done
     except StreamError as error:
         raise UsageError(f"--resume: {error}; run without --resume to start again") from None
     except OSError as error:
-        raise UsageError(f"--report-dir: cannot write {path}: {error.strerror or error}") from None
+        raise UsageError(f"--report-dir: cannot write {error.filename or path}: {error.strerror or error}") from None
+
+
+def _remove_previous_reports(folder: str) -> None:
+    """The results.json and reports a previous run left in ``folder``, removed before this run writes anything:
+    beside this run's results.jsonl, a killed run would otherwise leave another run's PASSED to be read as its own.
+    (The run writes them all again when it ends; results.jsonl is this run's, for --resume.)"""
+    for name in ("results.json", *REPORT_FORMATS.values()):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(folder, name))
 
 
 def _cases_hash(suite: Suite) -> tuple[str, int]:
@@ -149,7 +182,6 @@ def _run_suite(
     _within_limit(args, suite, eps)
     digest, files = _cases_hash(suite)
     options = run_options(vars(args), directml)
-    _folders(args)
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
     stream, done = _stream(args, suite, eps, options, digest, directml)
     planned = len(suite.entries) * len(eps)

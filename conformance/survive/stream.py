@@ -125,8 +125,10 @@ def identity_difference(then: Mapping[str, Any], now: Mapping[str, Any]) -> str:
     return "the same parts in another form"
 
 
-def read_stream(path: str, identity: dict[str, Any]) -> tuple[dict[int, Result], int]:
-    """The results a killed run left in ``path``, and the byte length of its whole lines (where to append)."""
+def read_stream(path: str, identity: dict[str, Any], plan: Sequence[tuple[str, str]]) -> tuple[dict[int, Result], int]:
+    """The results a killed run left in ``path``, and the byte length of its whole lines (where to append).
+    ``plan``: the run's (case id, EP) pairs in order; a result whose case and EP are not its pair's in the plan
+    is refused (StreamError), since it would be credited to another case."""
     done: dict[int, Result] = {}
     with open(path, "rb") as handle:
         data = handle.read()
@@ -142,13 +144,28 @@ def read_stream(path: str, identity: dict[str, Any]) -> tuple[dict[int, Result],
                 if record["run"] != identity:
                     raise StreamError(f"{path} is from another run: {identity_difference(record['run'], identity)}")
             else:
-                done[int(record["pair"])] = result_from_json(record["result"])
+                pair, result = int(record["pair"]), result_from_json(record["result"])
+                _check_place(f"{path}:{number}", pair, result, plan)
+                done[pair] = result
         except (ValueError, KeyError, TypeError) as error:
             if number == 1:
                 raise StreamError(f"{path}:1:1: not a results.jsonl header ({error})") from None
             break  # not what this file's writer writes: nothing after it is trusted
         end += len(line)
     return done, end
+
+
+def _check_place(where: str, pair: int, result: Result, plan: Sequence[tuple[str, str]]) -> None:
+    """StreamError where the result is not of the (case, EP) the plan has at ``pair``: a line another writer put
+    there, or a file edited by hand, would credit a result to another case."""
+    if not 0 <= pair < len(plan):
+        raise StreamError(f"{where}: pair {pair} is outside this run's {len(plan)} (case, EP) pair(s)")
+    case, ep = plan[pair]
+    if (result.case, result.ep) != (case, ep):
+        raise StreamError(
+            f"{where}: the result of {result.case} [{result.ep}] stands at pair {pair}, which is {case} [{ep}] in "
+            "this run"
+        )
 
 
 class Stream:
