@@ -1,16 +1,20 @@
 """One run at a time in a report folder, and no report that outlives its run (cli/run.py, survive/lock.py): a second
 run into a folder a run is writing is refused with one line while the first goes on unaffected; a run killed midway
 leaves no results.json or report of the run before it; --resume refuses a results.jsonl whose line stands at another
-case's place. Every run is ``python -m conformance run`` in a child process, killed or stopped with real signals."""
+case's place; a disk that fills while results stream stops the run with one line, keeping what was written. Every
+run is ``python -m conformance run`` in a child process, killed or stopped with real signals."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = "cases/top_k1/spec_examples.yaml"
 SWEEP = "cases/slice1/sweep.yaml"
 REPORTS = ("results.json", "summary.md", "junit.xml", "report.html")
+posix = pytest.mark.skipif(sys.platform == "win32", reason="signals, process groups and resource limits of POSIX")
 
 
 def _case_ids(name: str) -> list[str]:
@@ -63,6 +68,7 @@ def _results(folder: Path) -> list[dict[str, Any]]:
     return list(json.loads((folder / "results.json").read_text(encoding="utf-8"))["results"])
 
 
+@posix
 def test_a_second_run_into_a_folder_being_written_is_refused_and_the_first_goes_on(tmp_path: Path) -> None:
     cases = _case_ids(SWEEP)
     victim = cases[-1]  # the first run hangs on its last case: it is surely still going when the second starts
@@ -87,6 +93,7 @@ def test_a_second_run_into_a_folder_being_written_is_refused_and_the_first_goes_
     assert sorted(json.loads(line)["pair"] for line in lines[1:-1]) == list(range(len(cases)))
 
 
+@posix
 def test_a_killed_run_leaves_no_report_of_the_run_before_it(tmp_path: Path) -> None:
     assert _dmlconf(EXAMPLES, tmp_path).returncode == 0
     assert all((tmp_path / name).exists() for name in REPORTS)  # the previous run's PASSED reports
@@ -140,6 +147,7 @@ def test_the_lock_is_one_holder_s_until_it_is_released(tmp_path: Path) -> None:
     assert (tmp_path / LOCK_NAME).read_text(encoding="ascii") == f"{os.getpid()}\n"
 
 
+@posix
 def test_a_killed_holder_s_lock_is_free(tmp_path: Path) -> None:
     # The operating system drops the lock with its process: kill -9 leaves no lock behind for --resume to trip on.
     script = (
@@ -158,3 +166,66 @@ def test_a_killed_holder_s_lock_is_free(tmp_path: Path) -> None:
         holder.kill()
         holder.wait()
     FolderLock(str(tmp_path)).release()
+
+
+@dataclass(frozen=True)
+class SmallDisk:
+    """A report folder whose writes fail once some KiB are written: ``limit`` runs in the run's process before it
+    starts, ``make_room`` gives it room again, ``words`` are the error's (strerror)."""
+
+    folder: Path
+    limit: Callable[[], None]
+    make_room: Callable[[], None]
+    words: str
+
+
+def _file_size_limit() -> None:
+    import resource  # POSIX only
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
+
+
+@pytest.fixture(params=["tmpfs", "file_size_limit"])
+def small_disk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SmallDisk]:
+    """A real failing write: a 32 KiB tmpfs (a full disk, ENOSPC; where this process may mount one: root in CI), or
+    RLIMIT_FSIZE on the run's process (EFBIG, anywhere on POSIX: each file stops at 16 KiB)."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    if request.param == "file_size_limit":
+        yield SmallDisk(folder, _file_size_limit, lambda: None, os.strerror(errno.EFBIG))  # the resume runs unlimited
+        return
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32k", "tmpfs", str(folder)], capture_output=True)
+    if mount.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.decode(errors='replace').strip()}")
+    try:
+        room = ["mount", "-o", "remount,size=4m", str(folder)]
+        yield SmallDisk(folder, lambda: None, lambda: subprocess.run(room, check=True), os.strerror(errno.ENOSPC))
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+
+
+@posix
+def test_a_disk_full_while_streaming_stops_the_run_with_one_line_and_keeps_what_was_written(
+    small_disk: SmallDisk,
+) -> None:
+    folder, words = small_disk.folder, small_disk.words
+    command = _command(SWEEP, folder, "--pack", "1")
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, preexec_fn=small_disk.limit)
+    stream = folder / "results.jsonl"
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith(("ERROR", "dmlconf:"))]
+    assert errors == [
+        f"ERROR cannot write {stream}: {words}: the run stops here (the results before are kept there: --resume "
+        f"finishes the run once {folder} has room)",
+        f"dmlconf: cannot write {folder / 'results.json'}: {words}: exit code 1",
+    ]
+    assert done.stdout.splitlines()[-1].startswith("INCOMPLETE/FAILED — interrupted: ")  # the verdict line
+    kept = stream.read_bytes().count(b"\n") - 1  # whole lines: the header, then the results written before
+    assert 0 < kept < len(_case_ids(SWEEP))
+
+    small_disk.make_room()
+    resumed = _dmlconf(SWEEP, folder, "--pack", "1", "--resume")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"resuming: {kept} result(s) kept" in resumed.stdout
+    assert [r["case"] for r in _results(folder)] == _case_ids(SWEEP)

@@ -31,15 +31,22 @@ from conformance.ep.directml import DirectML
 from conformance.ep.dml_here import directml_for
 from conformance.ep.providers import EpSpec
 from conformance.ep.wine.chain import ChainMissing
-from conformance.gate.summary import summarize
-from conformance.gate.waivers import Waiver, apply_waivers
+from conformance.gate.summary import Summary, summarize
+from conformance.gate.waivers import Gate, Waiver, apply_waivers
 from conformance.report.console import render_console
 from conformance.results import Result, write_results
 from conformance.run.identity import RunFacts, cases_sha256, environment, skipped_files
 from conformance.run.options import REPORT_FORMATS, RunOptions, run_options
 from conformance.survive.lock import FolderBusy, FolderLock
 from conformance.survive.pool import Ran, finished_prefix, run_pairs
-from conformance.survive.stream import STREAM_NAME, Stream, StreamError, read_stream, run_identity
+from conformance.survive.stream import (
+    STREAM_NAME,
+    Stream,
+    StreamError,
+    StreamWriteError,
+    read_stream,
+    run_identity,
+)
 from conformance.survive.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
@@ -197,9 +204,14 @@ def _run_suite(
         ran = run_pairs(suite.entries, eps, options, args.jobs, progress.advance, supervisor, done=done, record=record)
     except KeyboardInterrupt:  # one that came before (or after) run_pairs had it in hand: the same as one within
         ran = Ran(tuple(finished_prefix(finished, planned)), interrupted=True)
+    except StreamWriteError as error:  # a full disk: what cannot be kept for --resume is not run
+        kept = f"the results before are kept there: --resume finishes the run once {args.report_dir} has room"
+        ran = Ran(tuple(finished_prefix(finished, planned)), stopped=f"{error}: the run stops here ({kept})")
     finally:
-        stream.close()
+        unsynced = stream.close()
         progress.close()
+    if unsynced is not None:
+        warn(f"dmlconf: {unsynced}: its last results may be cut short (results.json has them all)")
     if ran.stopped is not None:
         log.error("%s", ran.stopped)
     skipped = skipped_files(suite.invalid_files, suite.problems)
@@ -230,18 +242,35 @@ def _report(
         env |= {"interrupted": True, "planned_results": planned}
     summary = summarize(env, results)
     gate = apply_waivers(env, results, waivers) if waivers is not None else None
-    results_path = os.path.join(args.report_dir, "results.json")
-    try:
-        write_results(results_path, env, results)
-        written = write_reports(args.report_dir, summary, results, gate, list(REPORT_FORMATS))
-    except OSError as error:
-        say(render_console(summary))  # with results.jsonl, the only record of the results now
-        warn(f"dmlconf: cannot write reports to {args.report_dir}: {error.strerror or error}")
-        return EXIT_FAILED
-    say(render_console(summary))
-    say(f"reports: {', '.join([results_path, *written])}")
+    written, unwritten = _write_all(args.report_dir, env, summary, results, gate)
+    say(render_console(summary))  # where nothing could be written, with results.jsonl the only record of the results
+    if written:
+        say(f"reports: {', '.join(written)}")
     if interrupted:
         say(f"every finished result is in {os.path.join(args.report_dir, STREAM_NAME)}: add --resume to finish")
     lines, passed = verdict_lines(summary, gate)  # the last lines, as report's and merge's
     say("\n".join(lines))
+    if unwritten is not None:  # after the verdict, so that the last line says why the exit code is 1
+        warn(f"dmlconf: cannot write {unwritten}: exit code 1")
+        return EXIT_FAILED
     return EXIT_OK if passed else EXIT_FAILED
+
+
+def _write_all(
+    folder: str, env: dict[str, Any], summary: Summary, results: Sequence[Result], gate: Gate | None
+) -> tuple[list[str], str | None]:
+    """results.json, then the reports, each written where it can be (a full disk may take the small summary.md
+    and not the large results.json): the paths written, and what could not be written and why (one line)."""
+    results_path = os.path.join(folder, "results.json")
+    written: list[str] = []
+    unwritten = None
+    try:
+        write_results(results_path, env, results)
+        written.append(results_path)
+    except OSError as error:
+        unwritten = f"{results_path}: {error.strerror or error}"
+    try:
+        written += write_reports(folder, summary, results, gate, list(REPORT_FORMATS))
+    except OSError as error:
+        unwritten = unwritten or f"the reports in {folder}: {error.strerror or error}"
+    return written, unwritten

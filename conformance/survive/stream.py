@@ -15,6 +15,7 @@ may lose the last second.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -168,6 +169,10 @@ def _check_place(where: str, pair: int, result: Result, plan: Sequence[tuple[str
         )
 
 
+class StreamWriteError(Exception):
+    """results.jsonl could not take a result (a full disk): one line. The lines before it stay whole."""
+
+
 class Stream:
     """Appends results to results.jsonl: a new file (with its header), or after a resumed file's whole lines."""
 
@@ -181,18 +186,36 @@ class Stream:
             self.handle.truncate(keep_bytes)
             self.handle.seek(keep_bytes)
         self.synced = time.monotonic()
+        self.failed = False
 
     def _write(self, record: dict[str, Any]) -> None:
         self.handle.write(json.dumps(record, allow_nan=False, default=str).encode() + b"\n")
         self.handle.flush()
 
     def add(self, pair: int, result: Result) -> None:
-        self._write({"pair": pair, "result": result.to_json()})
-        if time.monotonic() - self.synced >= FSYNC_EVERY:
-            os.fsync(self.handle.fileno())
-            self.synced = time.monotonic()
+        """The result appended and flushed; StreamWriteError where the file cannot take it (then nothing more is
+        appended: a line the failed write cut short is dropped by --resume, as a kill's is)."""
+        if self.failed:
+            raise StreamWriteError(f"cannot write {self.path}: it failed before")
+        try:
+            self._write({"pair": pair, "result": result.to_json()})
+            if time.monotonic() - self.synced >= FSYNC_EVERY:
+                os.fsync(self.handle.fileno())
+                self.synced = time.monotonic()
+        except OSError as error:
+            self.failed = True
+            raise StreamWriteError(f"cannot write {self.path}: {error.strerror or error}") from None
 
-    def close(self) -> None:
-        if not self.handle.closed:
+    def close(self) -> str | None:
+        """Synced to the disk and closed; never raises: the reason, one line, where the last results written may
+        not be on the disk (None where all are, or where ``add`` has already said why not)."""
+        if self.handle.closed:
+            return None
+        try:
             os.fsync(self.handle.fileno())
             self.handle.close()
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                self.handle.close()  # a buffer the disk would not take is dropped: its line is cut, and dropped
+            return None if self.failed else f"cannot write {self.path}: {error.strerror or error}"
+        return None
