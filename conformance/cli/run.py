@@ -73,14 +73,13 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     start = _Start(datetime.now(UTC), time.monotonic())
     eps = chosen_eps(args.ep)  # an EP that is not installed is a usage error, as is
     existing(args.paths or ["cases"])  # a wrong path, before the workers start: it costs nothing
-    _folders(args)
-    with _report_lock(args.report_dir):  # a second run into the folder is refused before it starts anything
-        directml = _directml(eps)  # a missing piece of the DirectML chain is a usage error too
+    directml = _directml(eps)  # so is a missing piece of the DirectML chain
+    with contextlib.ExitStack() as held:  # the report folder's lock, once _run_suite takes it, until the reports
         if args.jobs < 1:
-            return _run_suite(args, argv, eps, None, directml, start)
+            return _run_suite(args, argv, eps, None, directml, start, held)
         # Started before the case files are read, so that the workers' imports overlap the reading.
         with Supervisor(args.jobs, args.case_timeout or None) as supervisor:
-            return _run_suite(args, argv, eps, supervisor, directml, start)
+            return _run_suite(args, argv, eps, supervisor, directml, start, held)
 
 
 @contextlib.contextmanager
@@ -110,7 +109,7 @@ def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec])
 
 
 def _folders(args: argparse.Namespace) -> None:
-    """--report-dir and --artifacts made before anything starts, so that an unusable one costs nothing."""
+    """--report-dir and --artifacts made before the run, so that an unusable one costs nothing."""
     for option, folder in (("--report-dir", args.report_dir), ("--artifacts", args.artifacts)):
         try:
             if folder:
@@ -180,7 +179,10 @@ def _run_suite(
     supervisor: Supervisor | None,
     directml: Mapping[str, DirectML],
     start: _Start,
+    held: contextlib.ExitStack,
 ) -> int:
+    """The run, from its selection to its exit code; ``held`` keeps the report folder's lock, taken once the input
+    is known to be valid, until the caller's reports are written."""
     suite = selected(args)  # the selection ``dmlconf list`` shows
     if suite is None:
         return EXIT_USAGE
@@ -189,6 +191,8 @@ def _run_suite(
     _within_limit(args, suite, eps)
     digest, files = _cases_hash(suite)
     options = run_options(vars(args), directml)
+    _folders(args)
+    held.enter_context(_report_lock(args.report_dir))  # a second run into the folder is refused before it writes
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
     stream, done = _stream(args, suite, eps, options, digest, directml)
     planned = len(suite.entries) * len(eps)
