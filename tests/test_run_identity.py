@@ -17,8 +17,11 @@ from typing import Any
 import pytest
 
 import conformance
+from conformance.ep import device
 from conformance.ep.device import cpu_model, parse_cpuinfo
-from conformance.run.identity import cases_sha256, git_commit
+from conformance.ep.directml import DirectML
+from conformance.ep.providers import parse_ep
+from conformance.run.identity import cases_sha256, executing, git_commit
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "cases" / "top_k1" / "spec_examples.yaml"
@@ -166,3 +169,34 @@ def test_the_cpu_model_comes_from_cpuinfo_else_from_the_platform(tmp_path: Path)
         "Intel64 Family 6 Model 85, GenuineIntel"
     )
     assert cpu_model(str(tmp_path / "none"), lambda: "") is None
+
+
+def test_what_each_ep_executes_on_is_named_in_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # The resume identity's parts (survive/stream.py): DirectML under Wine as its chain record says (wine/device.py),
+    # the CPU EP's CPU, another EP's GPUs with their drivers, a plugin library's bytes.
+    chain = {
+        "directml_dll": "1.15.4.0",
+        "onnxruntime_dll": "1.24.26.316",
+        "dll_sha256": {"DirectML.dll": "a1" * 32, "onnxruntime.dll": "b2" * 32},
+        "adapter": {"index": 0, "description": "llvmpipe (LLVM 15.0.6, 256 bits)", "vendor_id": 65541, "device_id": 0},
+        "vulkan_driver": "llvmpipe Mesa 25.0.7",
+        "wine": "wine-8.0",
+        "vkd3d_proton": {"version": "3.0.1", "sha256": {"d3d12core.dll": "c3" * 32, "d3d12.dll": "d4" * 32}},
+    }
+    monkeypatch.setattr(device, "gpus", lambda: [{"name": "NVIDIA H100 80GB HBM3", "driver_version": "550.54.15"}])
+    library = tmp_path / "plugin.so"
+    library.write_bytes(b"a plugin EP's library")
+    eps = [parse_ep("cpu"), parse_ep("dml"), parse_ep("cuda"), parse_ep(str(library))]
+    parts = executing(eps, {"dml": DirectML("1.15.4", "DirectML.dll file version under Wine", None, chain)})
+    assert parts["cpu"] == {"CPU": cpu_model() or "unknown"}
+    assert parts["dml"] == {
+        "DirectML.dll": f"1.15.4.0 (sha256 {'a1' * 32})",
+        "onnxruntime.dll": f"1.24.26.316 (sha256 {'b2' * 32})",
+        "adapter": "llvmpipe (LLVM 15.0.6, 256 bits) (vendor 0x10005, device 0x0000)",
+        "driver": "llvmpipe Mesa 25.0.7",
+        "Wine": "wine-8.0",
+        "vkd3d-proton": f"3.0.1 (d3d12.dll {'d4' * 32}, d3d12core.dll {'c3' * 32})",
+    }
+    assert parts["cuda"] == {"GPUs": "NVIDIA H100 80GB HBM3 (driver 550.54.15)"}
+    digest = hashlib.sha256(library.read_bytes()).hexdigest()
+    assert parts[eps[3].text]["library"] == f"{library} (sha256 {digest})"

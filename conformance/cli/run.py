@@ -1,13 +1,15 @@
 """``dmlconf run``: collect the cases, run them in worker processes, stream each result to results.jsonl, write
-results.json and the reports. ``--resume`` finishes a run that was killed (stream.py)."""
+results.json and the reports. ``--resume`` finishes a run that was killed (stream.py). One run at a time writes in a
+report folder (lock.py), and the reports a previous run left there are removed before this run writes anything."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -30,14 +32,22 @@ from conformance.ep.directml import DirectML
 from conformance.ep.dml_here import directml_for
 from conformance.ep.providers import EpSpec
 from conformance.ep.wine.chain import ChainMissing
-from conformance.gate.summary import summarize
-from conformance.gate.waivers import Waiver, apply_waivers
+from conformance.gate.summary import Summary, summarize
+from conformance.gate.waivers import Gate, Waiver, apply_waivers
 from conformance.report.console import render_console
 from conformance.results import Result, write_results
 from conformance.run.identity import RunFacts, cases_sha256, environment, skipped_files
 from conformance.run.options import REPORT_FORMATS, RunOptions, run_options
+from conformance.survive.lock import FolderBusy, FolderLock
 from conformance.survive.pool import Ran, finished_prefix, run_pairs
-from conformance.survive.stream import STREAM_NAME, Stream, StreamError, read_stream, run_identity
+from conformance.survive.stream import (
+    STREAM_NAME,
+    Stream,
+    StreamError,
+    StreamWriteError,
+    read_stream,
+    run_identity,
+)
 from conformance.survive.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
@@ -65,11 +75,28 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     eps = chosen_eps(args.ep)  # an EP that is not installed is a usage error, as is
     existing(args.paths or ["cases"])  # a wrong path, before the workers start: it costs nothing
     directml = _directml(eps)  # so is a missing piece of the DirectML chain
-    if args.jobs < 1:
-        return _run_suite(args, argv, eps, None, directml, start)
-    # Started before the case files are read, so that the workers' imports overlap the reading.
-    with Supervisor(args.jobs, args.case_timeout or None) as supervisor:
-        return _run_suite(args, argv, eps, supervisor, directml, start)
+    with contextlib.ExitStack() as held:  # the report folder's lock, once _run_suite takes it, until the reports
+        if args.jobs < 1:
+            return _run_suite(args, argv, eps, None, directml, start, held)
+        # Started before the case files are read, so that the workers' imports overlap the reading.
+        with Supervisor(args.jobs, args.case_timeout or None) as supervisor:
+            return _run_suite(args, argv, eps, supervisor, directml, start, held)
+
+
+@contextlib.contextmanager
+def _report_lock(folder: str) -> Iterator[None]:
+    """The report folder locked for this run (lock.py) until its reports are written; a usage error, one line,
+    where another run holds it."""
+    try:
+        lock = FolderLock(folder)
+    except FolderBusy as error:
+        raise UsageError(f"--report-dir {error}") from None
+    except OSError as error:
+        raise UsageError(f"--report-dir: cannot write in {folder}: {error.strerror or error}") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> None:
@@ -93,24 +120,42 @@ def _folders(args: argparse.Namespace) -> None:
 
 
 def _stream(
-    args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec], options: RunOptions, digest: str
+    args: argparse.Namespace,
+    suite: Suite,
+    eps: Sequence[EpSpec],
+    options: RunOptions,
+    digest: str,
+    directml: Mapping[str, DirectML],
 ) -> tuple[Stream, dict[int, Result]]:
     """results.jsonl opened for appending; with --resume, the results it already holds. ``digest``: the case files'
-    hash (_cases_hash), taken once for results.json and the run's identity alike."""
+    hash (_cases_hash), taken once for results.json and the run's identity alike; ``directml``: what each DirectML
+    EP executes on, part of that identity."""
     path = os.path.join(args.report_dir, STREAM_NAME)
-    identity = run_identity(suite.entries, eps, options, digest)
+    identity = run_identity(suite.entries, eps, options, digest, directml)
+    plan = [(entry.id, ep.text) for entry in suite.entries for ep in eps]  # pool.py's pair order: entry-major
+    done: dict[int, Result] = {}
+    keep = 0
     try:
         if args.resume and os.path.exists(path):
-            done, keep = read_stream(path, identity)
+            done, keep = read_stream(path, identity, plan)
             say(f"resuming: {len(done)} result(s) kept from {path}")
-            return Stream(path, identity, keep), done
-        if args.resume:
+        elif args.resume:
             warn(f"nothing to resume in {path}: running every case")
-        return Stream(path, identity), {}
+        _remove_previous_reports(args.report_dir)
+        return Stream(path, identity, keep), done
     except StreamError as error:
         raise UsageError(f"--resume: {error}; run without --resume to start again") from None
     except OSError as error:
-        raise UsageError(f"--report-dir: cannot write {path}: {error.strerror or error}") from None
+        raise UsageError(f"--report-dir: cannot write {error.filename or path}: {error.strerror or error}") from None
+
+
+def _remove_previous_reports(folder: str) -> None:
+    """The results.json and reports a previous run left in ``folder``, removed before this run writes anything:
+    beside this run's results.jsonl, a killed run would otherwise leave another run's PASSED to be read as its own.
+    (The run writes them all again when it ends; results.jsonl is this run's, for --resume.)"""
+    for name in ("results.json", *REPORT_FORMATS.values()):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(folder, name))
 
 
 def _cases_hash(suite: Suite) -> tuple[str, int]:
@@ -135,7 +180,10 @@ def _run_suite(
     supervisor: Supervisor | None,
     directml: Mapping[str, DirectML],
     start: _Start,
+    held: contextlib.ExitStack,
 ) -> int:
+    """The run, from its selection to its exit code; ``held`` keeps the report folder's lock, taken once the input
+    is known to be valid, until the caller's reports are written."""
     suite = selected(args)  # the selection ``dmlconf list`` shows
     if suite is None:
         return EXIT_USAGE
@@ -145,8 +193,9 @@ def _run_suite(
     digest, files = _cases_hash(suite)
     options = run_options(vars(args), directml)
     _folders(args)
+    held.enter_context(_report_lock(args.report_dir))  # a second run into the folder is refused before it writes
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
-    stream, done = _stream(args, suite, eps, options, digest)
+    stream, done = _stream(args, suite, eps, options, digest, directml)
     planned = len(suite.entries) * len(eps)
     progress = Progress(planned - len(done))
     finished = dict(done)
@@ -160,9 +209,14 @@ def _run_suite(
         ran = run_pairs(suite.entries, eps, options, args.jobs, progress.advance, supervisor, done=done, record=record)
     except KeyboardInterrupt:  # one that came before (or after) run_pairs had it in hand: the same as one within
         ran = Ran(tuple(finished_prefix(finished, planned)), interrupted=True)
+    except StreamWriteError as error:  # a full disk: what cannot be kept for --resume is not run
+        kept = f"the results before are kept there: --resume finishes the run once {args.report_dir} has room"
+        ran = Ran(tuple(finished_prefix(finished, planned)), stopped=f"{error}: the run stops here ({kept})")
     finally:
-        stream.close()
+        unsynced = stream.close()
         progress.close()
+    if unsynced is not None:
+        warn(f"dmlconf: {unsynced}: its last results may be cut short (results.json has them all)")
     if ran.stopped is not None:
         log.error("%s", ran.stopped)
     skipped = skipped_files(suite.invalid_files, suite.problems)
@@ -194,18 +248,35 @@ def _report(
     recorded = environment_from_json(env)  # what every report of the results.json written below reads
     summary = summarize(recorded, results)
     gate = apply_waivers(recorded, results, waivers) if waivers is not None else None
-    results_path = os.path.join(args.report_dir, "results.json")
-    try:
-        write_results(results_path, env, results)
-        written = write_reports(args.report_dir, summary, results, gate, list(REPORT_FORMATS))
-    except OSError as error:
-        say(render_console(summary))  # with results.jsonl, the only record of the results now
-        warn(f"dmlconf: cannot write reports to {args.report_dir}: {error.strerror or error}")
-        return EXIT_FAILED
-    say(render_console(summary))
-    say(f"reports: {', '.join([results_path, *written])}")
+    written, unwritten = _write_all(args.report_dir, env, summary, results, gate)
+    say(render_console(summary))  # where nothing could be written, with results.jsonl the only record of the results
+    if written:
+        say(f"reports: {', '.join(written)}")
     if interrupted:
         say(f"every finished result is in {os.path.join(args.report_dir, STREAM_NAME)}: add --resume to finish")
     lines, passed = verdict_lines(summary, gate)  # the last lines, as report's and merge's
     say("\n".join(lines))
+    if unwritten is not None:  # after the verdict, so that the last line says why the exit code is 1
+        warn(f"dmlconf: cannot write {unwritten}: exit code 1")
+        return EXIT_FAILED
     return EXIT_OK if passed else EXIT_FAILED
+
+
+def _write_all(
+    folder: str, env: dict[str, Any], summary: Summary, results: Sequence[Result], gate: Gate | None
+) -> tuple[list[str], str | None]:
+    """results.json, then the reports, each written where it can be (a full disk may take the small summary.md
+    and not the large results.json): the paths written, and what could not be written and why (one line)."""
+    results_path = os.path.join(folder, "results.json")
+    written: list[str] = []
+    unwritten = None
+    try:
+        write_results(results_path, env, results)
+        written.append(results_path)
+    except OSError as error:
+        unwritten = f"{results_path}: {error.strerror or error}"
+    try:
+        written += write_reports(folder, summary, results, gate, list(REPORT_FORMATS))
+    except OSError as error:
+        unwritten = unwritten or f"the reports in {folder}: {error.strerror or error}"
+    return written, unwritten

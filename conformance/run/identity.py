@@ -4,6 +4,10 @@ the harness (its version, the git commit of its checkout, a hash of the case fil
 started and how long it took, what it did not run (interrupted, or case files skipped by --keep-going), and with
 --shard which shard of which plan it is.
 A report without the device is not a conformance report.
+
+``executing`` is what each EP of a run executes on, in named parts (for DirectML: DirectML.dll and onnxruntime.dll
+with their hashes, the adapter and its driver, the chain beneath), for the resume identity (survive/stream.py): a
+resumed run must execute on what the killed one did.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from conformance.cases.suite import ShardOf
 from conformance.ep import device
 from conformance.ep.directml import DirectML, package_version
 from conformance.ep.installed import ONNXRUNTIME_PACKAGES, WEBGPU_DISTRIBUTION
-from conformance.ep.providers import DML, EpSpec, is_plugin, plugin_devices
+from conformance.ep.providers import CPU, DML, EpSpec, is_plugin, plugin_devices
 from conformance.problems import Problem
 from conformance.run.options import RunOptions
 
@@ -236,3 +240,88 @@ def environment(
         # where --artifacts kept each FAIL's files (artifacts.py names them), so that report.html links to them
         "artifacts": os.path.abspath(options.artifacts) if options.artifacts else None,
     }
+
+
+def _sha256_of(path: str) -> str | None:
+    """The file's SHA-256 (hex); None where it cannot be read."""
+    try:
+        with open(path, "rb") as file:
+            return hashlib.file_digest(file, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def _file_part(version: str | None, sha256: str | None) -> str:
+    """ "1.15.4.0 (sha256 <hex>)": a DLL as its version and its bytes say it."""
+    text = version or "version unknown"
+    return f"{text} (sha256 {sha256})" if sha256 else text
+
+
+def _wine_parts(chain: Mapping[str, Any]) -> dict[str, str]:
+    """What DirectML executes on under Wine, from its chain record (wine/device.py): its two DLLs, the adapter,
+    the Vulkan driver beneath it, Wine and vkd3d-proton."""
+    hashes = chain.get("dll_sha256") or {}
+    adapter = chain.get("adapter") or {}
+    vkd3d = chain.get("vkd3d_proton") or {}
+    vkd3d_hashes = ", ".join(f"{name} {digest}" for name, digest in sorted((vkd3d.get("sha256") or {}).items()))
+    return {
+        "DirectML.dll": _file_part(chain.get("directml_dll"), hashes.get("DirectML.dll")),
+        "onnxruntime.dll": _file_part(chain.get("onnxruntime_dll"), hashes.get("onnxruntime.dll")),
+        "adapter": (
+            f"{adapter.get('description') or '?'} (vendor 0x{int(adapter.get('vendor_id') or 0):04x}, "
+            f"device 0x{int(adapter.get('device_id') or 0):04x})"
+            if adapter
+            else "none"
+        ),
+        "driver": str(chain.get("vulkan_driver") or "unknown"),
+        "Wine": str(chain.get("wine") or "unknown"),
+        "vkd3d-proton": f"{vkd3d.get('version') or 'version unknown'}" + (f" ({vkd3d_hashes})" if vkd3d_hashes else ""),
+    }
+
+
+def _native_directml_parts(found: DirectML) -> dict[str, str]:
+    """DirectML in this process (Windows): the DLLs beside onnxruntime's module, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("onnxruntime")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    capi = os.path.join(folders[0], "capi") if folders else ""
+    parts = {"DirectML": f"{found.version or 'version unknown'} ({found.source})"}
+    for name in ("DirectML.dll", "onnxruntime.dll"):
+        digest = _sha256_of(os.path.join(capi, name)) if capi else None
+        if digest is not None:
+            parts[name] = f"sha256 {digest}"
+    return parts
+
+
+def _gpus_part(gpus: Sequence[Mapping[str, str]]) -> str:
+    """The machine's GPUs as the OS names them, each with its driver."""
+    named = [f"{gpu.get('name') or '?'} (driver {gpu.get('driver_version') or '?'})" for gpu in gpus]
+    return "; ".join(named) if named else "none found"
+
+
+def executing(eps: Sequence[EpSpec], directml: Mapping[str, DirectML]) -> dict[str, dict[str, str]]:
+    """What each EP (by its ``--ep`` text) executes on, as named parts whose texts say it: for DirectML its DLLs'
+    versions and hashes, the adapter, its driver and the chain beneath; for the CPU EP the CPU; for another EP the
+    machine's GPUs and their drivers, and a plugin library's hash. The onnxruntime packages are the run's
+    ``software``, shared by every EP."""
+    found: dict[str, dict[str, str]] = {}
+    gpus: list[dict[str, str]] | None = None
+    for ep in eps:
+        dml = directml.get(ep.text) if ep.name == DML else None
+        chain = dml.identity if dml is not None else None
+        parts: dict[str, str] = {}
+        if chain is not None:
+            parts = _wine_parts(chain)
+        elif dml is not None:
+            parts = _native_directml_parts(dml)
+        if ep.name == CPU:
+            parts["CPU"] = device.cpu_model() or "unknown"
+        elif chain is None:  # under Wine the adapter is DirectML's own: the OS's GPU list says nothing of it
+            gpus = device.gpus() if gpus is None else gpus  # asked once, however many EPs
+            parts["GPUs"] = _gpus_part(gpus)
+        if ep.library:
+            digest = _sha256_of(ep.library)
+            parts["library"] = f"{ep.library} (sha256 {digest})" if digest else ep.library
+        found[ep.text] = parts
+    return found

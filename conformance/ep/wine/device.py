@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.ep.directml import DirectML, feature_level_for
-from conformance.ep.wine.chain import TRANSPORT, VKD3D_DLLS, Chain, file_digest
+from conformance.ep.wine.chain import TRANSPORT, VKD3D_DLLS, WHEEL_DLLS, Chain, file_digest
 from conformance.ep.wine.client import Runner
 from conformance.model import FeatureLevel
 
@@ -70,6 +70,18 @@ def vulkan_devices() -> list[dict[str, str]]:
     return parse_vulkaninfo(_output([program, "--summary"])) if program else []
 
 
+def _staged_digests(folder: Path) -> dict[str, str]:
+    """The SHA-256 of each wheel DLL the runner loads (staged in ``folder``): what executed, byte for byte, where a
+    version number alone would not tell two builds apart."""
+    found = {}
+    for name in WHEEL_DLLS:
+        try:
+            found[name] = file_digest(folder / name).hex()
+        except OSError as error:
+            log.debug("cannot hash %s: %s", folder / name, error)
+    return found
+
+
 def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]:
     """Everything that stands between DirectML and the hardware, and the device as DirectML saw it."""
     index = described.get("adapter_index", 0)
@@ -95,6 +107,7 @@ def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]
         "dml_feature_level": described.get("dml_feature_level") or None,
         "onnxruntime_dll": files.get("onnxruntime.dll") or None,
         "directml_dll": files.get("DirectML.dll") or None,
+        "dll_sha256": _staged_digests(chain.folder),
         "onnxruntime": described.get("onnxruntime"),
         "wheel": chain.wheel.name,
         "directml_wheel": (chain.directml_wheel or chain.wheel).name,  # the wheel DirectML.dll came from
