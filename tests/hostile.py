@@ -3,9 +3,15 @@ file to start from, and the check that dmlconf refused something with one-line p
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import re
 import time
+import types
+import typing
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,3 +86,57 @@ TWO_CASES = (
 
 def run_argv(path: Path, report_dir: Path, *more: str) -> list[str]:
     return ["run", str(path), "--ep", "cpu", "-j", "0", "--report-dir", str(report_dir), *more]
+
+
+# --- a results.json whose every text is hostile ----------------------------------------------------------------------
+
+# Markup of each kind a report could let through: HTML, a table's pipe, a code span's backtick, a line break that
+# would start a Markdown block of its own, and a link to a script.
+MARKER = "<script>alert(1)</script>|`tick`](javascript:alert(1))*b*_i_\nINJECTED\r\n# heading"
+
+
+def filled(hint: Any, path: str, marker: str = MARKER) -> Any:
+    """JSON for a record field of type ``hint`` in which every text (keys of objects too) is ``path`` and the
+    marker: built from the record classes themselves, so that a field added to them is covered without a change
+    here. Numbers are 1, flags true, statuses the first of their enum, each list one item."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return f"{path}{marker}"
+    if origin in (typing.Union, types.UnionType):
+        return filled(next(arm for arm in typing.get_args(hint) if arm is not types.NoneType), path, marker)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return next(iter(hint)).value
+    if hint is str:
+        return f"{path}{marker}"
+    if hint in (int, float, bool):
+        return {int: 1, float: 1.5, bool: True}[hint]
+    if origin is tuple:
+        arguments = typing.get_args(hint)
+        if len(arguments) == 2 and arguments[1] is Ellipsis:
+            return [filled(arguments[0], f"{path}[0]", marker)]
+        return [filled(argument, f"{path}[{i}]", marker) for i, argument in enumerate(arguments)]
+    if origin in (Mapping, dict):
+        return {f"{path}.key{marker}": filled(typing.get_args(hint)[1], f"{path}.value", marker)}
+    assert dataclasses.is_dataclass(hint), hint
+    hints = typing.get_type_hints(hint)
+    return {f.name: filled(hints[f.name], f"{path}.{f.name}", marker) for f in dataclasses.fields(hint)}
+
+
+def hostile_results_document(marker: str = MARKER) -> dict[str, Any]:
+    """A results.json whose environment and results (one of each status, their drawn details whole) hold the
+    marker in every text field."""
+    from conformance.environment import Environment
+    from conformance.model import Status
+    from conformance.results import SCHEMA_VERSION, Drawn, Result
+
+    results = []
+    for index, status in enumerate(Status):
+        result = filled(Result, f"results[{index}]", marker)
+        result |= {"status": status.value, "details": filled(Drawn, f"results[{index}].details", marker)}
+        result["repeats"] = [{**result["repeats"][0], "status": status.value}]
+        results.append(result)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "environment": filled(Environment, "environment", marker),
+        "results": results,
+    }

@@ -157,17 +157,17 @@ def test_markdown_tables() -> None:
     by_op = _table(markdown, "By operator and EP")
     assert by_op[0] == ["operator", "EP", "PASS", "FAIL", "NOT_SUPPORTED", "ERROR", "INVALID", "QUALITY_WARNING"]
     assert by_op[2:] == [
-        ["MEAN_VARIANCE_NORMALIZATION1", "cpu", "0", "0", "0", "0", "0", "1"],
+        ["MEAN\\_VARIANCE\\_NORMALIZATION1", "cpu", "0", "0", "0", "0", "0", "1"],
         ["SLICE1", "cpu", "1", "0", "0", "1", "1", "0"],
-        ["TOP_K1", "cpu", "1", "1", "1", "0", "0", "0"],
-        ["TOP_K1", "dml", "2", "0", "0", "0", "0", "0"],
+        ["TOP\\_K1", "cpu", "1", "1", "1", "0", "0", "0"],
+        ["TOP\\_K1", "dml", "2", "0", "0", "0", "0", "0"],
     ]
     matrix = _table(markdown, "Cases whose verdicts differ between EPs")
     assert matrix[0] == ["case", "cpu", "dml"]
     assert ["s.yaml::a", "PASS", "—"] in matrix and ["t.yaml::b", "FAIL", "PASS"] in matrix
     failing = _table(markdown, "Failures and warnings")
     assert failing[0] == ["case", "EP", "status", "kind", "message"]
-    assert failing[2] == ["t.yaml::b", "cpu", "FAIL", "tie_order", "OutputIndexTensor: tie order"]
+    assert failing[2] == ["t.yaml::b", "cpu", "FAIL", "tie\\_order", "OutputIndexTensor: tie order"]
 
 
 def test_one_ep_has_no_matrix() -> None:
@@ -348,7 +348,7 @@ def test_dml_operator_counts_each_case_once() -> None:
     assert table[2:] == [
         ["SLICE1", "DML\\_OPERATOR\\_SLICE1", "1"],
         ["SLICE1", "DML\\_OPERATOR\\_SPLIT", "1"],
-        ["TOP_K1", "DML\\_OPERATOR\\_TOP\\_K1", "1"],
+        ["TOP\\_K1", "DML\\_OPERATOR\\_TOP\\_K1", "1"],
     ]
 
 

@@ -37,7 +37,7 @@ def _packed_lines(differences: Sequence[str]) -> list[str]:
 
 def _run_line(what: str, which: str) -> str:
     """The command as a code span (cut at MAX_COMMAND characters); the rest as text."""
-    return f"- {what}: {code(first_line(which, MAX_COMMAND)) if what == 'command' else cell(which)}"
+    return f"- {cell(what)}: {code(first_line(which, MAX_COMMAND)) if what == 'command' else cell(which)}"
 
 
 def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
@@ -49,9 +49,9 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
         "",
         f"**{cell(decide(summary, gate).headline)}**",
         "",
-        *(f"- {what}: {cell(which)}" for what, which in summary.identity),
+        *(f"- {cell(what)}: {cell(which)}" for what, which in summary.identity),
         *(_run_line(what, which) for what, which in summary.run),
-        *([f"- placement: {summary.placement.line}"] if summary.placement else []),
+        *([f"- placement: {cell(summary.placement.line)}"] if summary.placement else []),
         *(f"  - {cell(line)}" for line in unproven[:MAX_ROWS]),
         *_more(len(unproven)),
         *_incomplete_lines(summary.completeness),
@@ -63,11 +63,11 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
     statuses = [s for s in STATUS_ORDER if summary.totals.get(s)]
     lines.append(table([[s.value, summary.totals[s]] for s in statuses], ["status", "results"], text=False))
     lines += ["", "## By operator and EP", ""]
-    rows = [[op, cell(ep), *(counts.get(s, 0) for s in statuses)] for op, ep, counts in summary.by_operator]
+    rows = [[cell(op), cell(ep), *(counts.get(s, 0) for s in statuses)] for op, ep, counts in summary.by_operator]
     lines.append(table(rows, ["operator", "EP", *statuses], text=False))
     if summary.dml_operators:
         lines += ["", "## What the cases reach on DirectML", ""]
-        rows = [[op, cell(dml), n] for op, dml, n in summary.dml_operators]
+        rows = [[cell(op), cell(dml), n] for op, dml, n in summary.dml_operators]
         lines.append(table(rows, ["operator", "DML operator(s), from the DirectML lowering", "cases"], text=False))
     if summary.matrix:
         # Only the cases whose verdicts differ between EPs: the rest is in the totals above and in report.html.
@@ -92,7 +92,7 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
                 cell(r.case),
                 cell(r.ep),
                 r.status.value + (" (known)" if (r.case, r.ep) in known else ""),
-                r.failure_kind or "",
+                cell(r.failure_kind or ""),
                 cell(first_line(r.message, 100)),
             ]
             for r in failing[:MAX_ROWS]
@@ -102,6 +102,6 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
     declined = Counter((r.ep, r.status.value, r.failure_kind or "") for r in summary.notable if r.status in NO_VERDICT)
     if declined:
         lines += ["", "## No verdict", ""]
-        rows = [[cell(ep), status, kind, n] for (ep, status, kind), n in sorted(declined.items())]
+        rows = [[cell(ep), status, cell(kind), n] for (ep, status, kind), n in sorted(declined.items())]
         lines.append(table(rows, ["EP", "status", "kind", "results"], text=False))
     return "\n".join(lines) + "\n"
