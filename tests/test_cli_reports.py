@@ -250,3 +250,18 @@ def test_diff_markdown_on_a_full_disk_is_one_line_and_the_device_stays(capsys: p
     assert err.splitlines() == ["dmlconf: /dev/full: cannot write: No space left on device"]
     assert "no regressions" in out
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_run_whose_runner_died_fails_report_and_merge_whatever_the_waivers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    death = {"ep": "cuda", "count": 4, "cases": ["cases/t.yaml::ties"], "stderr": ["killed"]}
+    results = str(tmp_path / "results.json")
+    write_results(results, {**ENV, "runner_deaths": [death]}, [TIES, SLICE])
+    waivers = _waivers(tmp_path / "known.yaml", "cases/t.yaml::tie*")
+    assert main(["report", results, "--waivers", waivers]) == 1
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("FAILED — EP cuda: the runner died 4 times while serving packs (cases in flight: ")
+    other = _results(tmp_path / "other.json", replace(SLICE, case="cases/s.yaml::other"))
+    assert main(["merge", other, results, "--report-dir", str(tmp_path / "merged"), "--waivers", waivers]) == 1
+    assert "the runner died 4 times" in capsys.readouterr().out

@@ -134,9 +134,11 @@ def test_markdown_tables() -> None:
     assert markdown.startswith("# DirectML conformance summary\n")
     header = markdown.split("## Totals")[0].splitlines()
     assert header[2] == "**FAILED — 2 failures (1 FAIL, 1 ERROR), no waiver file given**"
-    assert header[4:8] == [
+    assert header[4:10] == [
+        "- EP cpu ran on: the CPU; onnxruntime 1.0.0",
+        "- EP dml ran on: GPU NVIDIA (PCI 10de:2330); DirectML 1.15.4, onnxruntime 1.0.0",
         "- GPU: NVIDIA H100 80GB HBM3 (driver 580.159.04, 81559 MiB, PCI 00000000:00:06.0)",
-        "- onnxruntime: 1.0.0 (onnxruntime-directml 1.0.0)",
+        "- onnxruntime: 1.0.0, the Python package (onnxruntime-directml 1.0.0)",
         "- EP cpu: CPUExecutionProvider",
         "- EP dml: DmlExecutionProvider (disable\\_metacommands=true) on GPU NVIDIA 10de:2330; "
         "DirectML 1.15.4 (DirectML.dll file version); target feature level 6\\_4",
@@ -451,3 +453,91 @@ def test_markdown_lists_unexpected_failures_first_and_marks_the_known_ones() -> 
         ["m.yaml::w", "cpu", "QUALITY_WARNING"],
         ["t.yaml::b", "cpu", "FAIL (known)"],
     ]
+
+
+# --- issue 26: the device each EP ran on comes first; runner deaths fail the run -----------------------------------
+
+WINE_DML = {
+    "label": "dml",
+    "name": "DmlExecutionProvider",
+    "directml": {
+        "version": "1.15.4",
+        "source": "DirectML.dll file version under Wine",
+        "chain": {
+            "transport": "wine+vkd3d-proton",
+            "wine": "wine-8.0",
+            "vkd3d_proton": {"version": "3.0.1"},
+            "vulkan_driver": "llvmpipe Mesa 25.0.7",
+            "adapter": {"description": "llvmpipe (LLVM 15.0.6, 256 bits)", "vendor_id": 0x10005, "device_id": 0},
+            "directml_dll": "1.15.4.0",
+            "onnxruntime_dll": "1.24.26.316",
+            "onnxruntime": "1.24.4",
+        },
+    },
+}
+# DirectML under Wine on a machine without nvidia-smi, the Python package another onnxruntime than the DLL that ran.
+WINE = {"onnxruntime": "1.32.0", "onnxruntime_packages": {"onnxruntime": "1.32.0"}, "gpus": [], "eps": [WINE_DML]}
+DEATHS = {
+    "runner_deaths": [
+        {
+            "ep": "dml",
+            "count": 4,
+            "cases": ["t.yaml::a", "t.yaml::b"],
+            "stderr": ["err:d3d12:d3d12_device_removed", "wine: Unhandled page fault"],
+        }
+    ]
+}
+DEATH_REASON = (
+    "EP dml: the runner died 4 times while serving packs (cases in flight: t.yaml::a, t.yaml::b); "
+    "each case was run again alone"
+)
+
+
+def _passing_on(ep: str) -> list[Result]:
+    return [Result("t.yaml::a", "TOP_K1", ep, Status.PASS), Result("t.yaml::b", "TOP_K1", ep, Status.PASS)]
+
+
+def test_each_report_opens_with_the_adapter_driver_and_builds_that_ran_each_ep() -> None:
+    summary = _summarize(WINE, _passing_on("dml"))
+    what, line = summary.identity[0]
+    assert what == "EP dml ran on"
+    # The adapter DirectML ran on, its PCI ids as lspci writes them, its driver, and the builds that executed it.
+    assert line.startswith("llvmpipe (LLVM 15.0.6, 256 bits) (PCI 10005:0000), driver llvmpipe Mesa 25.0.7")
+    assert "DirectML.dll 1.15.4.0, onnxruntime.dll 1.24.26.316 (onnxruntime 1.24.4)" in line
+    markdown = render_markdown(summary).split("## Totals")[0].splitlines()
+    assert markdown[4].startswith("- EP dml ran on: llvmpipe (LLVM 15.0.6, 256 bits)")
+    assert [n for n, text in enumerate(markdown) if text.startswith("- GPU:")] > [4]
+    onnxruntime = next(text for text in markdown if text.startswith("- onnxruntime:"))
+    assert "1.32.0" in onnxruntime and "Python" in onnxruntime  # not the onnxruntime.dll that executed DirectML
+    console = render_console(summary)
+    assert "EP dml ran on: llvmpipe (LLVM 15.0.6, 256 bits) (PCI 10005:0000)" in console
+    assert "GPU: none found" not in console
+
+
+def test_a_cuda_ep_names_the_gpu_and_driver_nvidia_smi_gave() -> None:
+    env = {**ENV, "eps": [{"label": "cuda", "name": "CUDAExecutionProvider"}]}
+    what, line = _summarize(env, _passing_on("cuda")).identity[0]
+    assert what == "EP cuda ran on"
+    assert line.startswith("NVIDIA H100 80GB HBM3 (PCI bus 00000000:00:06.0), driver 580.159.04")
+    assert "onnxruntime 1.0.0" in line
+
+
+def test_runner_deaths_fail_the_run_whatever_the_waivers_say_and_every_report_tells_them() -> None:
+    env = {**WINE, **DEATHS}
+    results = [_passing_on("dml")[0], Result("t.yaml::b", "TOP_K1", "dml", Status.FAIL, "values")]
+    summary = _summarize(env, results)
+    assert summary.failed
+    waiver = Waiver("t.yaml::b", "dml", None, None, "known", "https://example.com/1", SourcePos("k", 1, 1))
+    gate = apply_waivers(environment_from_json(env), results, [waiver])
+    assert not gate.failed  # every failure is waived: the runner deaths alone fail the run
+    markdown = render_markdown(summary, gate)
+    assert markdown.splitlines()[2] == f"**FAILED — {cell_text(DEATH_REASON)}; 1 known failure waived**"
+    assert f"- **{cell_text(DEATH_REASON)}**: the run fails" in markdown
+    assert "  - last stderr: `err:d3d12:d3d12_device_removed`" in markdown
+    console = render_console(summary)
+    assert f"{DEATH_REASON}: the run fails" in console and "wine: Unhandled page fault" in console
+
+
+def cell_text(text: str) -> str:
+    """``text`` as summary.md escapes it (report/text.py's cell), for the few characters the reasons hold."""
+    return text.replace("_", "\\_")

@@ -32,9 +32,12 @@ def render_console(summary: Summary, max_listed: int = 30) -> str:
         )
     if len(listed) > max_listed:
         parts.append(f"... and {len(listed) - max_listed} more not passing (see summary.md)")
-    parts.append("\n".join(f"{what}: {plain(which)}" for what, which in summary.identity[:1]))
+    # What each EP ran on (the device first: adapter, driver, builds); without EP records, the GPU line.
+    parts.append("\n".join(f"{plain(what)}: {plain(which)}" for what, which in summary.devices or summary.identity[:1]))
     completeness = summary.completeness
     parts += [f"{plain(reason)}: the run fails" for reason in completeness.reasons]  # the words of every report
+    for death, reason in zip(summary.environment.runner_deaths, summary.runner_deaths, strict=True):
+        parts.append("\n".join([f"{plain(reason)}: the run fails", *(f"  {plain(line)}" for line in death.stderr)]))
     if completeness.skipped_line:
         parts.append(plain(completeness.skipped_line))
     if summary.placement is not None:

@@ -23,6 +23,15 @@ def _incomplete_lines(completeness: Completeness) -> list[str]:
     return lines + ([f"- {cell(completeness.skipped_line)}"] if completeness.skipped_line else [])
 
 
+def _death_lines(summary: Summary) -> list[str]:
+    """Each EP whose runner died while serving packs: the reason, then its last stderr lines as code."""
+    lines = []
+    for death, reason in zip(summary.environment.runner_deaths, summary.runner_deaths, strict=True):
+        lines.append(f"- **{cell(reason)}**: the run fails")
+        lines += [f"  - last stderr: {code(line)}" for line in death.stderr[-MAX_ROWS:]]
+    return lines
+
+
 def _more(count: int) -> list[str]:
     return ["", f"… and {count - MAX_ROWS} more: see report.html"] if count > MAX_ROWS else []
 
@@ -55,6 +64,7 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
         *(f"  - {cell(line)}" for line in unproven[:MAX_ROWS]),
         *_more(len(unproven)),
         *_incomplete_lines(summary.completeness),
+        *_death_lines(summary),
         *_packed_lines(summary.packed_differences),
         "",
         "## Totals",
