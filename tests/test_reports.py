@@ -541,3 +541,56 @@ def test_runner_deaths_fail_the_run_whatever_the_waivers_say_and_every_report_te
 def cell_text(text: str) -> str:
     """``text`` as summary.md escapes it (report/text.py's cell), for the few characters the reasons hold."""
     return text.replace("_", "\\_")
+
+
+# --- issue 26, item 9: with waivers the console leads with unexpected results; --quiet prints only those -----------
+
+
+def _known_tie_order() -> Waiver:
+    return Waiver("t.yaml::b", "cpu", None, None, "known tie order", "https://example.com/1", SourcePos("k", 1, 1))
+
+
+def test_with_waivers_the_console_lists_unexpected_results_first_and_known_ones_one_line_each() -> None:
+    gate = apply_waivers(environment_from_json(ENV), _results(), [_known_tie_order()])
+    text = render_console(_summarize(ENV, _results()), gate=gate)
+    blocks = text.split("\n\n")
+    listed = [b for b in blocks if b.startswith(("UNEXPECTED", "known", "FAIL", "ERROR", "NOT_", "QUALITY"))]
+    assert listed[0] == (
+        "UNEXPECTED ERROR (execution) s.yaml::b [cpu]\n  boom\n  repro: dmlconf run s.yaml -k s.yaml::b --ep cpu"
+    )
+    assert listed[1] == "known FAIL (tie_order) t.yaml::b [cpu]: known tie order (https://example.com/1)"
+    assert [b.split()[0] for b in listed[2:]] == ["NOT_SUPPORTED", "QUALITY_WARNING"]
+
+
+def test_many_known_failures_are_counted_after_the_first_ones() -> None:
+    failing = [Result(f"t.yaml::c{i}", "TOP_K1", "cpu", Status.FAIL, "values", message="x") for i in range(5)]
+    anywhere = Waiver("t.yaml::*", "cpu", None, None, "known", "https://example.com/2", SourcePos("k", 1, 1))
+    gate = apply_waivers(environment_from_json(ENV), failing, [anywhere])
+    text = render_console(_summarize(ENV, failing), max_listed=2, gate=gate)
+    known = [line for line in text.splitlines() if line.startswith(("known ", "... and"))]
+    assert known == [
+        "known FAIL (values) t.yaml::c0 [cpu]: known (https://example.com/2)",
+        "known FAIL (values) t.yaml::c1 [cpu]: known (https://example.com/2)",
+        "... and 3 more known failures (see summary.md)",
+    ]
+    assert "UNEXPECTED" not in text
+
+
+def test_quiet_console_holds_only_the_unexpected_results() -> None:
+    gate = apply_waivers(environment_from_json(ENV), _results(), [_known_tie_order()])
+    quiet = render_console(_summarize(ENV, _results()), gate=gate, quiet=True)
+    assert quiet == (
+        "UNEXPECTED ERROR (execution) s.yaml::b [cpu]\n  boom\n  repro: dmlconf run s.yaml -k s.yaml::b --ep cpu"
+    )
+    everything_waived = [
+        _known_tie_order(),
+        Waiver("s.yaml::b", "cpu", None, None, "r", "https://e.x/3", SourcePos("k", 2, 1)),
+    ]
+    assert (
+        render_console(
+            _summarize(ENV, _results()),
+            gate=apply_waivers(environment_from_json(ENV), _results(), everything_waived),
+            quiet=True,
+        )
+        == ""
+    )

@@ -156,7 +156,8 @@ def _run_suite(
         stream.add(pair, result)
 
     try:
-        _announce(suite, eps, directml)
+        if not args.quiet:
+            _announce(suite, eps, directml)
         ran = run_pairs(suite.entries, eps, options, args.jobs, progress.advance, supervisor, done=done, record=record)
     except KeyboardInterrupt:  # one that came before (or after) run_pairs had it in hand: the same as one within
         ran = Ran(tuple(finished_prefix(finished, planned)), interrupted=True)
@@ -199,13 +200,16 @@ def _report(
         write_results(results_path, env, results)
         written = write_reports(args.report_dir, summary, results, gate, list(REPORT_FORMATS))
     except OSError as error:
-        say(render_console(summary))  # with results.jsonl, the only record of the results now
+        say(render_console(summary, gate=gate))  # with results.jsonl, the only record of the results now
         warn(f"dmlconf: cannot write reports to {args.report_dir}: {error.strerror or error}")
         return EXIT_FAILED
-    say(render_console(summary))
-    say(f"reports: {', '.join([results_path, *written])}")
+    console = render_console(summary, gate=gate, quiet=args.quiet)  # --quiet: the unexpected results alone
+    if console:
+        say(console)
+    if not args.quiet:
+        say(f"reports: {', '.join([results_path, *written])}")
     if interrupted:
         say(f"every finished result is in {os.path.join(args.report_dir, STREAM_NAME)}: add --resume to finish")
-    lines, passed = verdict_lines(summary, gate)  # the last lines, as report's and merge's
+    lines, passed = verdict_lines(summary, gate, args.quiet, recap=not args.quiet)  # as report's and merge's
     say("\n".join(lines))
     return EXIT_OK if passed else EXIT_FAILED
