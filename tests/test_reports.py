@@ -168,8 +168,15 @@ def test_markdown_tables() -> None:
     assert matrix[0] == ["case", "cpu", "dml"]
     assert ["s.yaml::a", "PASS", "—"] in matrix and ["t.yaml::b", "FAIL", "PASS"] in matrix
     failing = _table(markdown, "Failures and warnings")
-    assert failing[0] == ["case", "EP", "status", "kind", "message"]
-    assert failing[2] == ["t.yaml::b", "cpu", "FAIL", "tie\\_order", "OutputIndexTensor: tie order"]
+    assert failing[0] == ["case", "EP", "status", "kind", "message", "repro"]
+    assert failing[2] == [
+        "t.yaml::b",
+        "cpu",
+        "FAIL",
+        "tie\\_order",
+        "OutputIndexTensor: tie order",
+        "`dmlconf run t.yaml -k t.yaml::b --ep cpu`",
+    ]
 
 
 def test_one_ep_has_no_matrix() -> None:
@@ -179,7 +186,7 @@ def test_one_ep_has_no_matrix() -> None:
 
 def test_markdown_escapes_case_provided_text() -> None:
     results = [
-        Result(EVIL, "TOP_K1", "cpu", Status.FAIL, "values", message="a | b\n| c <b>d</b>"),
+        Result(EVIL, "TOP_K1", "cpu", Status.FAIL, "values", message="a | b\n| c <b>d</b>", repro="run -k 'a|b'"),
         Result(EVIL, "TOP_K1", "cpu|x", Status.PASS),
     ]
     env = {**ENV, "command": ["dmlconf", "run", "-k", "a`b``c"]}
@@ -191,8 +198,8 @@ def test_markdown_escapes_case_provided_text() -> None:
     assert matrix[0] == ["case", "cpu", r"cpu\|x"]
     assert matrix[2] == [EVIL_ESCAPED, "FAIL", "PASS"]
     failing = _table(markdown, "Failures and warnings")
-    assert all(len(row) == 5 for row in failing)
-    assert failing[2] == [EVIL_ESCAPED, "cpu", "FAIL", "values", r"a \| b"]
+    assert all(len(row) == 6 for row in failing)
+    assert failing[2] == [EVIL_ESCAPED, "cpu", "FAIL", "values", r"a \| b", r"`run -k 'a\|b'`"]
 
 
 def test_markdown_keeps_numeric_looking_text_as_written() -> None:
@@ -594,3 +601,15 @@ def test_quiet_console_holds_only_the_unexpected_results() -> None:
         )
         == ""
     )
+
+
+def test_summary_md_lists_its_failures_with_repro_commands_before_what_the_cases_reach() -> None:
+    results = [
+        *_results(),
+        Result("t.yaml::d", "TOP_K1", "dml", Status.PASS, dml_operator="DML_OPERATOR_TOP_K1"),
+    ]
+    markdown = render_markdown(_summarize(ENV, results))
+    assert markdown.index("## Failures and warnings") < markdown.index("## What the cases reach on DirectML")
+    failing = _table(markdown, "Failures and warnings")
+    assert failing[0] == ["case", "EP", "status", "kind", "message", "repro"]
+    assert failing[2][-1] == "`dmlconf run t.yaml -k t.yaml::b --ep cpu`"

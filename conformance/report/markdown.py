@@ -9,7 +9,7 @@ from conformance.gate.summary import NO_VERDICT, STATUS_ORDER, Completeness, Sum
 from conformance.gate.verdict import decide
 from conformance.gate.waivers import Gate, waived_keys
 from conformance.problems import first_line
-from conformance.report.text import cell, code, table
+from conformance.report.text import cell, code, code_cell, table
 
 MAX_ROWS = 40  # rows per list: GitHub refuses comments over 65,536 characters
 MAX_COMMAND = 500  # characters of the command line shown (a run over thousands of named files has a long one)
@@ -75,43 +75,63 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
     lines += ["", "## By operator and EP", ""]
     rows = [[cell(op), cell(ep), *(counts.get(s, 0) for s in statuses)] for op, ep, counts in summary.by_operator]
     lines.append(table(rows, ["operator", "EP", *statuses], text=False))
-    if summary.dml_operators:
-        lines += ["", "## What the cases reach on DirectML", ""]
-        rows = [[cell(op), cell(dml), n] for op, dml, n in summary.dml_operators]
-        lines.append(table(rows, ["operator", "DML operator(s), from the DirectML lowering", "cases"], text=False))
-    if summary.matrix:
-        # Only the cases whose verdicts differ between EPs: the rest is in the totals above and in report.html.
-        differing = [(case, row) for case, row in summary.matrix if len(set(row)) > 1]
-        lines += ["", "## Cases whose verdicts differ between EPs", ""]
-        rows = [[cell(case), *((s.value if s else "—") for s in row)] for case, row in differing[:MAX_ROWS]]
-        if rows:
-            lines.append(table(rows, ["case", *(cell(ep) for ep in summary.eps)]))
-            lines += _more(len(differing))
-        else:
-            lines.append(f"none: each of the {len(summary.matrix)} cases has the same verdict on every EP")
-    # Unexpected ones first, so that the rows cut at MAX_ROWS are the known failures; those say they are known.
+    # What a reader acts on (the failures, each with the command that reproduces it) before what describes the run.
+    return (
+        "\n".join([*lines, *_failures(summary, gate), *_reached(summary), *_differing(summary), *_declined(summary)])
+        + "\n"
+    )
+
+
+def _failures(summary: Summary, gate: Gate | None) -> list[str]:
+    """Failures and warnings, unexpected ones first (so that the rows cut at MAX_ROWS are the known failures, which
+    say they are known), each with its message's first line and its reproduction command."""
     known = waived_keys(gate) if gate is not None else {}
     failing = sorted(
         (r for r in summary.notable if r.status not in NO_VERDICT),
         key=lambda r: ((r.case, r.ep) in known, severity(r.status)),
     )
-    if failing:
-        lines += ["", "## Failures and warnings", ""]
-        rows = [
-            [
-                cell(r.case),
-                cell(r.ep),
-                r.status.value + (" (known)" if (r.case, r.ep) in known else ""),
-                cell(r.failure_kind or ""),
-                cell(first_line(r.message, 100)),
-            ]
-            for r in failing[:MAX_ROWS]
+    if not failing:
+        return []
+    rows = [
+        [
+            cell(r.case),
+            cell(r.ep),
+            r.status.value + (" (known)" if (r.case, r.ep) in known else ""),
+            cell(r.failure_kind or ""),
+            cell(first_line(r.message, 100)),
+            code_cell(r.repro),
         ]
-        lines.append(table(rows, ["case", "EP", "status", "kind", "message"]))
-        lines += _more(len(failing))
+        for r in failing[:MAX_ROWS]
+    ]
+    header = ["", "## Failures and warnings", ""]
+    return [*header, table(rows, ["case", "EP", "status", "kind", "message", "repro"]), *_more(len(failing))]
+
+
+def _reached(summary: Summary) -> list[str]:
+    """The DML operators the cases reach on DirectML, from the lowering."""
+    if not summary.dml_operators:
+        return []
+    rows = [[cell(op), cell(dml), n] for op, dml, n in summary.dml_operators]
+    headers = ["operator", "DML operator(s), from the DirectML lowering", "cases"]
+    return ["", "## What the cases reach on DirectML", "", table(rows, headers, text=False)]
+
+
+def _differing(summary: Summary) -> list[str]:
+    """Only the cases whose verdicts differ between EPs: the rest is in the totals and in report.html."""
+    if not summary.matrix:
+        return []
+    differing = [(case, row) for case, row in summary.matrix if len(set(row)) > 1]
+    lines = ["", "## Cases whose verdicts differ between EPs", ""]
+    rows = [[cell(case), *((s.value if s else "—") for s in row)] for case, row in differing[:MAX_ROWS]]
+    if not rows:
+        return [*lines, f"none: each of the {len(summary.matrix)} cases has the same verdict on every EP"]
+    return [*lines, table(rows, ["case", *(cell(ep) for ep in summary.eps)]), *_more(len(differing))]
+
+
+def _declined(summary: Summary) -> list[str]:
+    """The results without a verdict, counted by EP, status and kind."""
     declined = Counter((r.ep, r.status.value, r.failure_kind or "") for r in summary.notable if r.status in NO_VERDICT)
-    if declined:
-        lines += ["", "## No verdict", ""]
-        rows = [[cell(ep), status, cell(kind), n] for (ep, status, kind), n in sorted(declined.items())]
-        lines.append(table(rows, ["EP", "status", "kind", "results"], text=False))
-    return "\n".join(lines) + "\n"
+    if not declined:
+        return []
+    rows = [[cell(ep), status, cell(kind), n] for (ep, status, kind), n in sorted(declined.items())]
+    return ["", "## No verdict", "", table(rows, ["EP", "status", "kind", "results"], text=False)]
