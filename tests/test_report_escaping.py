@@ -5,60 +5,14 @@ classes (tests/hostile.py's ``filled``), so a field added to them is covered wit
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from hostile import MARKER, hostile_results_document
+from hostile import MARKER, hostile_results_document, markdown_problems
 
 from conformance.cli.main import main
-
-_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
-
-
-def _outside_code(line: str) -> str:
-    """A Markdown line as its inline parser reads it outside code spans: backslash escapes and code spans (whose
-    content is literal text) taken out (CommonMark 2.4 and 6.1)."""
-    kept, i = [], 0
-    while i < len(line):
-        char = line[i]
-        if char == "\\" and i + 1 < len(line) and line[i + 1] in _ASCII_PUNCTUATION:
-            i += 2
-            continue
-        if char == "`":
-            run = len(line[i:]) - len(line[i:].lstrip("`"))
-            closing = re.compile(f"(?<!`){'`' * run}(?!`)").search(line, i + run)
-            if closing is not None:  # a code span: its content is text
-                i = closing.end()
-                continue
-            kept.append("`" * run)  # no closing run: the backticks are literal
-            i += run
-            continue
-        kept.append(char)
-        i += 1
-    return "".join(kept)
-
-
-def markdown_problems(markdown: str) -> list[str]:
-    """What of the marker reached summary.md as markup: a raw tag or script link, a line break that began a line
-    of its own, a table row whose pipes do not match its header's."""
-    problems = ["a carriage return"] if "\r" in markdown else []
-    table: int | None = None
-    for number, line in enumerate(markdown.split("\n"), 1):
-        text = _outside_code(line)
-        problems += [f"line {number}: raw {raw!r}" for raw in ("<script", "](javascript:", "<") if raw in text]
-        if text.lstrip(" -*>|").startswith(("INJECTED", "# heading")):
-            problems.append(f"line {number}: a line break in a field began a line")
-        if line.startswith("|"):
-            pipes = text.count("|")
-            table = pipes if table is None else table
-            if pipes != table:
-                problems.append(f"line {number}: {pipes} cells' pipes, the header has {table}")
-        else:
-            table = None
-    return problems
 
 
 class _Page(HTMLParser):

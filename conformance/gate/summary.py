@@ -255,9 +255,11 @@ def _gpu_ran_on(gpu: Gpu, ids: str = "") -> str:
     return f"{gpu.name or '?'}" + (f" (PCI {where})" if where else "") + f", driver {gpu.driver_version or '?'}"
 
 
-def _device_ran_on(device: EpDevice, gpus: Sequence[Gpu]) -> str:
-    """An OrtEpDevice, named by the GPU the OS lists on its PCI bus where one matches."""
+def _device_ran_on(device: EpDevice, gpus: Sequence[Gpu], cpu: str | None) -> str:
+    """An OrtEpDevice, named by the GPU the OS lists on its PCI bus where one matches (the CPU by its model)."""
     ids = f"{pci_id(device.vendor_id)}:{pci_id(device.device_id)}"
+    if device.type == "CPU" and cpu:
+        return f"the CPU ({cpu})"
     bus = device.metadata.get("pci_bus_id")
     gpu = next((g for g in gpus if bus and g.pci_bus_id and _same_bus(bus, g.pci_bus_id)), None)
     if gpu is not None:
@@ -287,7 +289,7 @@ def ran_on(ep: EpRecord, env: Environment) -> str:
     if ep.chain is not None:
         return _wine_ran_on(ep, ep.chain, env.gpus)
     if ep.devices:
-        device = "; ".join(_device_ran_on(d, env.gpus) for d in ep.devices)
+        device = "; ".join(_device_ran_on(d, env.gpus, env.cpu) for d in ep.devices)
     elif ep.name == "CPUExecutionProvider":
         device = f"the CPU ({env.cpu})" if env.cpu else "the CPU"
     elif env.gpus:
@@ -296,8 +298,9 @@ def ran_on(ep: EpRecord, env: Environment) -> str:
         device = "no GPU found (nvidia-smi / Win32_VideoController)"
     builds = [f"DirectML {ep.directml.version or '?'}"] if ep.directml is not None else []
     builds.append(f"onnxruntime {env.onnxruntime or '?'}")
-    plugins = dict.fromkeys(d.ep_metadata["version"] for d in ep.devices if d.ep_metadata.get("version"))
-    builds += [f"{ep.name} {version}" for version in plugins]
+    # A plugin EP's own library version (WebGPU's); a built-in EP's is onnxruntime's and would say it twice.
+    plugins = dict.fromkeys(d.ep_metadata.get("version") for d in ep.devices)
+    builds += [f"{ep.name} {version}" for version in plugins if version and version != env.onnxruntime]
     return f"{device}; {', '.join(builds)}"
 
 
