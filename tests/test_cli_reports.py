@@ -296,3 +296,62 @@ def test_diff_markdown_on_a_full_disk_is_one_line_and_the_device_stays(capsys: p
     assert err.splitlines() == ["dmlconf: /dev/full: cannot write: No space left on device"]
     assert "no regressions" in out
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_run_whose_runner_died_fails_report_and_merge_whatever_the_waivers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    death = {"ep": "cuda", "count": 4, "cases": ["cases/t.yaml::ties"], "stderr": ["killed"]}
+    results = str(tmp_path / "results.json")
+    write_results(results, {**ENV, "runner_deaths": [death]}, [TIES, SLICE])
+    waivers = _waivers(tmp_path / "known.yaml", "cases/t.yaml::tie*")
+    assert main(["report", results, "--waivers", waivers]) == 1
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("FAILED — EP cuda: the runner died 4 times while serving packs (cases in flight: ")
+    other = _results(tmp_path / "other.json", replace(SLICE, case="cases/s.yaml::other"))
+    assert main(["merge", other, results, "--report-dir", str(tmp_path / "merged"), "--waivers", waivers]) == 1
+    assert "the runner died 4 times" in capsys.readouterr().out
+
+
+# --- --quiet: only the unexpected results and the verdict ------------------------------------------------------------
+
+
+def test_report_and_merge_quiet_print_only_the_unexpected_results_and_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = replace(TIES, case="cases/t.yaml::other")
+    results = _results(tmp_path / "results.json", TIES, other, SLICE)
+    waivers = _waivers(tmp_path / "known.yaml", "cases/t.yaml::ties")  # one failure known, the other not
+    assert main(["report", results, "--waivers", waivers, "--quiet"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "UNEXPECTED FAIL cases/t.yaml::other [cuda]",
+        "FAILED — 1 unexpected failure; 1 known failure waived",
+    ]
+    assert main(["merge", results, "--report-dir", str(tmp_path / "m"), "--waivers", waivers, "--quiet"]) == 1
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "UNEXPECTED FAIL cases/t.yaml::other [cuda]",
+        "FAILED — 1 unexpected failure; 1 known failure waived",
+    ]
+    assert (tmp_path / "m" / "summary.md").is_file()  # quiet says less; it writes as much
+
+
+def test_run_quiet_prints_only_the_unexpected_results_and_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    examples = str(Path(__file__).parent.parent / "cases" / "top_k1" / "spec_examples.yaml")
+    fixed = "cases/top_k1/spec_examples.yaml::example-1"
+    (tmp_path / "known.yaml").write_text(
+        f"known_failures:\n  - case: '{fixed}'\n    ep: cpu\n    reason: once wrong\n"
+        "    tracking: https://example.com/issues/9\n",
+        encoding="utf-8",
+    )
+    argv = ["run", examples, "--ep", "cpu", "--report-dir", str(tmp_path / "r"), "--quiet"]
+    assert main([*argv, "--waivers", str(tmp_path / "known.yaml")]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"UNEXPECTED PASS {fixed} [cpu]: a known failure no longer fails, remove its waiver "
+        f"({tmp_path / 'known.yaml'}:2:5): once wrong (https://example.com/issues/9)",
+        "FAILED — 1 known failure no longer failing (remove the waiver)",
+    ]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines() == ["PASSED — no failures"]

@@ -296,3 +296,15 @@ def test_the_mismatch_map_is_large_enough_to_read_and_names_its_rows_and_columns
     texts = re.findall(r"<text [^>]*>([^<]*)</text>", mismatch_map([2, 3, 40], [0, 239], 2))
     assert any(t.startswith("rows: dims 0-1") for t in texts) and any(t.startswith("columns: dim 2") for t in texts)
     assert {"0", "5", "39"} <= set(texts)  # each side's first and last index
+
+
+def test_the_header_opens_with_what_each_ep_ran_on_and_runner_deaths_are_shown() -> None:
+    death = {"ep": "cuda", "count": 3, "cases": ["t.yaml::a", "t.yaml::b"], "stderr": ["CUDA error: <illegal>"]}
+    env = {**ENV, "gpus": [{"name": "NVIDIA H100", "driver_version": "580.1"}], "runner_deaths": [death]}
+    html = _page(env, [_fail("t.yaml::a")], [_waiver("t.yaml::a")])
+    header = html.split("</header>")[0]
+    first = header.split('<dl class="params">')[1]
+    assert first.startswith("<dt>EP cuda ran on</dt><dd>NVIDIA H100, driver 580.1; onnxruntime ?</dd>")
+    assert _verdict(html).startswith("FAILED — EP cuda: the runner died 3 times while serving packs")
+    deaths = html.split('id="runner-deaths"')[1].split("</div>")[0]
+    assert "<code>t.yaml::b</code>" in deaths and "CUDA error: &lt;illegal&gt;" in deaths

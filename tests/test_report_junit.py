@@ -241,3 +241,41 @@ def test_a_flaky_case_is_a_failure_and_a_crash_an_error() -> None:
     root = _parse(_junit(results))
     assert _kinds(root) == {"t.yaml::flaky": ["failure"], "t.yaml::crash": ["error"]}
     assert _counts(root)[1:3] == (1, 1)
+
+
+WINE_DML = {
+    "label": "dml",
+    "name": "DmlExecutionProvider",
+    "directml": {
+        "version": "1.15.4",
+        "chain": {
+            "adapter": {"description": "llvmpipe (LLVM 15.0.6, 256 bits)", "vendor_id": 0x10005, "device_id": 0},
+            "vulkan_driver": "llvmpipe Mesa 25.0.7",
+            "directml_dll": "1.15.4.0",
+            "onnxruntime_dll": "1.24.26.316",
+        },
+    },
+}
+
+
+def test_the_first_property_is_the_device_each_ep_ran_on() -> None:
+    env = {**ENV, "gpus": [], "eps": [WINE_DML]}
+    results = [Result("t.yaml::pass", "TOP_K1", "dml", Status.PASS)]
+    root = _parse(render_junit(summarize(environment_from_json(env), results), results))
+    first = next(root.iter("property"))
+    assert first.get("name") == "EP dml ran on"
+    assert str(first.get("value")).startswith("llvmpipe (LLVM 15.0.6, 256 bits) (PCI 10005:0000), driver llvmpipe")
+    assert "DirectML.dll 1.15.4.0, onnxruntime.dll 1.24.26.316" in str(first.get("value"))
+
+
+def test_a_runner_death_is_an_error_testcase_with_its_cases_and_stderr() -> None:
+    death = {"ep": "cpu", "count": 2, "cases": ["t.yaml::pass"], "stderr": ["Segmentation fault"]}
+    results = [Result("t.yaml::pass", "TOP_K1", "cpu", Status.PASS)]
+    summary = summarize(environment_from_json({**ENV, "runner_deaths": [death]}), results)
+    root = _parse(render_junit(summary, results))
+    assert (root.get("tests"), root.get("errors")) == ("2", "1")
+    (died,) = [case for case in root.iter("testcase") if case.get("classname") == "dml-conformance"]
+    error = died.find("error")
+    assert error is not None and error.get("type") == "runner_died"
+    assert str(error.get("message")).startswith("EP cpu: the runner died 2 times while serving packs")
+    assert "t.yaml::pass" in str(error.text) and "Segmentation fault" in str(error.text)

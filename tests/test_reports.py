@@ -134,9 +134,11 @@ def test_markdown_tables() -> None:
     assert markdown.startswith("# DirectML conformance summary\n")
     header = markdown.split("## Totals")[0].splitlines()
     assert header[2] == "**FAILED — 2 failures (1 FAIL, 1 ERROR), no waiver file given**"
-    assert header[4:8] == [
+    assert header[4:10] == [
+        "- EP cpu ran on: the CPU; onnxruntime 1.0.0",
+        "- EP dml ran on: GPU NVIDIA (PCI 10de:2330); DirectML 1.15.4, onnxruntime 1.0.0",
         "- GPU: NVIDIA H100 80GB HBM3 (driver 580.159.04, 81559 MiB, PCI 00000000:00:06.0)",
-        "- onnxruntime: 1.0.0 (onnxruntime-directml 1.0.0)",
+        "- onnxruntime: 1.0.0, the Python package (onnxruntime-directml 1.0.0)",
         "- EP cpu: CPUExecutionProvider",
         "- EP dml: DmlExecutionProvider (disable\\_metacommands=true) on GPU NVIDIA 10de:2330; "
         "DirectML 1.15.4 (DirectML.dll file version); target feature level 6\\_4",
@@ -157,17 +159,24 @@ def test_markdown_tables() -> None:
     by_op = _table(markdown, "By operator and EP")
     assert by_op[0] == ["operator", "EP", "PASS", "FAIL", "NOT_SUPPORTED", "ERROR", "INVALID", "QUALITY_WARNING"]
     assert by_op[2:] == [
-        ["MEAN_VARIANCE_NORMALIZATION1", "cpu", "0", "0", "0", "0", "0", "1"],
+        ["MEAN\\_VARIANCE\\_NORMALIZATION1", "cpu", "0", "0", "0", "0", "0", "1"],
         ["SLICE1", "cpu", "1", "0", "0", "1", "1", "0"],
-        ["TOP_K1", "cpu", "1", "1", "1", "0", "0", "0"],
-        ["TOP_K1", "dml", "2", "0", "0", "0", "0", "0"],
+        ["TOP\\_K1", "cpu", "1", "1", "1", "0", "0", "0"],
+        ["TOP\\_K1", "dml", "2", "0", "0", "0", "0", "0"],
     ]
     matrix = _table(markdown, "Cases whose verdicts differ between EPs")
     assert matrix[0] == ["case", "cpu", "dml"]
     assert ["s.yaml::a", "PASS", "—"] in matrix and ["t.yaml::b", "FAIL", "PASS"] in matrix
     failing = _table(markdown, "Failures and warnings")
-    assert failing[0] == ["case", "EP", "status", "kind", "message"]
-    assert failing[2] == ["t.yaml::b", "cpu", "FAIL", "tie_order", "OutputIndexTensor: tie order"]
+    assert failing[0] == ["case", "EP", "status", "kind", "message", "repro"]
+    assert failing[2] == [
+        "t.yaml::b",
+        "cpu",
+        "FAIL",
+        "tie\\_order",
+        "OutputIndexTensor: tie order",
+        "`dmlconf run t.yaml -k t.yaml::b --ep cpu`",
+    ]
 
 
 def test_one_ep_has_no_matrix() -> None:
@@ -177,7 +186,7 @@ def test_one_ep_has_no_matrix() -> None:
 
 def test_markdown_escapes_case_provided_text() -> None:
     results = [
-        Result(EVIL, "TOP_K1", "cpu", Status.FAIL, "values", message="a | b\n| c <b>d</b>"),
+        Result(EVIL, "TOP_K1", "cpu", Status.FAIL, "values", message="a | b\n| c <b>d</b>", repro="run -k 'a|b'"),
         Result(EVIL, "TOP_K1", "cpu|x", Status.PASS),
     ]
     env = {**ENV, "command": ["dmlconf", "run", "-k", "a`b``c"]}
@@ -189,8 +198,8 @@ def test_markdown_escapes_case_provided_text() -> None:
     assert matrix[0] == ["case", "cpu", r"cpu\|x"]
     assert matrix[2] == [EVIL_ESCAPED, "FAIL", "PASS"]
     failing = _table(markdown, "Failures and warnings")
-    assert all(len(row) == 5 for row in failing)
-    assert failing[2] == [EVIL_ESCAPED, "cpu", "FAIL", "values", r"a \| b"]
+    assert all(len(row) == 6 for row in failing)
+    assert failing[2] == [EVIL_ESCAPED, "cpu", "FAIL", "values", r"a \| b", r"`run -k 'a\|b'`"]
 
 
 def test_markdown_keeps_numeric_looking_text_as_written() -> None:
@@ -348,7 +357,7 @@ def test_dml_operator_counts_each_case_once() -> None:
     assert table[2:] == [
         ["SLICE1", "DML\\_OPERATOR\\_SLICE1", "1"],
         ["SLICE1", "DML\\_OPERATOR\\_SPLIT", "1"],
-        ["TOP_K1", "DML\\_OPERATOR\\_TOP\\_K1", "1"],
+        ["TOP\\_K1", "DML\\_OPERATOR\\_TOP\\_K1", "1"],
     ]
 
 
@@ -451,3 +460,156 @@ def test_markdown_lists_unexpected_failures_first_and_marks_the_known_ones() -> 
         ["m.yaml::w", "cpu", "QUALITY_WARNING"],
         ["t.yaml::b", "cpu", "FAIL (known)"],
     ]
+
+
+# --- issue 26: the device each EP ran on comes first; runner deaths fail the run -----------------------------------
+
+WINE_DML = {
+    "label": "dml",
+    "name": "DmlExecutionProvider",
+    "directml": {
+        "version": "1.15.4",
+        "source": "DirectML.dll file version under Wine",
+        "chain": {
+            "transport": "wine+vkd3d-proton",
+            "wine": "wine-8.0",
+            "vkd3d_proton": {"version": "3.0.1"},
+            "vulkan_driver": "llvmpipe Mesa 25.0.7",
+            "adapter": {"description": "llvmpipe (LLVM 15.0.6, 256 bits)", "vendor_id": 0x10005, "device_id": 0},
+            "directml_dll": "1.15.4.0",
+            "onnxruntime_dll": "1.24.26.316",
+            "onnxruntime": "1.24.4",
+        },
+    },
+}
+# DirectML under Wine on a machine without nvidia-smi, the Python package another onnxruntime than the DLL that ran.
+WINE = {"onnxruntime": "1.32.0", "onnxruntime_packages": {"onnxruntime": "1.32.0"}, "gpus": [], "eps": [WINE_DML]}
+DEATHS = {
+    "runner_deaths": [
+        {
+            "ep": "dml",
+            "count": 4,
+            "cases": ["t.yaml::a", "t.yaml::b"],
+            "stderr": ["err:d3d12:d3d12_device_removed", "wine: Unhandled page fault"],
+        }
+    ]
+}
+DEATH_REASON = (
+    "EP dml: the runner died 4 times while serving packs (cases in flight: t.yaml::a, t.yaml::b); "
+    "each case was run again alone"
+)
+
+
+def _passing_on(ep: str) -> list[Result]:
+    return [Result("t.yaml::a", "TOP_K1", ep, Status.PASS), Result("t.yaml::b", "TOP_K1", ep, Status.PASS)]
+
+
+def test_each_report_opens_with_the_adapter_driver_and_builds_that_ran_each_ep() -> None:
+    summary = _summarize(WINE, _passing_on("dml"))
+    what, line = summary.identity[0]
+    assert what == "EP dml ran on"
+    # The adapter DirectML ran on, its PCI ids as lspci writes them, its driver, and the builds that executed it.
+    assert line.startswith("llvmpipe (LLVM 15.0.6, 256 bits) (PCI 10005:0000), driver llvmpipe Mesa 25.0.7")
+    assert "DirectML.dll 1.15.4.0, onnxruntime.dll 1.24.26.316 (onnxruntime 1.24.4)" in line
+    markdown = render_markdown(summary).split("## Totals")[0].splitlines()
+    assert markdown[4].startswith("- EP dml ran on: llvmpipe (LLVM 15.0.6, 256 bits)")
+    assert [n for n, text in enumerate(markdown) if text.startswith("- GPU:")] > [4]
+    onnxruntime = next(text for text in markdown if text.startswith("- onnxruntime:"))
+    assert "1.32.0" in onnxruntime and "Python" in onnxruntime  # not the onnxruntime.dll that executed DirectML
+    console = render_console(summary)
+    assert "EP dml ran on: llvmpipe (LLVM 15.0.6, 256 bits) (PCI 10005:0000)" in console
+    assert "GPU: none found" not in console
+
+
+def test_a_cuda_ep_names_the_gpu_and_driver_nvidia_smi_gave() -> None:
+    env = {**ENV, "eps": [{"label": "cuda", "name": "CUDAExecutionProvider"}]}
+    what, line = _summarize(env, _passing_on("cuda")).identity[0]
+    assert what == "EP cuda ran on"
+    assert line.startswith("NVIDIA H100 80GB HBM3 (PCI bus 00000000:00:06.0), driver 580.159.04")
+    assert "onnxruntime 1.0.0" in line
+
+
+def test_runner_deaths_fail_the_run_whatever_the_waivers_say_and_every_report_tells_them() -> None:
+    env = {**WINE, **DEATHS}
+    results = [_passing_on("dml")[0], Result("t.yaml::b", "TOP_K1", "dml", Status.FAIL, "values")]
+    summary = _summarize(env, results)
+    assert summary.failed
+    waiver = Waiver("t.yaml::b", "dml", None, None, "known", "https://example.com/1", SourcePos("k", 1, 1))
+    gate = apply_waivers(environment_from_json(env), results, [waiver])
+    assert not gate.failed  # every failure is waived: the runner deaths alone fail the run
+    markdown = render_markdown(summary, gate)
+    assert markdown.splitlines()[2] == f"**FAILED — {cell_text(DEATH_REASON)}; 1 known failure waived**"
+    assert f"- **{cell_text(DEATH_REASON)}**: the run fails" in markdown
+    assert "  - last stderr: `err:d3d12:d3d12_device_removed`" in markdown
+    console = render_console(summary)
+    assert f"{DEATH_REASON}: the run fails" in console and "wine: Unhandled page fault" in console
+
+
+def cell_text(text: str) -> str:
+    """``text`` as summary.md escapes it (report/text.py's cell), for the few characters the reasons hold."""
+    return text.replace("_", "\\_")
+
+
+# --- issue 26, item 9: with waivers the console leads with unexpected results; --quiet prints only those -----------
+
+
+def _known_tie_order() -> Waiver:
+    return Waiver("t.yaml::b", "cpu", None, None, "known tie order", "https://example.com/1", SourcePos("k", 1, 1))
+
+
+def test_with_waivers_the_console_lists_unexpected_results_first_and_known_ones_one_line_each() -> None:
+    gate = apply_waivers(environment_from_json(ENV), _results(), [_known_tie_order()])
+    text = render_console(_summarize(ENV, _results()), gate=gate)
+    blocks = text.split("\n\n")
+    listed = [b for b in blocks if b.startswith(("UNEXPECTED", "known", "FAIL", "ERROR", "NOT_", "QUALITY"))]
+    assert listed[0] == (
+        "UNEXPECTED ERROR (execution) s.yaml::b [cpu]\n  boom\n  repro: dmlconf run s.yaml -k s.yaml::b --ep cpu"
+    )
+    assert listed[1] == "known FAIL (tie_order) t.yaml::b [cpu]: known tie order (https://example.com/1)"
+    assert [b.split()[0] for b in listed[2:]] == ["NOT_SUPPORTED", "QUALITY_WARNING"]
+
+
+def test_many_known_failures_are_counted_after_the_first_ones() -> None:
+    failing = [Result(f"t.yaml::c{i}", "TOP_K1", "cpu", Status.FAIL, "values", message="x") for i in range(5)]
+    anywhere = Waiver("t.yaml::*", "cpu", None, None, "known", "https://example.com/2", SourcePos("k", 1, 1))
+    gate = apply_waivers(environment_from_json(ENV), failing, [anywhere])
+    text = render_console(_summarize(ENV, failing), max_listed=2, gate=gate)
+    known = [line for line in text.splitlines() if line.startswith(("known ", "... and"))]
+    assert known == [
+        "known FAIL (values) t.yaml::c0 [cpu]: known (https://example.com/2)",
+        "known FAIL (values) t.yaml::c1 [cpu]: known (https://example.com/2)",
+        "... and 3 more known failures (see summary.md)",
+    ]
+    assert "UNEXPECTED" not in text
+
+
+def test_quiet_console_holds_only_the_unexpected_results() -> None:
+    gate = apply_waivers(environment_from_json(ENV), _results(), [_known_tie_order()])
+    quiet = render_console(_summarize(ENV, _results()), gate=gate, quiet=True)
+    assert quiet == (
+        "UNEXPECTED ERROR (execution) s.yaml::b [cpu]\n  boom\n  repro: dmlconf run s.yaml -k s.yaml::b --ep cpu"
+    )
+    everything_waived = [
+        _known_tie_order(),
+        Waiver("s.yaml::b", "cpu", None, None, "r", "https://e.x/3", SourcePos("k", 2, 1)),
+    ]
+    assert (
+        render_console(
+            _summarize(ENV, _results()),
+            gate=apply_waivers(environment_from_json(ENV), _results(), everything_waived),
+            quiet=True,
+        )
+        == ""
+    )
+
+
+def test_summary_md_lists_its_failures_with_repro_commands_before_what_the_cases_reach() -> None:
+    results = [
+        *_results(),
+        Result("t.yaml::d", "TOP_K1", "dml", Status.PASS, dml_operator="DML_OPERATOR_TOP_K1"),
+    ]
+    markdown = render_markdown(_summarize(ENV, results))
+    assert markdown.index("## Failures and warnings") < markdown.index("## What the cases reach on DirectML")
+    failing = _table(markdown, "Failures and warnings")
+    assert failing[0] == ["case", "EP", "status", "kind", "message", "repro"]
+    assert failing[2][-1] == "`dmlconf run t.yaml -k t.yaml::b --ep cpu`"

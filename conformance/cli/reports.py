@@ -124,28 +124,43 @@ def write_reports(
     return written
 
 
-def gate_lines(gate: Gate) -> list[str]:
-    """The gate's verdict for a console: what was expected, and what was not."""
-    lines = [
-        f"known failures: {len(gate.expected_failures)} expected, {len(gate.unexpected_failures)} unexpected "
-        f"failure(s), {len(gate.unexpected_passes)} unexpected pass(es), {len(gate.stale)} stale waiver(s)"
-    ]
-    lines += [f"UNEXPECTED FAIL {r.case} [{r.ep}]" for r in gate.unexpected_failures]
-    lines += [f"UNEXPECTED PASS {r.case} [{r.ep}]: {w.tracking} can be closed" for r, w in gate.unexpected_passes]
-    if gate.stale:  # one line: summary.md and report.html list them
+def gate_lines(gate: Gate, quiet: bool = False, recap: bool = True) -> list[str]:
+    """The gate's verdict for a console: what was expected, and what was not (``recap``: each unexpected result
+    named again, one line each); ``quiet``: the unexpected results alone."""
+    lines = (
+        []
+        if quiet
+        else [
+            f"known failures: {len(gate.expected_failures)} expected, {len(gate.unexpected_failures)} unexpected "
+            f"failure(s), {len(gate.unexpected_passes)} unexpected pass(es), {len(gate.stale)} stale waiver(s)"
+        ]
+    )
+    if recap:
+        lines += [f"UNEXPECTED FAIL {r.case} [{r.ep}]" for r in gate.unexpected_failures]
+        lines += [f"UNEXPECTED PASS {r.case} [{r.ep}]: {w.tracking} can be closed" for r, w in gate.unexpected_passes]
+    if gate.stale and not quiet:  # one line: summary.md and report.html list them
         lines.append(f"warning: {stale_line(gate.stale)} (listed in summary.md and report.html)")
     return lines
 
 
-def verdict_lines(summary: Summary, gate: Gate | None) -> tuple[list[str], bool]:
+def verdict_lines(
+    summary: Summary, gate: Gate | None, quiet: bool = False, recap: bool = True
+) -> tuple[list[str], bool]:
     """How run, report and merge end on the console: the gate's lines, then the verdict's headline; and whether the
-    verdict passed, which decides their exit code."""
+    verdict passed, which decides their exit code. ``quiet`` (--quiet): the unexpected results and the verdict;
+    ``recap``: the gate names each unexpected result (run's console has listed them already under --quiet)."""
     verdict = decide(summary, gate)
-    return [*(gate_lines(gate) if gate is not None else []), verdict.headline], verdict.passed
+    lines = gate_lines(gate, quiet, recap) if gate is not None else []
+    return [*lines, verdict.headline], verdict.passed
 
 
 def _publish(
-    out_dir: str, env: Environment, results: Sequence[Result], waiver_file: str | None, formats: Sequence[str]
+    out_dir: str,
+    env: Environment,
+    results: Sequence[Result],
+    waiver_file: str | None,
+    formats: Sequence[str],
+    quiet: bool = False,
 ) -> tuple[list[str], list[str], int]:
     """``report`` and ``merge``'s common end: the gate and every format written; the paths written, the gate's
     lines ending with the verdict, and the exit code. (A waiver file's problems are CaseFileError lines, which main
@@ -157,7 +172,7 @@ def _publish(
         with _output(out_dir, "create the folder"):
             os.makedirs(out_dir, exist_ok=True)
         written = write_reports(out_dir, summary, results, gate, formats)
-    lines, passed = verdict_lines(summary, gate)
+    lines, passed = verdict_lines(summary, gate, quiet)
     return written, lines, 0 if passed else 1
 
 
@@ -174,8 +189,9 @@ def report_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     document = _read(args.results)
     env, results = document.environment, document.results
     out_dir = args.out_dir or os.path.dirname(args.results) or "."
-    written, lines, code = _publish(out_dir, env, results, args.waivers, args.format or list(REPORT_FORMATS))
-    say("\n".join([*written, *lines]))
+    formats = args.format or list(REPORT_FORMATS)
+    written, lines, code = _publish(out_dir, env, results, args.waivers, formats, args.quiet)
+    say("\n".join([*([] if args.quiet else written), *lines]))
     return _skipped_input(env, code)
 
 
@@ -192,8 +208,9 @@ def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
             os.makedirs(args.report_dir, exist_ok=True)
         with _output(results_path):
             write_results(results_path, env.to_json(), results)
-    written, lines, code = _publish(args.report_dir, env, results, args.waivers, list(REPORT_FORMATS))
-    say(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
+    written, lines, code = _publish(args.report_dir, env, results, args.waivers, list(REPORT_FORMATS), args.quiet)
+    if not args.quiet:
+        say(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
     say("\n".join(lines))
     return _skipped_input(env, code)
 

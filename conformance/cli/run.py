@@ -205,7 +205,8 @@ def _run_suite(
         stream.add(pair, result)
 
     try:
-        _announce(suite, eps, directml)
+        if not args.quiet:
+            _announce(suite, eps, directml)
         ran = run_pairs(suite.entries, eps, options, args.jobs, progress.advance, supervisor, done=done, record=record)
     except KeyboardInterrupt:  # one that came before (or after) run_pairs had it in hand: the same as one within
         ran = Ran(tuple(finished_prefix(finished, planned)), interrupted=True)
@@ -249,12 +250,15 @@ def _report(
     summary = summarize(recorded, results)
     gate = apply_waivers(recorded, results, waivers) if waivers is not None else None
     written, unwritten = _write_all(args.report_dir, env, summary, results, gate)
-    say(render_console(summary))  # where nothing could be written, with results.jsonl the only record of the results
-    if written:
+    # where nothing could be written, with results.jsonl the only record of the results; --quiet: the unexpected alone
+    console = render_console(summary, gate=gate, quiet=args.quiet)
+    if console:
+        say(console)
+    if written and not args.quiet:
         say(f"reports: {', '.join(written)}")
     if interrupted:
         say(f"every finished result is in {os.path.join(args.report_dir, STREAM_NAME)}: add --resume to finish")
-    lines, passed = verdict_lines(summary, gate)  # the last lines, as report's and merge's
+    lines, passed = verdict_lines(summary, gate, args.quiet, recap=not args.quiet)  # as report's and merge's
     say("\n".join(lines))
     if unwritten is not None:  # after the verdict, so that the last line says why the exit code is 1
         warn(f"dmlconf: cannot write {unwritten}: exit code 1")

@@ -43,7 +43,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance.environment import Environment, EpRecord
-from conformance.gate.summary import chain_line_name, completeness, ep_line_name, identity_lines, idle, pci_id
+from conformance.gate.summary import (
+    chain_line_name,
+    completeness,
+    ep_line_name,
+    identity_lines,
+    idle,
+    pci_id,
+    ran_on_line_name,
+)
 from conformance.model import TOP_K1_FAILURE_KINDS, Status
 from conformance.results import FAILING, Result, differing_tensors
 
@@ -296,8 +304,10 @@ def environment_changes(old_env: Environment, new_env: Environment, by_case: boo
         if old_short.get(what) != new_short.get(what)
     ]
     old_lines, new_lines = _identity(old_env, by_case), _identity(new_env, by_case)
+    # Each EP's "ran on" line restates its EP and chain lines, which are compared: it would say each change twice.
+    told = {"GPU", "onnxruntime", *(ran_on_line_name(ep.label) for ep in (*old_env.eps, *new_env.eps))}
     for what in dict.fromkeys([*old_lines, *new_lines]):
-        if what not in ("GPU", "onnxruntime") and old_lines.get(what) != new_lines.get(what):
+        if what not in told and old_lines.get(what) != new_lines.get(what):
             changes.append(EnvChange(what, old_lines.get(what, "—"), new_lines.get(what, "—")))
     return tuple(changes)
 

@@ -121,6 +121,7 @@ def merge_runs(runs: Sequence[tuple[str, Environment, Sequence[Result]]]) -> tup
         ),
         problems=_unique([problem for e in environments for problem in e.problems]),
         skipped_files=_unique([entry for e in environments for entry in e.skipped_files]),
+        runner_deaths=tuple(death for e in environments for death in e.runner_deaths),
         shards=tuple(
             Shard(
                 file=path,

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from conformance.environment import Adapter, Chain, Environment, EpDevice, EpRecord, Gpu, SkippedFile
+from conformance.environment import Adapter, Chain, Environment, EpDevice, EpRecord, Gpu, RunnerDeath, SkippedFile
 from conformance.model import Status
 from conformance.results import FAILING, Result
 
@@ -16,6 +16,7 @@ OK = frozenset({Status.PASS, Status.INVALID})
 NOTABLE = frozenset(Status) - OK
 # The EP gave no verdict: it declined the case, or ONNX cannot express it. Reports count these by reason.
 NO_VERDICT = frozenset({Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE})
+IN_FLIGHT_SHOWN = 5  # cases in flight named in a runner death's reason line; the rest counted
 
 
 def severity(status: Status) -> tuple[int, int]:
@@ -135,6 +136,7 @@ class Summary:
     matrix: tuple[tuple[str, tuple[Status | None, ...]], ...]  # (case, status per ep), only with several EPs
     notable: tuple[Result, ...]
     identity: tuple[tuple[str, str], ...] = ()  # (what, which): device, software, EPs; from the environment
+    devices: tuple[tuple[str, str], ...] = ()  # (what, which): what each EP ran on, the first lines of ``identity``
     dml_operators: tuple[tuple[str, str, int], ...] = ()  # (operator, DML operator(s) reached, cases)
     placement: Placement | None = None
     idle_eps: tuple[str, ...] = ()  # EPs that never started a session and so executed nothing
@@ -153,15 +155,26 @@ class Summary:
 
     @property
     def failed(self) -> bool:
-        """A FAIL or ERROR, an EP that ran nothing (a gate must not pass on an EP that never started), or a run
-        that was interrupted (results.json says so)."""
-        return any(self.totals.get(s, 0) for s in FAILING) or self.incomplete
+        """A FAIL or ERROR, an EP that ran nothing (a gate must not pass on an EP that never started), a run
+        that was interrupted (results.json says so), or a runner that died."""
+        return any(self.totals.get(s, 0) for s in FAILING) or bool(self.unwaivable)
 
     @property
     def incomplete(self) -> bool:
-        """What fails a run whatever the waivers say: an EP that never started, an interrupted run, or case files
-        skipped for their problems (--keep-going)."""
+        """An EP that never started, an interrupted run, or case files skipped for their problems (--keep-going)."""
         return not self.completeness.complete
+
+    @property
+    def runner_deaths(self) -> tuple[str, ...]:
+        """Each EP whose runner died while serving packs, as a reason line (death_reason)."""
+        return tuple(death_reason(death) for death in self.environment.runner_deaths)
+
+    @property
+    def unwaivable(self) -> tuple[str, ...]:
+        """What fails a run whatever the waivers say, one reason each: why it is incomplete, and each EP whose runner
+        died while serving packs (its cases were run again alone, but a driver that kills its process mid-pack is a
+        finding no waiver of a case can stand for)."""
+        return (*self.completeness.reasons, *self.runner_deaths)
 
 
 EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.FLAKY, Status.QUALITY_WARNING})
@@ -214,6 +227,88 @@ def _ep_line(ep: EpRecord) -> str:
     return line
 
 
+def death_reason(death: RunnerDeath) -> str:
+    """ "EP dml: the runner died 4 times while serving packs (cases in flight: a, b); each case was run again alone"."""
+    shown = ", ".join(death.cases[:IN_FLIGHT_SHOWN])
+    more = len(death.cases) - IN_FLIGHT_SHOWN
+    cases = f"cases in flight: {shown}" + (f" and {more} more" if more > 0 else "") if death.cases else "no case named"
+    return (
+        f"EP {death.ep}: the runner died {plural(death.count, 'time')} while serving packs ({cases}); "
+        "each case was run again alone"
+    )
+
+
+def ran_on_line_name(label: str) -> str:
+    """What the line naming the device and builds that executed the EP ``label`` is called ("EP dml ran on")."""
+    return f"{ep_line_name(label)} ran on"
+
+
+def _same_bus(one: str, other: str) -> bool:
+    """Two PCI bus ids naming one slot: nvidia-smi writes an 8-digit domain (00000000:00:06.0), onnxruntime 4."""
+    domain, _, rest = one.lower().partition(":")
+    other_domain, _, other_rest = other.lower().partition(":")
+    return rest == other_rest and domain.lstrip("0") == other_domain.lstrip("0")
+
+
+def _gpu_ran_on(gpu: Gpu, ids: str = "") -> str:
+    where = ", ".join(part for part in (ids, f"bus {gpu.pci_bus_id}" if gpu.pci_bus_id else "") if part)
+    return f"{gpu.name or '?'}" + (f" (PCI {where})" if where else "") + f", driver {gpu.driver_version or '?'}"
+
+
+def _device_ran_on(device: EpDevice, gpus: Sequence[Gpu], cpu: str | None) -> str:
+    """An OrtEpDevice, named by the GPU the OS lists on its PCI bus where one matches (the CPU by its model)."""
+    ids = f"{pci_id(device.vendor_id)}:{pci_id(device.device_id)}"
+    if device.type == "CPU" and cpu:
+        return f"the CPU ({cpu})"
+    bus = device.metadata.get("pci_bus_id")
+    gpu = next((g for g in gpus if bus and g.pci_bus_id and _same_bus(bus, g.pci_bus_id)), None)
+    if gpu is not None:
+        return _gpu_ran_on(gpu, ids)
+    return " ".join(word for word in (device.type or "?", device.vendor or "", f"(PCI {ids})") if word)
+
+
+def _wine_ran_on(ep: EpRecord, chain: Chain, gpus: Sequence[Gpu]) -> str:
+    """DirectML under Wine: the adapter it ran on, its driver (the Vulkan driver's, else that of the GPU the OS
+    lists under the adapter's name), and the DLLs that executed it, not the Python package's onnxruntime."""
+    adapter = chain.adapter or Adapter()
+    name = adapter.description or "an adapter the runner did not describe"
+    listed = next((gpu.driver_version for gpu in gpus if gpu.name and gpu.name == adapter.description), None)
+    driver = f"driver {chain.vulkan_driver or listed}" if chain.vulkan_driver or listed else "driver unknown"
+    vkd3d = chain.vkd3d_proton.version if chain.vkd3d_proton is not None else None
+    directml = chain.directml_dll or (ep.directml.version if ep.directml is not None else None)
+    return (
+        f"{name} (PCI {pci_id(adapter.vendor_id)}:{pci_id(adapter.device_id)}), {driver}, through "
+        f"{chain.transport or 'Wine'} ({chain.wine or 'Wine'}, vkd3d-proton {vkd3d or '?'}); DirectML.dll "
+        f"{directml or '?'}, onnxruntime.dll {chain.onnxruntime_dll or '?'} (onnxruntime {chain.onnxruntime or '?'})"
+    )
+
+
+def ran_on(ep: EpRecord, env: Environment) -> str:
+    """The device that executed ``ep`` (adapter, PCI vendor:device ids, driver) and the builds that did (DirectML,
+    onnxruntime): what a driver team reads first."""
+    if ep.chain is not None:
+        return _wine_ran_on(ep, ep.chain, env.gpus)
+    if ep.devices:
+        device = "; ".join(_device_ran_on(d, env.gpus, env.cpu) for d in ep.devices)
+    elif ep.name == "CPUExecutionProvider":
+        device = f"the CPU ({env.cpu})" if env.cpu else "the CPU"
+    elif env.gpus:
+        device = "; ".join(_gpu_ran_on(gpu) for gpu in env.gpus)
+    else:
+        device = "no GPU found (nvidia-smi / Win32_VideoController)"
+    builds = [f"DirectML {ep.directml.version or '?'}"] if ep.directml is not None else []
+    builds.append(f"onnxruntime {env.onnxruntime or '?'}")
+    # A plugin EP's own library version (WebGPU's); a built-in EP's is onnxruntime's and would say it twice.
+    plugins = dict.fromkeys(d.ep_metadata.get("version") for d in ep.devices)
+    builds += [f"{ep.name} {version}" for version in plugins if version and version != env.onnxruntime]
+    return f"{device}; {', '.join(builds)}"
+
+
+def ran_on_lines(env: Environment) -> tuple[tuple[str, str], ...]:
+    """One line per EP: what it ran on, and with which builds."""
+    return tuple((ran_on_line_name(ep.label), ran_on(ep, env)) for ep in env.eps)
+
+
 def chain_line(chain: Chain) -> str:
     """DirectML under Wine, read bottom-up as what ran on what: "DirectML 1.15.4 (onnxruntime.dll ...) on
     vkd3d-proton 3.0.1 on wine-8.0 on 'NVIDIA H100 80GB HBM3' (Vulkan driver ...)": Microsoft's code, then each layer
@@ -242,16 +337,25 @@ def chain_line_name(label: str) -> str:
     return f"DirectML chain of {label}"
 
 
-def identity_lines(env: Environment) -> tuple[tuple[str, str], ...]:
-    """The report header: which device, which software, which EPs, which command."""
-    gpus = env.gpus
+def _onnxruntime_line(env: Environment) -> str:
+    """The onnxruntime Python package (and the distributions installed); under Wine DirectML ran its own DLL."""
     packages = ", ".join(f"{name} {version}" for name, version in env.onnxruntime_packages.items())
+    line = f"{env.onnxruntime}, the Python package" + (f" ({packages})" if packages else "")
+    if any(ep.chain is not None for ep in env.eps):
+        line += "; DirectML under Wine ran the onnxruntime.dll its line names"
+    return line
+
+
+def identity_lines(env: Environment) -> tuple[tuple[str, str], ...]:
+    """The report header: what each EP ran on first, then which devices, which software, which EPs."""
+    gpus = env.gpus
     lines = [
-        ("GPU", "; ".join(_gpu_line(g) for g in gpus) if gpus else "none found (nvidia-smi / Win32_VideoController)")
+        *ran_on_lines(env),
+        ("GPU", "; ".join(_gpu_line(g) for g in gpus) if gpus else "none found (nvidia-smi / Win32_VideoController)"),
     ]
     if env.cpu:
         lines.append(("CPU", env.cpu))
-    lines.append(("onnxruntime", f"{env.onnxruntime} ({packages})" if packages else str(env.onnxruntime)))
+    lines.append(("onnxruntime", _onnxruntime_line(env)))
     for ep in env.eps:
         lines.append((ep_line_name(ep.label), _ep_line(ep)))
         if ep.chain is not None:
@@ -345,6 +449,7 @@ def summarize(environment: Environment, results: Sequence[Result]) -> Summary:
         matrix=matrix,
         notable=tuple(r for r in results if r.status in NOTABLE),
         identity=identity_lines(environment),
+        devices=ran_on_lines(environment),
         dml_operators=dml_operator_counts(results),
         idle_eps=idle(results),
         placement=placement_proof(environment, results),

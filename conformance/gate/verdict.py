@@ -54,7 +54,7 @@ def decide(summary: Summary, gate: Gate | None) -> Verdict:
     """The verdict that ``overall_failed`` gives, with the reasons for it, most decisive first."""
     failed = overall_failed(summary, gate)
     completeness = summary.completeness
-    reasons = list(completeness.reasons)
+    reasons = list(summary.unwaivable)
     if gate is not None:
         if gate.unexpected_failures:
             reasons.append(plural(len(gate.unexpected_failures), "unexpected failure"))

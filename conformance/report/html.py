@@ -215,6 +215,23 @@ def _incomplete(summary: Summary) -> str:
     )
 
 
+def _runner_deaths(summary: Summary) -> str:
+    """Each EP whose runner died while serving packs: the reason (cases in flight), every case in flight, and the
+    runner's last stderr lines."""
+    if not summary.runner_deaths:
+        return ""
+    items = "".join(
+        f"<li>{escape(reason)}<details><summary>cases in flight ({len(death.cases)}) and the last stderr lines"
+        f"</summary><ul>{''.join(f'<li><code>{escape(case)}</code></li>' for case in death.cases)}</ul>"
+        f"<pre>{escape(chr(10).join(death.stderr))}</pre></details></li>"
+        for death, reason in zip(summary.environment.runner_deaths, summary.runner_deaths, strict=True)
+    )
+    return (
+        '<div class="incomplete" id="runner-deaths"><p><b>A runner died while serving packs of cases, so the run '
+        f"fails whatever its verdicts and its waivers.</b></p><ul>{items}</ul></div>"
+    )
+
+
 def _anchors(found: Findings) -> dict[Group, str]:
     return {group: f"g{index}" for index, group in enumerate(found.groups)}
 
@@ -542,6 +559,7 @@ def render_html(
     parts = [
         _header(summary, verdict, gate, found),
         _incomplete(summary),
+        _runner_deaths(summary),
         _matrix(summary, found, anchors),
         _facet_values(found, declined, gate is not None),
         _unexpected(found, gate, anchors, links),

@@ -137,6 +137,23 @@ def _completeness(root: ET.Element, summary: Summary, facts: Sequence[tuple[str,
     _finish(suite, _Counts(tests=1, errors=1), total)
 
 
+def _runner_deaths(root: ET.Element, summary: Summary, facts: Sequence[tuple[str, str]], total: _Counts) -> None:
+    """Each EP whose runner died while serving packs: an error testcase, with the cases in flight and the runner's
+    last stderr lines, so that a CI's test tab shows it whatever the waivers say."""
+    if not summary.runner_deaths:
+        return
+    suite = _suite(root, f"{RUN} runners", facts)
+    counts = _Counts()
+    for death, reason in zip(summary.environment.runner_deaths, summary.runner_deaths, strict=True):
+        name = f"the runner of {death.ep} never died"
+        case = _element(suite, "testcase", name=name, classname=RUN, time=_seconds(0))
+        text = "\n".join([reason, "cases in flight:", *death.cases, "last stderr lines:", *death.stderr])
+        _element(case, "error", text, message=reason, type="runner_died")
+        counts.tests += 1
+        counts.errors += 1
+    _finish(suite, counts, total)
+
+
 def render_junit(summary: Summary, results: Sequence[Result], gate: Gate | None = None) -> str:
     """JUnit XML for ``results`` (of ``summary``), sorted by the known-failure ``gate`` where there is one."""
     waived = waived_keys(gate) if gate is not None else {}
@@ -154,6 +171,7 @@ def render_junit(summary: Summary, results: Sequence[Result], gate: Gate | None 
             _testcase(suite, r, waived.get((r.case, r.ep)), passing.get((r.case, r.ep)), counts)
         _finish(suite, counts, total)
     _completeness(root, summary, facts, total)
+    _runner_deaths(root, summary, facts, total)
     for key, value in total.attributes().items():
         root.set(key, value)
     ET.indent(root)

@@ -9,7 +9,7 @@ from conformance.gate.summary import NO_VERDICT, STATUS_ORDER, Completeness, Sum
 from conformance.gate.verdict import decide
 from conformance.gate.waivers import STALE_WHY, Gate, waived_keys
 from conformance.problems import first_line
-from conformance.report.text import cell, code, table
+from conformance.report.text import cell, code, code_cell, table
 
 MAX_ROWS = 40  # rows per list: GitHub refuses comments over 65,536 characters
 MAX_COMMAND = 500  # characters of the command line shown (a run over thousands of named files has a long one)
@@ -21,6 +21,15 @@ def _incomplete_lines(completeness: Completeness) -> list[str]:
     problems = completeness.problems
     lines += [*(f"  - {cell(line)}" for line in problems[:MAX_ROWS]), *_more(len(problems))]
     return lines + ([f"- {cell(completeness.skipped_line)}"] if completeness.skipped_line else [])
+
+
+def _death_lines(summary: Summary) -> list[str]:
+    """Each EP whose runner died while serving packs: the reason, then its last stderr lines as code."""
+    lines = []
+    for death, reason in zip(summary.environment.runner_deaths, summary.runner_deaths, strict=True):
+        lines.append(f"- **{cell(reason)}**: the run fails")
+        lines += [f"  - last stderr: {code(line)}" for line in death.stderr[-MAX_ROWS:]]
+    return lines
 
 
 def _more(count: int) -> list[str]:
@@ -37,7 +46,7 @@ def _packed_lines(differences: Sequence[str]) -> list[str]:
 
 def _run_line(what: str, which: str) -> str:
     """The command as a code span (cut at MAX_COMMAND characters); the rest as text."""
-    return f"- {what}: {code(first_line(which, MAX_COMMAND)) if what == 'command' else cell(which)}"
+    return f"- {cell(what)}: {code(first_line(which, MAX_COMMAND)) if what == 'command' else cell(which)}"
 
 
 def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
@@ -49,12 +58,13 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
         "",
         f"**{cell(decide(summary, gate).headline)}**",
         "",
-        *(f"- {what}: {cell(which)}" for what, which in summary.identity),
+        *(f"- {cell(what)}: {cell(which)}" for what, which in summary.identity),
         *(_run_line(what, which) for what, which in summary.run),
-        *([f"- placement: {summary.placement.line}"] if summary.placement else []),
+        *([f"- placement: {cell(summary.placement.line)}"] if summary.placement else []),
         *(f"  - {cell(line)}" for line in unproven[:MAX_ROWS]),
         *_more(len(unproven)),
         *_incomplete_lines(summary.completeness),
+        *_death_lines(summary),
         *_packed_lines(summary.packed_differences),
         "",
         "## Totals",
@@ -63,49 +73,66 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
     statuses = [s for s in STATUS_ORDER if summary.totals.get(s)]
     lines.append(table([[s.value, summary.totals[s]] for s in statuses], ["status", "results"], text=False))
     lines += ["", "## By operator and EP", ""]
-    rows = [[op, cell(ep), *(counts.get(s, 0) for s in statuses)] for op, ep, counts in summary.by_operator]
+    rows = [[cell(op), cell(ep), *(counts.get(s, 0) for s in statuses)] for op, ep, counts in summary.by_operator]
     lines.append(table(rows, ["operator", "EP", *statuses], text=False))
-    if summary.dml_operators:
-        lines += ["", "## What the cases reach on DirectML", ""]
-        rows = [[op, cell(dml), n] for op, dml, n in summary.dml_operators]
-        lines.append(table(rows, ["operator", "DML operator(s), from the DirectML lowering", "cases"], text=False))
-    if summary.matrix:
-        # Only the cases whose verdicts differ between EPs: the rest is in the totals above and in report.html.
-        differing = [(case, row) for case, row in summary.matrix if len(set(row)) > 1]
-        lines += ["", "## Cases whose verdicts differ between EPs", ""]
-        rows = [[cell(case), *((s.value if s else "—") for s in row)] for case, row in differing[:MAX_ROWS]]
-        if rows:
-            lines.append(table(rows, ["case", *(cell(ep) for ep in summary.eps)]))
-            lines += _more(len(differing))
-        else:
-            lines.append(f"none: each of the {len(summary.matrix)} cases has the same verdict on every EP")
-    # Unexpected ones first, so that the rows cut at MAX_ROWS are the known failures; those say they are known.
+    # What a reader acts on (the failures, each with the command that reproduces it) before what describes the run.
+    sections = [*_failures(summary, gate), *_reached(summary), *_differing(summary), *_declined(summary)]
+    return "\n".join([*lines, *sections, *_stale_lines(gate)]) + "\n"
+
+
+def _failures(summary: Summary, gate: Gate | None) -> list[str]:
+    """Failures and warnings, unexpected ones first (so that the rows cut at MAX_ROWS are the known failures, which
+    say they are known), each with its message's first line and its reproduction command."""
     known = waived_keys(gate) if gate is not None else {}
     failing = sorted(
         (r for r in summary.notable if r.status not in NO_VERDICT),
         key=lambda r: ((r.case, r.ep) in known, severity(r.status)),
     )
-    if failing:
-        lines += ["", "## Failures and warnings", ""]
-        rows = [
-            [
-                cell(r.case),
-                cell(r.ep),
-                r.status.value + (" (known)" if (r.case, r.ep) in known else ""),
-                r.failure_kind or "",
-                cell(first_line(r.message, 100)),
-            ]
-            for r in failing[:MAX_ROWS]
+    if not failing:
+        return []
+    rows = [
+        [
+            cell(r.case),
+            cell(r.ep),
+            r.status.value + (" (known)" if (r.case, r.ep) in known else ""),
+            cell(r.failure_kind or ""),
+            cell(first_line(r.message, 100)),
+            code_cell(r.repro),
         ]
-        lines.append(table(rows, ["case", "EP", "status", "kind", "message"]))
-        lines += _more(len(failing))
+        for r in failing[:MAX_ROWS]
+    ]
+    header = ["", "## Failures and warnings", ""]
+    return [*header, table(rows, ["case", "EP", "status", "kind", "message", "repro"]), *_more(len(failing))]
+
+
+def _reached(summary: Summary) -> list[str]:
+    """The DML operators the cases reach on DirectML, from the lowering."""
+    if not summary.dml_operators:
+        return []
+    rows = [[cell(op), cell(dml), n] for op, dml, n in summary.dml_operators]
+    headers = ["operator", "DML operator(s), from the DirectML lowering", "cases"]
+    return ["", "## What the cases reach on DirectML", "", table(rows, headers, text=False)]
+
+
+def _differing(summary: Summary) -> list[str]:
+    """Only the cases whose verdicts differ between EPs: the rest is in the totals and in report.html."""
+    if not summary.matrix:
+        return []
+    differing = [(case, row) for case, row in summary.matrix if len(set(row)) > 1]
+    lines = ["", "## Cases whose verdicts differ between EPs", ""]
+    rows = [[cell(case), *((s.value if s else "—") for s in row)] for case, row in differing[:MAX_ROWS]]
+    if not rows:
+        return [*lines, f"none: each of the {len(summary.matrix)} cases has the same verdict on every EP"]
+    return [*lines, table(rows, ["case", *(cell(ep) for ep in summary.eps)]), *_more(len(differing))]
+
+
+def _declined(summary: Summary) -> list[str]:
+    """The results without a verdict, counted by EP, status and kind."""
     declined = Counter((r.ep, r.status.value, r.failure_kind or "") for r in summary.notable if r.status in NO_VERDICT)
-    if declined:
-        lines += ["", "## No verdict", ""]
-        rows = [[cell(ep), status, kind, n] for (ep, status, kind), n in sorted(declined.items())]
-        lines.append(table(rows, ["EP", "status", "kind", "results"], text=False))
-    lines += _stale_lines(gate)
-    return "\n".join(lines) + "\n"
+    if not declined:
+        return []
+    rows = [[cell(ep), status, cell(kind), n] for (ep, status, kind), n in sorted(declined.items())]
+    return ["", "## No verdict", "", table(rows, ["EP", "status", "kind", "results"], text=False)]
 
 
 def _stale_lines(gate: Gate | None) -> list[str]:

@@ -268,6 +268,12 @@ OPTIONS: Mapping[str, Option] = _options(
         metavar="FILE",
     ),
     Option(
+        ("--quiet",),
+        "print only the unexpected results and the verdict (no tables, known failures or files written)",
+        frozenset({_RUN, _REPORT, _MERGE}),
+        flag=True,
+    ),
+    Option(
         ("--artifacts",),
         "for each FAIL, save the ONNX model, inputs, expected and actual outputs (.onnx, .npy) under DIR",
         frozenset({_RUN}),
