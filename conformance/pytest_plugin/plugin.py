@@ -231,9 +231,10 @@ class CaseItem(pytest.Item):
         if isinstance(excinfo.value, CaseFailure):
             r = excinfo.value.result
             kind = f" ({r.failure_kind})" if r.failure_kind else ""
-            return (
-                f"{r.status.value}{kind} on {r.ep}, lowering {r.lowering or '-'}\n{r.message}\n\nreproduce: {r.repro}"
-            )
+            # The first line is the one pytest's short summary (-ra) keeps: what went wrong, as every report's row.
+            head, _, rest = r.message.partition("\n")
+            lines = [f"{r.status.value}{kind} on {r.ep}: {head}", *([rest] if rest else [])]
+            return "\n".join([*lines, "", f"lowering: {r.lowering or '-'}", f"reproduce: {r.repro}"])
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
