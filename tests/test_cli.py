@@ -154,7 +154,9 @@ def mixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_validate_cases_exits_0(in_repo: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "cases"]) == 0
     out, err = capsys.readouterr()
-    assert re.fullmatch(r"ok: \d+ case\(s\) in \d+ file\(s\)\n", out), out
+    assert re.fullmatch(
+        r"ok: \d+ case\(s\) in \d+ file\(s\); the oracle agrees with their \d+ expected: output\(s\)\n", out
+    )
     assert err == ""
 
 

@@ -50,7 +50,8 @@ CASES = "case files or directories (default: cases/)"
 COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
     {
         "validate": Command(
-            "check case files against the spec; exit 0 valid, 2 invalid",
+            "check case files against the spec, and their expected: outputs against the oracle; exit 0 valid, 2 "
+            "invalid",
             (Positional("paths", "+", "PATH"),),
             "conformance.cli.commands",
             "validate_command",
