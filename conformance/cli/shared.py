@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import heapq
 import os
 from collections.abc import Sequence
 
 from conformance.cases.limits import DEFAULT_LIMITS, FileLimits
+from conformance.cases.memory import case_bytes, size_text
+from conformance.cases.parse import Entry
 from conformance.cases.suite import NoCaseFiles, Suite, collect
 from conformance.cli.output import warn
 from conformance.ep.installed import NotInstalled, check_installed
 from conformance.ep.providers import EpSpec, best_available_ep
-from conformance.problems import Problem
+from conformance.problems import Problem, one_line
 from conformance.run.options import distinct_eps
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -29,7 +32,7 @@ def existing(paths: Sequence[str]) -> Sequence[str]:
 
 
 def file_limits(args: argparse.Namespace) -> FileLimits:
-    return FileLimits(args.max_file_bytes, args.max_nodes)
+    return FileLimits(args.max_file_bytes, args.max_nodes, args.max_case_bytes)
 
 
 def collect_paths(
@@ -51,6 +54,22 @@ def print_problems(problems: Sequence[Problem], files: int) -> None:
     for problem in problems:
         warn(str(problem))
     warn(f"{len(problems)} problem(s) in {files} file(s)")
+
+
+def within_memory(entries: Sequence[Entry], jobs: int, max_case_bytes: int) -> None:
+    """``run -j N``: N workers may run the N largest selected cases at once, so their estimated memory together must
+    fit --max-case-bytes, as one case's must (checked where its file is read); a usage error naming the largest,
+    before anything runs. -j 0 and -j 1 run one case at a time."""
+    if jobs <= 1:
+        return
+    largest = heapq.nlargest(jobs, ((case_bytes(entry), entry.id) for entry in entries))
+    total = sum(estimate for estimate, _ in largest)
+    if total > max_case_bytes:
+        raise UsageError(
+            f"-j {jobs}: the {len(largest)} largest selected cases may run at once, an estimated {size_text(total)} "
+            f"(the largest, {one_line(largest[0][1])}: {size_text(largest[0][0])}), over --max-case-bytes "
+            f"{max_case_bytes} ({size_text(max_case_bytes)}): lower -j, select fewer cases, or raise the limit"
+        )
 
 
 def chosen_eps(eps: Sequence[EpSpec]) -> list[EpSpec]:

@@ -68,7 +68,7 @@ _SUPERVISOR = pytest.StashKey["Supervisor"]()
 
 def pytest_configure(config: pytest.Config) -> None:
     """Check the options once, up front: a bad value is a usage error, not a collection error per file."""
-    names = ("ep", "feature_level", "max_elements", "case_timeout", "repeat")
+    names = ("ep", "feature_level", "max_elements", "max_case_bytes", "case_timeout", "repeat")
     given = {name: config.getoption(name) for name in names}
     try:
         values = checked(given, PYTEST)
@@ -193,7 +193,7 @@ class CaseFile(pytest.File):
         from conformance.cases.suite import read_file
 
         settings = _settings(self.config)
-        entries, problems = read_file(str(self.path), settings.options.max_elements)
+        entries, problems = read_file(str(self.path), settings.options.max_elements, settings.options.file_limits)
         if problems:
             raise CaseFileProblems("\n".join(str(p) for p in problems))
         for entry in entries:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from conformance.cases.limits import (
     DEFAULT_LIMITS,
+    DEFAULT_MAX_CASE_BYTES,
     DEFAULT_MAX_ELEMENTS,
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_NODES,
@@ -178,6 +179,16 @@ OPTIONS: Mapping[str, Option] = _options(
         f"refuse tensors over N elements before allocating (default {DEFAULT_MAX_ELEMENTS})",
         _READING | {PYTEST},
         default=DEFAULT_MAX_ELEMENTS,
+        metavar="N",
+        check=whole_number(1),
+    ),
+    Option(
+        ("--max-case-bytes",),
+        "refuse a case whose estimated memory is over N bytes, before allocating (its InputTensor's elements times "
+        f"its operator's bytes per element; default {DEFAULT_MAX_CASE_BYTES}, 8 GiB, for a 16 GB machine; run -j: "
+        "the cases that may run at once, together)",
+        _READING | {PYTEST},
+        default=DEFAULT_MAX_CASE_BYTES,
         metavar="N",
         check=whole_number(1),
     ),
@@ -490,7 +501,7 @@ def run_options(values: Mapping[str, Any], directml: Mapping[str, DirectML], thr
         pack=get("pack"),
         repeat=get("repeat"),
         threads=threads,
-        file_limits=FileLimits(get("max_file_bytes"), get("max_nodes")),
+        file_limits=FileLimits(get("max_file_bytes"), get("max_nodes"), get("max_case_bytes")),
     )
 
 
@@ -543,6 +554,8 @@ def repro_command(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -
         words += ["--max-file-bytes", str(options.file_limits.max_file_bytes)]
     if options is not None and options.file_limits.max_nodes != DEFAULT_LIMITS.max_nodes:
         words += ["--max-nodes", str(options.file_limits.max_nodes)]
+    if options is not None and options.file_limits.max_case_bytes != DEFAULT_LIMITS.max_case_bytes:
+        words += ["--max-case-bytes", str(options.file_limits.max_case_bytes)]
     if options is not None and options.repeat > 1:  # a FLAKY case shows only when run again
         words += ["--repeat", str(options.repeat)]
     return shlex.join(words)
