@@ -493,10 +493,16 @@ def run_options(values: Mapping[str, Any], directml: Mapping[str, DirectML], thr
     def get(name: str) -> Any:
         return values.get(name, OPTIONS[name].default)
 
+    builds: tuple[tuple[str, str], ...] = ()
+    if directml:  # artifacts.py loads NumPy, which a run without DirectML (pytest's configure) need not load yet
+        from conformance.run.artifacts import directml_text
+
+        builds = tuple((label, directml_text(found)) for label, found in directml.items())
     return RunOptions(
         feature_level=get("feature_level"),
         max_elements=get("max_elements"),
         directml_levels=tuple((label, found.feature_level) for label, found in directml.items() if found.feature_level),
+        directml_builds=builds,
         artifacts=get("artifacts"),
         pack=get("pack"),
         repeat=get("repeat"),
@@ -512,6 +518,8 @@ class RunOptions:
     # Each DirectML EP's level by its --ep text: what its DirectML build answered (directml.detect, or the device
     # under Wine); pairs, so that the options stay hashable and cross to the workers as they are.
     directml_levels: tuple[tuple[str, FeatureLevel], ...] = ()
+    # Each DirectML EP's build and device in words, by its --ep text: what an --artifacts README names.
+    directml_builds: tuple[tuple[str, str], ...] = ()
     artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
     pack: int = DEFAULT_PACK  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
     repeat: int = 1  # --repeat: each executed case run this many times, FLAKY where the runs differ (batch.py)
@@ -524,6 +532,10 @@ class RunOptions:
         the CPU EP's per-case overhead, docs/performance.md); else ``threads``, None being onnxruntime's default of
         one per physical core."""
         return 1 if small else self.threads
+
+    def executed_by(self, ep: EpSpec) -> str | None:
+        """The DirectML build and device that ``ep`` runs on, in words (artifacts.directml_text); None for others."""
+        return dict(self.directml_builds).get(ep.text)
 
     def target_level(self, ep: EpSpec) -> FeatureLevel | None:
         """--feature-level where given; else, for DirectML, the installed DirectML's level; else none (all run)."""
