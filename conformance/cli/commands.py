@@ -43,7 +43,7 @@ def validate_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
             goldens += len(entry.expected)
             problems.extend(golden_problems(entry))
     if problems:
-        print_problems(problems, suite.files)
+        print_problems(problems)
         return EXIT_USAGE
     checked = f"; the oracle agrees with their {goldens} expected: output(s)" if goldens else ""
     print(f"ok: {len(suite.entries)} case(s) in {suite.files} file(s){checked}")
@@ -65,7 +65,7 @@ def golden_problems(case: Case) -> list[Problem]:
 def coverage_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     suite = collect_paths(args.paths or ["cases"], args.max_elements, limits=file_limits(args))
     if suite.problems:
-        print_problems(suite.problems, suite.files)
+        print_problems(suite.problems)
         return EXIT_USAGE
     if args.quick:
         suite = quick(suite, args.max_elements)

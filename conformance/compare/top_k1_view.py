@@ -207,8 +207,9 @@ def _tie_lines(found: list[dict[str, Any]]) -> list[str]:
             if sorted(want) == sorted(got)
             else "at the K boundary the lowest-indexed tied elements are selected (spec Example 3)"
         )
-        shown = tied if len(tied) <= 16 else [*tied[:16], "..."]
-        lines.append(f"value {tie['value']} is tied at input indices {shown}: expected {want}, actual {got}: {why}")
+        more = tie["tied_count"] - min(len(tied), 16)
+        shown = ", ".join(str(i) for i in tied[:16]) + (f", ... ({more} more)" if more else "")
+        lines.append(f"value {tie['value']} is tied at input indices [{shown}]: expected {want}, actual {got}: {why}")
     return lines
 
 

@@ -70,6 +70,18 @@ def whole_number(least: int | None) -> Callable[[str], int]:
     return check
 
 
+def operator(text: str) -> Operator:
+    """fuzz --operator's check: an operator named as a case file's ``operator:`` names it (cases/fields.py's
+    ``member``: any case, the DML_ prefix optional)."""
+    from conformance.cases.fields import member
+    from conformance.cases.keys import OPERATOR_PREFIX
+
+    found = member(Operator, text, OPERATOR_PREFIX)
+    if found is None:
+        raise ValueError(f"must be one of {', '.join(op.value for op in Operator)}, got {text!r}")
+    return found
+
+
 def feature_level(text: str) -> FeatureLevel | None:
     """--feature-level's check; an empty value is no target, as the option left out (``--feature-level "$FL"``)."""
     return FeatureLevel.parse(text) if text.strip() else None
@@ -380,9 +392,10 @@ OPTIONS: Mapping[str, Option] = _options(
     ),
     Option(
         ("--operator",),
-        "the operator to fuzz",
+        f"the operator to fuzz: {', '.join(op.value for op in Operator)} (as in a case file: any case, DML_ optional)",
         frozenset({_FUZZ}),
-        choices=tuple(op.value for op in Operator),
+        metavar="OP",
+        check=operator,
         required_in=frozenset({_FUZZ}),
     ),
     Option(
