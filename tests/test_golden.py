@@ -245,3 +245,6 @@ def test_validate_runs_no_oracle_on_a_case_over_the_limits(
     assert main(["validate", "slice.yaml", "--max-elements", "3"]) == 2
     (problem, _) = capsys.readouterr().err.splitlines()
     assert problem == "slice.yaml:5:19: InputTensor.Sizes: 4 elements is over the limit of 3 (--max-elements)"
+    assert main(["validate", "slice.yaml", "--max-case-bytes", "10"]) == 2  # 4 elements: tens of bytes at least
+    (problem, _) = capsys.readouterr().err.splitlines()
+    assert problem.startswith("slice.yaml:5:19: InputTensor.Sizes: the case would take an estimated ")

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from conformance.cases.generate import case_inputs
+from conformance.cases.memory import memory_problem
 from conformance.cases.oracle import expected_outputs
 from conformance.cases.validate import validate
 from conformance.cli.shared import (
@@ -39,7 +40,7 @@ def validate_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
             continue
         if entry.expect_invalid is not None and not validate(entry, args.max_elements):
             problems.append(Problem(entry.pos("expect"), "expect", "marked invalid, but the validator accepts it"))
-        elif entry.expect_invalid is None and entry.expected and not validate(entry, args.max_elements):
+        elif entry.expect_invalid is None and entry.expected and _within_limits(entry, args):
             goldens += len(entry.expected)
             problems.extend(golden_problems(entry))
     if problems:
@@ -48,6 +49,12 @@ def validate_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     checked = f"; the oracle agrees with their {goldens} expected: output(s)" if goldens else ""
     print(f"ok: {len(suite.entries)} case(s) in {suite.files} file(s){checked}")
     return EXIT_OK
+
+
+def _within_limits(case: Case, args: argparse.Namespace) -> bool:
+    """Whether the oracle may run on ``case``: it is valid, within --max-elements and --max-case-bytes (whose
+    problems, if any, the suite already holds)."""
+    return not validate(case, args.max_elements) and memory_problem(case, args.max_case_bytes) is None
 
 
 def golden_problems(case: Case) -> list[Problem]:
