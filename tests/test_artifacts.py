@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -60,3 +61,88 @@ def test_folder_names_are_safe_and_distinct() -> None:
     # Ids that read the same once cleaned still get folders of their own.
     assert folder_name("t.yaml::x y", "cpu") != folder_name("t.yaml::x_y", "cpu")
     assert folder_name("../../etc", "cpu").startswith("etc_cpu-")
+
+
+# DirectML: the build and device that ran it, and the runner's lines off Windows (issue 26, item 19) ---------------
+
+# The chain's identity as the lavapipe run recorded it (reports/lavapipe-dml's results.json), cut to what is named.
+LAVAPIPE = {
+    "transport": "wine+vkd3d-proton",
+    "wine": "wine-8.0 (Debian 8.0~repack-4)",
+    "vkd3d_proton": {"version": "3.0.1"},
+    "vulkan_driver": "llvmpipe Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)",
+    "adapter": {"index": 0, "description": "llvmpipe (LLVM 15.0.6, 256 bits)", "vendor_id": 65541, "device_id": 0},
+    "onnxruntime": "1.24.4",
+    "directml_dll": "1.15.4.0",
+}
+
+
+def test_a_directml_readme_names_the_build_adapter_and_driver_and_the_runner(tmp_path: Path) -> None:
+    from conformance.ep.directml import DirectML
+    from conformance.model import FeatureLevel
+    from conformance.results import Result
+    from conformance.run.artifacts import directml_text, save_artifacts
+
+    found = DirectML("1.15.4", "DirectML.dll file version under Wine", FeatureLevel(6, 4), LAVAPIPE)
+    result = Result("t.yaml::x", "TOP_K1", "dml", Status.FAIL, "values", message="1/2 elements differ: ...", repro="r")
+    feeds = {"InputTensor": np.zeros(4, np.float32)}
+    outputs = {"OutputValueTensor": np.zeros(2, np.float32), "OutputIndexTensor": np.zeros(2, np.int64)}
+    folder = save_artifacts(
+        str(tmp_path), result, b"", feeds, outputs, outputs, "DmlExecutionProvider", directml_text(found)
+    )
+    readme = (Path(folder) / "README.txt").read_text(encoding="utf-8")
+    # 65541 is 0x10005, Mesa's vendor id for llvmpipe.
+    assert (
+        "Executed by: DmlExecutionProvider: DirectML 1.15.4 (DirectML.dll 1.15.4.0) with onnxruntime.dll 1.24.4, "
+        "feature level 6_4, on adapter 0: llvmpipe (LLVM 15.0.6, 256 bits) (vendor 0x10005, device 0x0000), driver "
+        "llvmpipe Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6), under wine-8.0 (Debian 8.0~repack-4) + vkd3d-proton 3.0.1\n"
+    ) in readme
+    assert "On Linux, DirectML runs in the harness's runner under Wine" in readme
+    assert "    ep = parse_ep('dml')\n" in readme
+    assert "    outputs = session.run(['OutputValueTensor', 'OutputIndexTensor'], {\n" in readme
+
+
+def test_a_readme_of_another_ep_has_no_runner_lines(tmp_path: Path) -> None:
+    from conformance.results import Result
+    from conformance.run.artifacts import save_artifacts
+
+    result = Result("t.yaml::x", "SLICE1", "cpu", Status.FAIL, "values", message="m", repro="r")
+    arrays = {"OutputTensor": np.zeros(2, np.float32)}
+    folder = save_artifacts(str(tmp_path), result, b"", {"InputTensor": arrays["OutputTensor"]}, arrays, arrays, "CPU")
+    readme = (Path(folder) / "README.txt").read_text(encoding="utf-8")
+    assert "Executed by" not in readme and "runner" not in readme
+
+
+def test_the_readme_s_runner_lines_rerun_a_directml_failure_on_linux(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the real chain (lavapipe here): the lines the README gives, run in its folder, give the outputs the
+    run saved."""
+    import subprocess
+    import sys
+
+    from conformance.ep.wine.chain import ChainMissing, find_chain
+
+    if sys.platform == "win32":
+        pytest.skip("DirectML is native on Windows")
+    try:
+        find_chain()
+    except ChainMissing as error:
+        pytest.skip(f"no DirectML chain here: {error}")
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(runner, "compare", _always_fails)
+    case = f"{EXAMPLE}::example-1"
+    argv = ["run", EXAMPLE, "-k", case, "--ep", "dml", "-j", "0", "--report-dir", str(tmp_path / "r")]
+    assert main([*argv, "--artifacts", str(tmp_path / "a")]) == 1
+    capsys.readouterr()
+    folder = tmp_path / "a" / folder_name(case, "dml")
+    readme = (folder / "README.txt").read_text(encoding="utf-8")
+    assert "Executed by: DmlExecutionProvider: DirectML " in readme and " on adapter 0: " in readme
+    lines = readme.split("in this folder:\n\n", 1)[1].splitlines()
+    script = "\n".join(line.removeprefix("    ") for line in lines if line.startswith("    "))
+    script += "\nfor name, array in zip(['OutputValueTensor', 'OutputIndexTensor'], outputs):"
+    script += "\n    assert (np.asarray(array) == np.load(f'actual_{name}.npy')).all(), name"
+    script += "\nprint('same')"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=folder, env=env, capture_output=True, text=True)
+    assert done.stdout.strip() == "same", done.stderr

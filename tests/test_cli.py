@@ -154,7 +154,9 @@ def mixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_validate_cases_exits_0(in_repo: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "cases"]) == 0
     out, err = capsys.readouterr()
-    assert re.fullmatch(r"ok: \d+ case\(s\) in \d+ file\(s\)\n", out), out
+    assert re.fullmatch(
+        r"ok: \d+ case\(s\) in \d+ file\(s\); the oracle agrees with their \d+ expected: output\(s\)\n", out
+    )
     assert err == ""
 
 
@@ -284,7 +286,8 @@ def test_a_bad_file_runs_nothing(
     assert out == ""
     assert "Traceback" not in err
     lines = err.splitlines()
-    assert lines[-2:] == ["2 problem(s) in 2 file(s)", "nothing was run: fix the problems above"]
+    # Both problems are bad.yaml's: the count names the files with problems, not the two files read.
+    assert lines[-2:] == ["2 problem(s) in 1 file(s)", "nothing was run: fix the problems above"]
     assert len(lines) == 4
     assert all(PROBLEM_LINE.match(line) and "bad.yaml:" in line for line in lines[:-2]), lines
     assert not (mixed / "r" / "results.json").exists()
@@ -491,3 +494,127 @@ def test_dmlconf_script(tmp_path: Path) -> None:
     assert "== 6 PASS ==" in done.stdout
     assert {r["status"] for r in _results(tmp_path / "out")} == {"PASS"}
     assert len(_results(tmp_path / "out")) == 6
+
+
+# the command line itself (issue 26, item 19) ----------------------------------------------------------------------
+
+
+def test_version_names_the_distribution_the_checkout_and_its_commit(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib import metadata
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False)
+    where = f"{REPO}, git {commit.stdout.strip()[:12]}" if commit.returncode == 0 else f"{REPO}"
+    assert capsys.readouterr().out == f"dmlconf {metadata.version('dml-conformance')} ({where})\n"
+
+
+def test_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """No reStructuredText reaches a terminal: the docstrings' ``literals`` stay in the code."""
+    from conformance.cli.main import COMMAND_TABLE
+
+    for argv in (["-h"], *([name, "-h"] for name in COMMAND_TABLE)):
+        with pytest.raises(SystemExit):
+            main(argv)
+        out = capsys.readouterr().out
+        assert out.startswith("usage: dmlconf") and "``" not in out and ":func:" not in out, argv
+
+
+def _prefixes() -> list[tuple[str, list[str]]]:
+    """Each command's long options cut by one character, with what the command needs besides: every one must be
+    refused, not taken for the option it begins."""
+    from conformance.run.options import OPTIONS
+
+    needs = {
+        "validate": ["x.yaml"],
+        "report": ["r.json"],
+        "diff": ["a.json", "b.json"],
+        "merge": ["r.json", "--report-dir", "d"],
+        "fuzz": ["--operator", "TOP_K1"],
+    }
+    found = []
+    for option in OPTIONS.values():
+        long = [flag for flag in (*option.flags, *option.deprecated) if flag.startswith("--")]
+        for command in sorted(option.where - {"pytest"}):
+            for flag in long:
+                value = [] if option.flag else ["1"]
+                found.append((command, [command, *needs.get(command, []), flag[:-1], *value]))
+    return found
+
+
+@pytest.mark.parametrize(("command", "argv"), _prefixes(), ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_no_option_is_taken_from_a_prefix(
+    command: str, argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where a command that took the prefix would write
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert f"unrecognized arguments: {argv[-2] if argv[-1] == '1' else argv[-1]}" in capsys.readouterr().err
+
+
+def test_a_typo_of_quick_does_not_run_the_quick_selection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(pool, "run_batch", lambda *_: pytest.fail("a case was run"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(REPO / TOPK_EXAMPLES), "--qui", "--ep", "cpu", "--report-dir", str(tmp_path / "r")])
+    assert exit_info.value.code == 2
+    assert "error: unrecognized arguments: --qui" in capsys.readouterr().err
+
+
+def test_problems_are_counted_in_the_files_that_have_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a-bad.yaml").write_text(BAD, encoding="utf-8")  # two problems
+    (tmp_path / "b-good.yaml").write_text((REPO / TOPK_EXAMPLES).read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "c-bad.yaml").write_text("operator: TOP_K1\n", encoding="utf-8")  # one: no cases
+    assert main(["validate", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "3 problem(s) in 2 file(s)"
+
+
+@pytest.mark.parametrize("spelling", ["top_k1", "DML_TOP_K1", " Top_K1 "])
+def test_fuzz_takes_the_operator_as_a_case_file_does(
+    spelling: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["fuzz", "--operator", spelling, "--ep", "cpu", "--time", "0.2", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith("fuzzing TOP_K1 on cpu for 0.2 s")
+
+
+def test_fuzz_refuses_an_unknown_operator_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fuzz", "--operator", "DML_TOPK"]) == 2
+    assert capsys.readouterr().err == (
+        "dmlconf: --operator: must be one of TOP_K1, MEAN_VARIANCE_NORMALIZATION1, SLICE1, got 'DML_TOPK'\n"
+    )
+
+
+def test_the_default_ep_says_directml_must_be_named_where_the_chain_is_set_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conformance.cli.shared import chosen_eps
+
+    if sys.platform == "win32":
+        pytest.skip("DirectML is a default EP on Windows")
+    monkeypatch.setattr(providers, "best_available_ep", lambda: providers.parse_ep("cpu"))
+    monkeypatch.setattr("conformance.cli.shared.best_available_ep", lambda: providers.parse_ep("cpu"))
+    vkd3d = tmp_path / "vkd3d"
+    vkd3d.mkdir()
+    for name in ("d3d12.dll", "d3d12core.dll"):
+        (vkd3d / name).write_bytes(b"MZ")
+    wine = tmp_path / "bin" / "wine"
+    wine.parent.mkdir()
+    wine.write_text("#!/bin/sh\n", encoding="utf-8")
+    wine.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wine.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("DMLCONF_VKD3D_PROTON", str(vkd3d))
+    monkeypatch.setenv("DISPLAY", ":93")
+    monkeypatch.delenv("DMLCONF_WINE", raising=False)
+    assert [ep.text for ep in chosen_eps([])] == ["cpu"]
+    assert capsys.readouterr().err == (
+        "no --ep given: running on cpu, the best available; DirectML under Wine is set up here, but off Windows it "
+        "runs only when named: --ep dml (dmlconf doctor checks the chain)\n"
+    )
+    assert [ep.text for ep in chosen_eps([providers.parse_ep("cpu")])] == ["cpu"]  # named: nothing to say
+    monkeypatch.delenv("DISPLAY")
+    assert [ep.text for ep in chosen_eps([])] == ["cpu"]  # no chain: nothing to say either
+    assert capsys.readouterr().err == ""

@@ -413,3 +413,17 @@ def test_format_value() -> None:
     assert format_value(np.float32(-0.0)) == "-0.0"
     assert format_value(np.float32(1e-30)) == "1.0e-30"
     assert format_value(np.uint32(4294967295)) == "4294967295"
+
+
+def test_topk_a_long_tie_lists_its_first_indices_and_how_many_more() -> None:
+    # 20 equal values, K 3, DECREASING: the oracle takes indices 0, 1, 2 (spec Example 3's rule); an EP that takes
+    # 0, 1, 19 breaks the tie at the K boundary. The tie is 20 long: the first 16 indices, then 4 more.
+    x = np.full((1, 20), 7.0, np.float32)
+    case = topk_case((1, 20), 1, 3, AxisDirection.DECREASING)
+    values = np.full((1, 3), 7.0, np.float32)
+    verdict = run_topk(x, case, (values, np.array([[0, 1, 2]], np.uint32)), (values, np.array([[0, 1, 19]], np.int64)))
+    shown = ", ".join(str(i) for i in range(16))
+    assert f"value 7.0 is tied at input indices [{shown}, ... (4 more)]: expected [0, 1, 2], actual [0, 1, 19]" in (
+        verdict.message
+    )
+    assert "'...'" not in verdict.message

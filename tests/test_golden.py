@@ -201,3 +201,50 @@ def test_a_run_reports_the_swapped_zeros_as_error_and_the_console_says_where(
     out = capsys.readouterr().out
     assert "ERROR (golden_mismatch) zeros.yaml::signed-zeros [cpu]\n" in out
     assert "  zeros.yaml:13:7: expected.OutputValueTensor[0, 0, 0, 1] = -0.0 (0x80000000), the oracle gives 0.0" in out
+
+
+# validate: the goldens against the oracle, as run would hold them (issue 26, item 12) -------------------------------
+
+
+def test_validate_refuses_a_wrong_golden_at_its_expected_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # -0.0 and 0.0 swapped in the values (line 13); the indices (line 14) right: the first is 0.0 from index 0.
+    Path("zeros.yaml").write_text(SIGNED_ZEROS.replace("VALUES", "-1, -0.0, 0.0").replace("INDICES", "2, 0, 1"))
+    # x = 1, 2, 3, 4 copied: a golden of 1, 2, 3, 5 is wrong at [3] (line 10) and one element of four differs.
+    Path("slice.yaml").write_text(
+        SLICE.replace("TYPE", "INT8").replace("DATA", "1, 2, 3, 4").replace("GOLDEN", "1, 2, 3, 5")
+    )
+    Path("right.yaml").write_text(
+        SLICE.replace("TYPE", "INT8").replace("DATA", "1, 2, 3, 4").replace("GOLDEN", "1, 2, 3, 4")
+    )
+    assert main(["validate", "zeros.yaml", "slice.yaml", "right.yaml"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines()[:2] == [
+        "zeros.yaml:13:7: expected.OutputValueTensor: [0, 0, 0, 1] = -0.0 (0x80000000), the oracle gives 0.0 "
+        f"(0x00000000); 2 of 3 elements differ (float32, {BIT_FOR_BIT})",
+        "slice.yaml:10:7: expected.OutputTensor: [3] = 5, the oracle gives 4; 1 of 4 elements differ (int8, compared "
+        "exactly)",
+    ]
+    assert main(["validate", "right.yaml"]) == 0
+    assert capsys.readouterr().out == "ok: 1 case(s) in 1 file(s); the oracle agrees with their 1 expected: output(s)\n"
+
+
+def test_validate_runs_no_oracle_on_a_case_over_the_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A golden is checked only on a case that is valid, within --max-elements: the oracle never sees a tensor the
+    limits refuse."""
+    monkeypatch.chdir(tmp_path)
+    Path("slice.yaml").write_text(
+        SLICE.replace("TYPE", "INT8").replace("DATA", "1, 2, 3, 4").replace("GOLDEN", "9, 9, 9, 9")
+    )
+    monkeypatch.setattr("conformance.cli.commands.expected_outputs", lambda *_: pytest.fail("the oracle ran"))
+    assert main(["validate", "slice.yaml", "--max-elements", "3"]) == 2
+    (problem, _) = capsys.readouterr().err.splitlines()
+    assert problem == "slice.yaml:5:19: InputTensor.Sizes: 4 elements is over the limit of 3 (--max-elements)"
+    assert main(["validate", "slice.yaml", "--max-case-bytes", "10"]) == 2  # 4 elements: tens of bytes at least
+    (problem, _) = capsys.readouterr().err.splitlines()
+    assert problem.startswith("slice.yaml:5:19: InputTensor.Sizes: the case would take an estimated ")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -14,6 +15,8 @@ from hostile import OK_CASE, TWO_CASES, accepted, markdown_problems, refused, ru
 
 from conformance.cases.suite import case_elements, collect, run_elements
 from conformance.cli.main import main
+
+pytest_plugins = ["pytester"]
 
 
 def test_keep_going_runs_the_valid_files_and_records_the_problems(
@@ -36,7 +39,7 @@ def test_keep_going_runs_the_valid_files_and_records_the_problems(
     out, err = capsys.readouterr()
     assert err.splitlines() == [
         *problems,
-        "2 problem(s) in 3 file(s)",
+        "2 problem(s) in 2 file(s)",  # b-empty.yaml and c-mixed.yaml, of the three read
         "--keep-going: skipping the 2 file(s) with problems, running the others",
         "2 file(s) were skipped for 2 problem(s) (listed above and in results.json): exit code 2",
     ]
@@ -239,3 +242,110 @@ def test_a_repro_command_keeps_the_file_limits_it_was_read_under(tmp_path: Path)
     [result] = json.loads((reports / "results.json").read_text(encoding="utf-8"))["results"]
     repro = f"dmlconf run {path} -k {Path(path).name}::ok --ep cpu --max-file-bytes 2000000 --max-nodes 60000"
     assert result["repro"] == repro
+
+
+# --max-case-bytes (issue 26, item 15) --------------------------------------------------------------------------------
+
+# The issue's case: Input, Scale and Bias each 1x1x16384x16384 float32, which took 20.5 GiB on the CPU EP.
+HUGE_MVN = """\
+operator: MEAN_VARIANCE_NORMALIZATION1
+feature_level: "4_0"
+cases:
+  - id: huge
+    InputTensor: {Sizes: [1, 1, 16384, 16384], DataType: FLOAT32, Generator: {Kind: normal, Seed: 1}}
+    ScaleTensor: {Sizes: [1, 1, 16384, 16384], DataType: FLOAT32, Generator: {Kind: normal, Seed: 2}}
+    BiasTensor: {Sizes: [1, 1, 16384, 16384], DataType: FLOAT32, Generator: {Kind: normal, Seed: 3}}
+    Axes: [2, 3]
+"""
+
+
+def _huge_line(path: Path, limit: int = 8 << 30) -> str:
+    from conformance.cases.memory import BYTES_PER_ELEMENT
+    from conformance.model import Operator
+
+    per = BYTES_PER_ELEMENT[Operator.MEAN_VARIANCE_NORMALIZATION1]
+    assert per * 16384 * 16384 >= 20.5 * 2**30  # the estimate is at least what the issue measured
+    return (
+        f"{path}:5:19: InputTensor.Sizes: the case would take an estimated {per * 16384 * 16384 / 2**30:.1f} GiB "
+        f"(268435456 elements x {per} bytes for MEAN_VARIANCE_NORMALIZATION1), over --max-case-bytes {limit} "
+        f"({limit / 2**30:.1f} GiB)"
+    )
+
+
+def test_a_case_over_max_case_bytes_is_refused_before_anything_is_allocated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import conformance.run.runner as runner
+
+    monkeypatch.setattr(runner, "case_inputs", lambda *_: pytest.fail("a tensor was made"))
+    path, reports = write(tmp_path, HUGE_MVN), tmp_path / "reports"
+    line = _huge_line(path)  # the default, 8 GiB, sized for a 16 GB CI machine
+    assert refused(capsys, "validate", str(path)) == [line]
+    assert main(["list", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == line
+    assert refused(capsys, *run_argv(path, reports)) == [line]
+    assert not reports.exists()
+    assert refused(capsys, "validate", str(path), "--max-case-bytes", str(4 << 30)) == [_huge_line(path, 4 << 30)]
+
+
+def test_max_case_bytes_is_a_bound_the_estimate_may_reach(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cases.memory import BYTES_PER_ELEMENT
+    from conformance.model import Operator
+
+    path = write(tmp_path, OK_CASE)  # SLICE1 of a 2x2 input
+    estimate = 4 * BYTES_PER_ELEMENT[Operator.SLICE1]
+    assert main(["validate", str(path), "--max-case-bytes", str(estimate)]) == 0
+    capsys.readouterr()
+    (line,) = refused(capsys, "validate", str(path), "--max-case-bytes", str(estimate - 1))
+    assert line.startswith(f"{path}:5:19: InputTensor.Sizes: the case would take an estimated {estimate} bytes")
+
+
+def test_run_j_counts_the_cases_that_may_run_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cases.memory import BYTES_PER_ELEMENT
+    from conformance.model import Operator
+
+    two = OK_CASE + OK_CASE.split("cases:\n")[1].replace("id: ok", "id: ok-too")
+    path, reports = write(tmp_path, two), tmp_path / "reports"
+    one = 4 * BYTES_PER_ELEMENT[Operator.SLICE1]  # each case's estimate
+    limit = ["--max-case-bytes", str(2 * one - 1)]  # one fits, two at once do not
+    assert main(run_argv(path, reports, "-j", "2", *limit)) == 2
+    assert capsys.readouterr().err == (
+        f"dmlconf: -j 2: the 2 largest selected cases may run at once, an estimated {2 * one} bytes (the largest, "
+        f"{path}::ok-too: {one} bytes), over --max-case-bytes {2 * one - 1} ({2 * one - 1} bytes): lower -j, select "
+        "fewer cases, or raise the limit\n"
+    )
+    assert not reports.exists()
+    assert main(run_argv(path, reports, "-j", "1", *limit)) == 0
+
+
+def test_a_repro_command_keeps_max_case_bytes(tmp_path: Path) -> None:
+    wrong = OK_CASE.replace(
+        "    InputWindowStrides", "    expected: {OutputTensor: [[9, 9], [9, 9]]}\n    InputWindowStrides"
+    )
+    path, reports = write(tmp_path, wrong), tmp_path / "reports"
+    assert main(run_argv(path, reports, "--max-case-bytes", "1000000")) == 1
+    [result] = json.loads((reports / "results.json").read_text(encoding="utf-8"))["results"]
+    assert result["repro"] == f"dmlconf run {path} -k {path}::ok --ep cpu --max-case-bytes 1000000"
+
+
+def test_the_bytes_per_element_are_the_documented_ones() -> None:
+    from conformance.cases.memory import BYTES_PER_ELEMENT
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "case-format.md").read_text(encoding="utf-8")
+    documented = dict(re.findall(r"^\| `(\w+)` \| (\d+) \|", text, re.M))
+    assert documented == {op.value: str(per) for op, per in BYTES_PER_ELEMENT.items()}
+
+
+def test_pytest_refuses_a_case_over_max_case_bytes_at_collection(pytester: pytest.Pytester) -> None:
+    path = pytester.makefile(".yaml", huge=HUGE_MVN)
+    result = pytester.runpytest("-p", "no:hypothesispytest", "--ep", "cpu", "--collect-only")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error stops the session
+    result.stdout.fnmatch_lines([_huge_line(path).replace("[", "[[]")])
+    raised = pytester.runpytest(
+        "-p", "no:hypothesispytest", "--ep", "cpu", "--collect-only", "--max-case-bytes", "4e10"
+    )
+    raised.stderr.fnmatch_lines(["ERROR: --max-case-bytes: not a whole number: '4e10'"])
+    raised = pytester.runpytest(
+        "-p", "no:hypothesispytest", "--ep", "cpu", "--collect-only", "--max-case-bytes", "40000000000"
+    )
+    raised.stdout.fnmatch_lines(["*1 test collected*"])

@@ -5,6 +5,7 @@ Every expected position below is counted by hand in the YAML text of the test (l
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -151,6 +152,53 @@ def test_non_utf8_byte_is_located(tmp_path: Path) -> None:
 def test_non_utf8_column_counts_characters_not_bytes(tmp_path: Path) -> None:
     path = write(tmp_path, "# é".encode() + b"\xc3(\n")  # 'é' is two bytes, one column
     assert refusal(path) == [f"{path}:1:4: not UTF-8 text: byte 0xc3 at offset 4"]
+
+
+LONE_SURROGATE_ID = """\
+operator: TOP_K1
+feature_level: "2_1"
+cases:
+  - id: "\\ud800x"
+    InputTensor: {Sizes: [1, 1, 1, 4], DataType: FLOAT32, Data: [[[[1, 2, 3, 4]]]]}
+    Axis: 3
+    K: 2
+"""
+
+
+def test_a_lone_surrogate_in_a_string_or_a_key_is_refused_where_written(tmp_path: Path) -> None:
+    # YAML's "\ud800" escape makes a lone surrogate, which no UTF-8 file can hold: the id is at line 4, column 9.
+    path = write(tmp_path, LONE_SURROGATE_ID)
+    assert refusal(path) == [
+        f"{path}:4:9: cases.0.id: \\ud800 is a lone surrogate, not a character: write valid Unicode"
+    ]
+    key = write(tmp_path, 'operator: TOP_K1\ncases:\n  - id: a\n    "K\\udfff": 1\n', "key.yaml")
+    assert refusal(key) == [f"{key}:4:5: cases.0: \\udfff is a lone surrogate, not a character: write valid Unicode"]
+
+
+def test_a_lone_surrogate_id_is_refused_by_validate_and_run_runs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conformance.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(LONE_SURROGATE_ID, encoding="utf-8")
+    line = "s.yaml:4:9: cases.0.id: \\ud800 is a lone surrogate, not a character: write valid Unicode"
+    assert main(["validate", "s.yaml"]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == line
+    assert main(["run", "s.yaml", "--ep", "cpu", "-j", "0", "--report-dir", "r"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == line and "Traceback" not in err
+    assert not (tmp_path / "r" / "results.jsonl").exists()
+
+
+def test_a_file_name_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    name = os.fsdecode(b"\xffcase.yaml")  # as a directory walk on Linux would give it: a surrogate-escaped byte
+    path = write(tmp_path, LONE_SURROGATE_ID.replace("\\ud800x", "x"), name)
+    shown = f"{tmp_path}/\\xffcase.yaml"
+    assert refusal(path) == [
+        f"{shown}:1:1: the file's name is not valid UTF-8: case ids name their file, and "
+        "results.json is UTF-8; rename it"
+    ]
 
 
 @pytest.mark.parametrize("content", ["", "\n\n", "# only a comment\n"])

@@ -118,12 +118,12 @@ def test_a_bad_golden_fails_with_the_difference_and_a_repro_line(pytester: pytes
     result.stdout.fnmatch_lines(
         [
             "*_ mixed.yaml::wrong-golden [[]cpu[]] _*",
-            "ERROR (golden_mismatch) on cpu, lowering -",
-            "*mixed.yaml:*:7: expected.OutputValueTensor[[]0, 0, 2, 1[]] = 5.0 (0x40a00000), "
-            "the oracle gives 6.0 (0x40c00000)",
+            "ERROR (golden_mismatch) on cpu: *mixed.yaml:*:7: expected.OutputValueTensor[[]0, 0, 2, 1[]] = 5.0 "
+            "(0x40a00000), the oracle gives 6.0 (0x40c00000)",
             "  1 of 6 elements differ (float32, compared bit for bit: -0 differs from +0, any NaN matches any NaN): "
             "the case file or the harness is wrong",
             "",
+            "lowering: -",
             "reproduce: dmlconf run mixed.yaml -k mixed.yaml::wrong-golden --ep cpu",
         ]
     )
@@ -358,8 +358,8 @@ cases:
 @pytest.mark.parametrize(
     ("fault", "options", "headline"),
     [
-        ("segv", (), "CRASH (worker_died) on cpu, lowering -"),
-        ("hang", ("--case-timeout", "1"), "TIMEOUT (timeout) on cpu, lowering -"),
+        ("segv", (), "CRASH (worker_died) on cpu: *SIGSEGV*"),
+        ("hang", ("--case-timeout", "1"), "TIMEOUT (timeout) on cpu: *"),
     ],
 )
 def test_a_case_that_crashes_or_hangs_its_worker_fails_alone(

@@ -143,7 +143,8 @@ def test_a_verdict_that_changes_between_runs_is_flaky_and_fails_the_run(
     lines = result["message"].splitlines()
     assert re.fullmatch(r"3 repeats: PASS, FAIL \(\w+\), PASS", lines[0])
     assert lines[1] == "output OutputValueTensor hash differs between repeats 1 and 2"
-    assert re.fullmatch(r"repeat 2, FAIL \(\w+\):", lines[2]) and lines[3].startswith("  TOP_K1")
+    # The repeat's own message, indented: its headline first (compare's "kind: N/M elements differ: ...").
+    assert re.fullmatch(r"repeat 2, FAIL \(\w+\):", lines[2]) and re.match(r"  \w+: \d+/\d+ elements differ", lines[3])
     hashes = [repeat["outputs_sha256"] for repeat in result["repeats"]]
     assert [repeat["status"] for repeat in result["repeats"]] == ["PASS", "FAIL", "PASS"]
     assert hashes[0] == hashes[2] == _spec_outputs_sha256()[EXAMPLE_1]
@@ -326,8 +327,7 @@ def test_the_pytest_plugin_fails_a_flaky_case_and_passes_a_steady_one(
     result.stdout.fnmatch_lines(
         [
             "*_ spec_examples.yaml::example-1 [[]cpu[]] _*",
-            "FLAKY (verdicts_differ) on cpu, lowering *",
-            "3 repeats: PASS, FAIL (*), PASS",
+            "FLAKY (verdicts_differ) on cpu: 3 repeats: PASS, FAIL (*), PASS",
             "*reproduce: dmlconf run spec_examples.yaml -k spec_examples.yaml::example-1 --ep cpu --repeat 3",
         ]
     )

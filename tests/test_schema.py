@@ -103,10 +103,14 @@ def test_positions_count_the_schema_line(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def loader_refuses(path: Path, capsys: pytest.CaptureFixture[str]) -> bool:
+    """Whether ``dmlconf validate`` refuses the file for its keys and values. An ``expected:`` golden the oracle
+    disagrees with does not count: a mutation that changes the inputs (a generator's parameter dropped) leaves the
+    full case's goldens behind, which is the data's problem, not a key's, and one no schema could see."""
     code = main(["validate", str(path)])
     out, err = capsys.readouterr()
     assert code in (0, 2) and "Traceback" not in out + err, (out, err)
-    return code == 2
+    problems = [line for line in err.splitlines()[:-1] if ", the oracle gives " not in line]
+    return code == 2 and bool(problems)
 
 
 def schema_refuses(document: Any, validator: jsonschema.Draft7Validator) -> bool:

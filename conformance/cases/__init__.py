@@ -5,9 +5,10 @@ execution provider.
 ``parse_tensor`` and ``sweep`` make frozen cases, of the keys ``keys`` lists (``schema`` renders them as the JSON
 Schema editors read); ``validate`` (with ``validate_checker``) applies the spec pages;
 ``generate`` (with ``generate_streams``) makes the inputs; ``oracle`` calls ``reference/``; ``fingerprint`` hashes
-inputs; ``parameters`` describes a descriptor for reports; ``suite`` finds, reads, filters and shards case files,
-``ids`` says how case ids name a file (from its repository's root, not the working directory), and ``detect``
-tells a case file from other YAML met while walking a directory (the pytest plugin's rule too).
+inputs; ``parameters`` describes a descriptor for reports; ``memory`` what a case holds and its estimated memory
+(--max-run-elements, --max-case-bytes); ``suite`` finds, reads, filters and shards case files, ``ids`` says how
+case ids name a file (from its repository's root, not the working directory), and ``detect`` tells a case file
+from other YAML met while walking a directory (the pytest plugin's rule too).
 
 May import: the core, reference.
 """

@@ -32,6 +32,13 @@ def as_number(value: Any) -> float | None:
     return None
 
 
+def member(kind: type[E], value: Any, strip: str = "") -> E | None:
+    """The member of ``kind`` a case file's text names, as every choice is read: any case, surrounding blanks and the
+    DirectML prefix ``strip`` ("DML_") optional, so ``top_k1`` and ``DML_TOP_K1`` name TOP_K1; None for another."""
+    text = str(value).strip().upper().removeprefix(strip) if isinstance(value, str) else None
+    return next((m for m in kind if m.value == text), None)
+
+
 def unknown_field(name: str, allowed: Iterable[str]) -> str:
     """The message for a key that is not one of ``allowed``, with the closest allowed key when one is near (a
     typo such as Axiz, or axis in the wrong case)."""
@@ -159,9 +166,7 @@ class Fields:
         value = self.get(name, required)
         if value is _MISSING:
             return None
-        text = str(value).strip().upper().removeprefix(strip) if isinstance(value, str) else None
-        members = {m.value: m for m in kind}
-        if text not in members:
-            self.problem(name, f"must be one of {', '.join(members)}, got {value!r}")
-            return None
-        return members[text]
+        found = member(kind, value, strip)
+        if found is None:
+            self.problem(name, f"must be one of {', '.join(str(m.value) for m in kind)}, got {value!r}")
+        return found

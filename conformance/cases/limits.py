@@ -16,13 +16,21 @@ DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 DEFAULT_MAX_NODES = 50_000
 
 
+# --max-case-bytes: the estimated peak memory of one case (cases/memory.py), sized for a 16 GB CI machine: half of it
+# for the case, the rest for the system, the run's own process and onnxruntime's fixed costs. An MVN1 case of 2^28
+# elements (--max-elements' largest tensor) with full-size Scale and Bias took 20.5 GiB: it is refused; no case of the
+# library is estimated at over 16 MiB.
+DEFAULT_MAX_CASE_BYTES = 8 << 30
+
+
 @dataclass(frozen=True)
 class FileLimits:
-    """What one case file may cost to read (--max-file-bytes, --max-nodes): bytes on disk, and YAML nodes with
-    aliases counted each time they are used."""
+    """What one case file may cost (--max-file-bytes, --max-nodes, --max-case-bytes): to read it, bytes on disk and
+    YAML nodes with aliases counted each time they are used; to run each of its cases, the estimated memory."""
 
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     max_nodes: int = DEFAULT_MAX_NODES
+    max_case_bytes: int = DEFAULT_MAX_CASE_BYTES
 
 
 DEFAULT_LIMITS = FileLimits()  # frozen: a shared default, not shared state

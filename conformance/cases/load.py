@@ -177,7 +177,17 @@ class _Converter:
             message = f"integer of {len(node.value)} characters is too large for any field (at most {MAX_INT_CHARS})"
             raise self.fail(node, key, message)
         # The constructor is called directly: construct_object would keep every scalar node alive in its cache.
-        return SafeConstructor.yaml_constructors[node.tag](self._scalars, node)
+        value = SafeConstructor.yaml_constructors[node.tag](self._scalars, node)
+        if isinstance(value, str):
+            self._unicode(node, key, value)
+        return value
+
+    def _unicode(self, node: yaml.Node, key: Path, text: str) -> None:
+        """Refuse a string with a lone surrogate (a double-quoted "\\ud800"): it is no character, so no UTF-8
+        file (results.json, a report) and no hash could hold the id or text it is part of."""
+        if not _encodable(text):
+            code = next(ord(c) for c in text if not _encodable(c))
+            raise self.fail(node, key, f"\\u{code:04x} is a lone surrogate, not a character: write valid Unicode")
 
     def _mapping(self, node: yaml.MappingNode, key: Path) -> dict[str, Any]:
         if node.tag != "tag:yaml.org,2002:map":
@@ -187,6 +197,7 @@ class _Converter:
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _SCALAR_TAGS:
                 raise self.fail(key_node, key, "mapping keys must be plain names (no tags, merges or collections)")
             name = str(key_node.value)
+            self._unicode(key_node, key, name)
             if name in result:
                 first = self.positions[(*key, name)]
                 raise self.fail(key_node, (*key, name), f"duplicate key {name!r} (first at line {first.line})")
@@ -198,6 +209,16 @@ class _Converter:
 def _keeps_position(key: Path) -> bool:
     """Positions of data values are not kept: a Data list can hold millions of them."""
     return len(key) <= _POSITION_DEPTH and "Data" not in key[:-1] and "expected" not in key[:-2]
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` is valid Unicode: a lone surrogate (a YAML "\\ud800", or a file name's undecodable byte
+    as Python escapes it) is no character, and no UTF-8 file or hash can hold it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _dotted(key: Path) -> str:
@@ -251,6 +272,10 @@ def load_document(
     """Read and compose one case file; raise CaseFileError with one-line problems when it is unusable."""
     name = os.fspath(path)
     start = SourcePos(name, 1, 1)
+    if not _encodable(name):  # a name of bytes that are not UTF-8 (surrogate-escaped by Python)
+        shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+        message = "the file's name is not valid UTF-8: case ids name their file, and results.json is UTF-8; rename it"
+        raise CaseFileError([Problem(SourcePos(shown, 1, 1), "", message)])
     try:
         check_file(start, os.stat(name), max_file_bytes)  # before opening: opening a FIFO would wait for a writer
         with open(name, "rb", opener=open_without_waiting) as handle:

@@ -5,7 +5,6 @@ file from its repository's root, else from the directory given (ids.py)."""
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -14,9 +13,10 @@ from conformance.cases.detect import CASE_FILE_SUFFIXES, is_case_file
 from conformance.cases.ids import file_id
 from conformance.cases.limits import DEFAULT_LIMITS, DEFAULT_MAX_ELEMENTS, FileLimits
 from conformance.cases.load import load_document
+from conformance.cases.memory import case_elements, memory_problem
 from conformance.cases.parse import Entry, Rejected, display_path, parse_document
 from conformance.cases.validate import validate
-from conformance.model import Case, Mvn1Desc, SourcePos, TopK1Desc
+from conformance.model import Case, SourcePos
 from conformance.problems import CaseFileError, Problem, one_line
 
 
@@ -132,8 +132,9 @@ def find_case_files(paths: Sequence[str]) -> Found:
 def read_file(
     path: str, max_elements: int = DEFAULT_MAX_ELEMENTS, limits: FileLimits = DEFAULT_LIMITS, named: str | None = None
 ) -> tuple[list[Entry], list[Problem]]:
-    """One case file's entries and its problems, deduplicated (a sweep repeats its base case's problems). ``named``:
-    the file as its cases' ids name it (``file_id``)."""
+    """One case file's entries and its problems, deduplicated (a sweep repeats its base case's problems): the file's,
+    each case's against the spec and ``max_elements``, and a valid case's estimated memory against ``limits``.
+    ``named``: the file as its cases' ids name it (``file_id``)."""
     try:
         document = load_document(path, max_file_bytes=limits.max_file_bytes, max_nodes=limits.max_nodes)
         entries, problems = parse_document(document, named)
@@ -143,7 +144,9 @@ def read_file(
         if isinstance(entry, Rejected) and entry.expect_invalid is None:
             problems.extend(entry.problems)
         elif isinstance(entry, Case) and entry.expect_invalid is None:
-            problems.extend(validate(entry, max_elements))
+            found = validate(entry, max_elements)  # the estimate needs sizes the validator accepts
+            memory = None if found else memory_problem(entry, limits.max_case_bytes)
+            problems.extend(found if memory is None else [memory])
     return entries, list(dict.fromkeys(problems))
 
 
@@ -193,21 +196,6 @@ def valid_files_only(suite: Suite) -> Suite:
     invalid = set(suite.invalid_files)
     entries = tuple(e for e in suite.entries if e.path not in invalid)
     return replace(suite, entries=entries, files=suite.files - len(suite.invalid_files))
-
-
-def case_elements(entry: Entry) -> int:
-    """Elements of a case's tensors, inputs and outputs, from its descriptor's sizes (nothing is allocated); 0 for
-    an ``expect: invalid`` case, which the validator refuses before any tensor is made. For a case that validates."""
-    if isinstance(entry, Rejected) or entry.expect_invalid is not None:
-        return 0
-    d = entry.descriptor
-    if isinstance(d, TopK1Desc):
-        shapes = [d.input.sizes, d.output_sizes, d.output_sizes]  # OutputValueTensor and OutputIndexTensor
-    elif isinstance(d, Mvn1Desc):
-        shapes = [t.sizes for t in (d.input, d.scale, d.bias) if t is not None] + [d.input.sizes]
-    else:
-        shapes = [d.input.sizes, d.output_sizes]
-    return sum(math.prod(shape) for shape in shapes)
 
 
 def run_elements(entries: Sequence[Entry], eps: int) -> int:

@@ -1,4 +1,5 @@
-"""dmlconf's commands that read case files and run nothing: ``validate`` them, map their spec ``coverage``."""
+"""dmlconf's commands that read case files and run nothing: ``validate`` them (their goldens against the oracle
+too), map their spec ``coverage``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+from conformance.cases.generate import case_inputs
+from conformance.cases.memory import memory_problem
+from conformance.cases.oracle import expected_outputs
 from conformance.cases.validate import validate
 from conformance.cli.shared import (
     EXIT_FAILED,
@@ -17,6 +21,7 @@ from conformance.cli.shared import (
     file_limits,
     print_problems,
 )
+from conformance.compare.golden import golden_mismatches
 from conformance.coverage.mapping import build_map, case_coverage, quick
 from conformance.coverage.markdown import render_coverage
 from conformance.model import Case, Operator
@@ -25,22 +30,49 @@ from conformance.results import write_text_atomic
 
 
 def validate_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """Every case file's problems, a negative case the validator accepts, and every ``expected:`` golden the oracle
+    disagrees with, one line each (exit 2); else one ``ok`` line."""
     suite = collect_paths(args.paths, args.max_elements, limits=file_limits(args))
     problems = list(suite.problems)
+    goldens = 0
     for entry in suite.entries:
-        if isinstance(entry, Case) and entry.expect_invalid is not None and not validate(entry, args.max_elements):
+        if not isinstance(entry, Case):
+            continue
+        if entry.expect_invalid is not None and not validate(entry, args.max_elements):
             problems.append(Problem(entry.pos("expect"), "expect", "marked invalid, but the validator accepts it"))
+        elif entry.expect_invalid is None and entry.expected and _within_limits(entry, args):
+            goldens += len(entry.expected)
+            problems.extend(golden_problems(entry))
     if problems:
-        print_problems(problems, suite.files)
+        print_problems(problems)
         return EXIT_USAGE
-    print(f"ok: {len(suite.entries)} case(s) in {suite.files} file(s)")
+    checked = f"; the oracle agrees with their {goldens} expected: output(s)" if goldens else ""
+    print(f"ok: {len(suite.entries)} case(s) in {suite.files} file(s){checked}")
     return EXIT_OK
+
+
+def _within_limits(case: Case, args: argparse.Namespace) -> bool:
+    """Whether the oracle may run on ``case``: it is valid, within --max-elements and --max-case-bytes (whose
+    problems, if any, the suite already holds)."""
+    return not validate(case, args.max_elements) and memory_problem(case, args.max_case_bytes) is None
+
+
+def golden_problems(case: Case) -> list[Problem]:
+    """A valid case's ``expected:`` outputs that disagree with the oracle's, by the rule its EP outputs get (as
+    ``run`` would find them, as ERROR ``golden_mismatch``): one problem at each such ``expected:`` entry. The oracle
+    runs on the case's inputs, which the limits (--max-elements and the others) have already bounded."""
+    try:
+        inputs = case_inputs(case)
+        return [d.problem() for d in golden_mismatches(case, inputs, expected_outputs(case, inputs))]
+    except Exception as error:  # a harness bug must still be one line naming the case, never a traceback
+        message = f"the oracle could not compute the outputs to compare: {type(error).__name__}: {error}"
+        return [Problem(case.pos("expected"), "expected", message)]
 
 
 def coverage_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     suite = collect_paths(args.paths or ["cases"], args.max_elements, limits=file_limits(args))
     if suite.problems:
-        print_problems(suite.problems, suite.files)
+        print_problems(suite.problems)
         return EXIT_USAGE
     if args.quick:
         suite = quick(suite, args.max_elements)

@@ -14,7 +14,7 @@ from conformance.problems import first_line
 
 def fuzz_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     (ep,) = chosen_eps([args.fuzz_ep] if args.fuzz_ep else [])
-    operator = Operator(args.operator)
+    operator: Operator = args.operator  # checked: the member a case file's operator: would name
     print(f"fuzzing {operator.value} on {ep.text} for {args.time:g} s, seed {args.seed}")
     outcome = fuzz(operator, ep, args.time, args.seed, args.out, args.special, args.shrink_examples)
     print(f"{outcome.examples} example(s) in {outcome.seconds:.1f} s, {outcome.shrunk} of them shrinking")

@@ -50,7 +50,8 @@ CASES = "case files or directories (default: cases/)"
 COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
     {
         "validate": Command(
-            "check case files against the spec; exit 0 valid, 2 invalid",
+            "check case files against the spec, and their expected: outputs against the oracle; exit 0 valid, 2 "
+            "invalid",
             (Positional("paths", "+", "PATH"),),
             "conformance.cli.commands",
             "validate_command",
@@ -115,12 +116,52 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
 )
 
 
+DESCRIPTION = (
+    "DirectML operator conformance (TOP_K1, MEAN_VARIANCE_NORMALIZATION1, SLICE1) against an exact reference: validate "
+    "case files, run them on execution providers, report, diff and merge runs, map their spec coverage, fuzz an EP."
+)
+EPILOG = (
+    "exit codes: 0 nothing failed; 1 a failure, a regression, a clause left uncovered or a mismatch found; 2 invalid "
+    "input or usage, one line per problem. 'dmlconf COMMAND -h' lists a command's options; docs/cli.md says more."
+)
+
+
+class _Version(argparse.Action):
+    """--version: the harness's version and where it is imported from (with its checkout's commit), worked out only
+    when asked: an editable install may run another checkout's code than the one at hand."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **settings: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the harness's version and where it runs from")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def version_text() -> str:
+    """ "dmlconf 0.1.0 (/path/to/checkout, git 0123456789ab)": the installed distribution's version, the folder the
+    package is imported from and, in a git checkout, its commit."""
+    from importlib import metadata
+
+    from conformance.run.identity import CHECKOUT, git_commit
+
+    try:
+        version = metadata.version("dml-conformance")
+    except metadata.PackageNotFoundError:
+        version = "(not installed)"
+    commit = git_commit()
+    return f"dmlconf {version} ({CHECKOUT}{f', git {commit[:12]}' if commit else ''})"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dmlconf", description=(__doc__ or "").splitlines()[0])
+    """The command line, without option prefix matching anywhere (allow_abbrev=False): ``--qui`` must be an error,
+    not ``--quick``, since a typo in a CI script must not change what runs."""
+    parser = argparse.ArgumentParser(prog="dmlconf", description=DESCRIPTION, epilog=EPILOG, allow_abbrev=False)
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, command in COMMAND_TABLE.items():
-        sub = commands.add_parser(name, help=command.help)
+        sub = commands.add_parser(name, help=command.help, description=command.help, allow_abbrev=False)
         for positional in command.positionals:
             sub.add_argument(positional.name, nargs=positional.nargs, metavar=positional.metavar, help=positional.help)
         add_options(sub.add_argument, name)

@@ -26,6 +26,7 @@ from conformance.cli.shared import (
     UsageError,
     chosen_eps,
     existing,
+    within_memory,
 )
 from conformance.environment import environment_from_json
 from conformance.ep.directml import DirectML
@@ -100,7 +101,9 @@ def _report_lock(folder: str) -> Iterator[None]:
 
 
 def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> None:
-    """--max-run-elements, from the descriptors' sizes: checked before anything is generated or run."""
+    """--max-run-elements and, with -j, --max-case-bytes, from the descriptors' sizes: checked before anything is
+    generated or run."""
+    within_memory(suite.entries, args.jobs, args.max_case_bytes)
     elements = run_elements(suite.entries, len(eps))
     if elements > args.max_run_elements:
         raise UsageError(

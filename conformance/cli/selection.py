@@ -24,7 +24,7 @@ def selected(args: argparse.Namespace) -> Suite | None:
     runs the cases of the other files."""
     suite = collect_paths(args.paths or ["cases"], args.max_elements, args.keyword, file_limits(args))
     if suite.problems:
-        print_problems(suite.problems, suite.files)
+        print_problems(suite.problems)
         if not args.keep_going:
             warn("nothing was run: fix the problems above")
             return None

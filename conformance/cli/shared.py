@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import heapq
 import os
+import sys
 from collections.abc import Sequence
 
 from conformance.cases.limits import DEFAULT_LIMITS, FileLimits
+from conformance.cases.memory import case_bytes, size_text
+from conformance.cases.parse import Entry
 from conformance.cases.suite import NoCaseFiles, Suite, collect
 from conformance.cli.output import warn
 from conformance.ep.installed import NotInstalled, check_installed
-from conformance.ep.providers import EpSpec, best_available_ep
-from conformance.problems import Problem
+from conformance.ep.providers import DML, EpSpec, best_available_ep
+from conformance.problems import Problem, one_line
 from conformance.run.options import distinct_eps
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -29,7 +33,7 @@ def existing(paths: Sequence[str]) -> Sequence[str]:
 
 
 def file_limits(args: argparse.Namespace) -> FileLimits:
-    return FileLimits(args.max_file_bytes, args.max_nodes)
+    return FileLimits(args.max_file_bytes, args.max_nodes, args.max_case_bytes)
 
 
 def collect_paths(
@@ -47,18 +51,61 @@ def collect_paths(
     return suite
 
 
-def print_problems(problems: Sequence[Problem], files: int) -> None:
+def print_problems(problems: Sequence[Problem]) -> None:
+    """Each problem on its line, then how many in how many files: the files with a problem, not all those read."""
     for problem in problems:
         warn(str(problem))
-    warn(f"{len(problems)} problem(s) in {files} file(s)")
+    warn(f"{len(problems)} problem(s) in {len({p.pos.path for p in problems})} file(s)")
+
+
+def within_memory(entries: Sequence[Entry], jobs: int, max_case_bytes: int) -> None:
+    """``run -j N``: N workers may run the N largest selected cases at once, so their estimated memory together must
+    fit --max-case-bytes, as one case's must (checked where its file is read); a usage error naming the largest,
+    before anything runs. -j 0 and -j 1 run one case at a time."""
+    if jobs <= 1:
+        return
+    largest = heapq.nlargest(jobs, ((case_bytes(entry), entry.id) for entry in entries))
+    total = sum(estimate for estimate, _ in largest)
+    if total > max_case_bytes:
+        raise UsageError(
+            f"-j {jobs}: the {len(largest)} largest selected cases may run at once, an estimated {size_text(total)} "
+            f"(the largest, {one_line(largest[0][1])}: {size_text(largest[0][0])}), over --max-case-bytes "
+            f"{max_case_bytes} ({size_text(max_case_bytes)}): lower -j, select fewer cases, or raise the limit"
+        )
 
 
 def chosen_eps(eps: Sequence[EpSpec]) -> list[EpSpec]:
-    """The EPs to run on, each once (``distinct_eps``); the best available when none is named. A usage error where
-    a named EP's package or library is not installed (ep/installed.py): decided before anything runs."""
+    """The EPs to run on, each once (``distinct_eps``); the best available when none is named, saying so where that
+    passes over a DirectML chain set up under Wine. A usage error where a named EP's package or library is not
+    installed (ep/installed.py): decided before anything runs."""
     named = distinct_eps(eps)
     try:
         check_installed(named)
     except NotInstalled as error:
         raise UsageError(str(error)) from None
-    return named or [best_available_ep()]
+    if named:
+        return named
+    best = best_available_ep()
+    if best.name != DML and _wine_chain_here():
+        warn(
+            f"no --ep given: running on {best.text}, the best available; DirectML under Wine is set up here, but off "
+            "Windows it runs only when named: --ep dml (dmlconf doctor checks the chain)"
+        )
+    return [best]
+
+
+def _wine_chain_here() -> bool:
+    """Off Windows, whether the DirectML chain's pieces are in place (Wine on PATH, DMLCONF_VKD3D_PROTON's DLLs, a
+    display): looked up, not started, so that choosing the default EP stays instant. DirectML is never the default
+    there (onnxruntime's providers do not list it), so a run that means it must name it."""
+    if sys.platform == "win32":
+        return False
+    from conformance.ep.wine.chain import ChainMissing, find_display, find_vkd3d_proton, find_wine
+
+    try:
+        find_wine(os.environ)
+        find_vkd3d_proton(os.environ)
+        find_display(os.environ)
+    except ChainMissing:
+        return False
+    return True

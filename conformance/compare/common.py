@@ -71,6 +71,19 @@ def format_coords(coords: Sequence[int | str]) -> str:
     return "[" + ", ".join(str(c) for c in coords) + "]"
 
 
+def first_mismatch(mismatched: BoolArray) -> tuple[int, ...]:
+    """The coordinates of the first mismatch in row-major order (``mismatched`` has one)."""
+    return tuple(int(c) for c in np.argwhere(mismatched)[0])
+
+
+def headline(count: int, total: int, what: str, at: Sequence[int], expected: str, actual: str) -> str:
+    """A failure's first line, all a console, summary.md, report.html's rows and junit's message show: how many
+    elements failed of how many, and the first of them, "2/12 elements differ: first at [0,0,1,2]: expected 3,
+    got 2". Coordinates are written without spaces: the line must fit a table cell."""
+    where = "[" + ",".join(str(c) for c in at) + "]"
+    return f"{count}/{total} elements {what}: first at {where}: expected {expected}, got {actual}"
+
+
 def same_bits(actual: np.ndarray, expected: np.ndarray) -> BoolArray:
     """Elementwise identity: the same bit pattern, except that any NaN matches any NaN (integers: equality)."""
     if expected.dtype.kind != "f":
@@ -109,11 +122,13 @@ def structure_problem(name: str, expected: np.ndarray, actual: Mapping[str, np.n
     lines = header_lines(expected, got)
     if got.shape != expected.shape:
         metrics: Metrics = {"expected_shape": str(expected.shape), "actual_shape": str(got.shape)}
-        return Verdict(Status.FAIL, "shape", "\n".join([f"{name}: shape differs", *lines]), metrics)
+        first = f"{name}: shape differs: expected {expected.shape}, got {got.shape}"
+        return Verdict(Status.FAIL, "shape", "\n".join([first, *lines]), metrics)
     dtype_ok = got.dtype.kind in "iu" if index else got.dtype == expected.dtype
     if not dtype_ok:
         metrics = {"expected_dtype": str(expected.dtype), "actual_dtype": str(got.dtype)}
-        return Verdict(Status.FAIL, "dtype", "\n".join([f"{name}: dtype differs", *lines]), metrics)
+        first = f"{name}: dtype differs: expected {expected.dtype}, got {got.dtype}"
+        return Verdict(Status.FAIL, "dtype", "\n".join([first, *lines]), metrics)
     return None
 
 

@@ -4,41 +4,74 @@ integers (TOP_K1's indices) exactly, MVN1's values within the case's MVN1 tolera
 case's ``tolerance:`` if it gives one). A golden written in decimal means the nearest value of the output's type.
 
 A disagreement is a harness or case-file bug, never the EP's fault: the runner reports it as ERROR, first with a
-line that names the ``expected:`` field's file:line:col, the first element that differs and both values.
+line that names the ``expected:`` field's file:line:col, the first element that differs and both values;
+``dmlconf validate`` reports it as a problem at that position, one line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from conformance.compare.common import abs_error, format_value, same_bits, ulp_distance
 from conformance.compare.mvn1 import beyond_tolerance, case_tolerance
-from conformance.model import Case, Mvn1Desc
+from conformance.model import Case, Mvn1Desc, SourcePos
+from conformance.problems import Problem
 
 _BLAME = "the case file or the harness is wrong"
+
+
+@dataclass(frozen=True)
+class GoldenDifference:
+    """How one ``expected:`` output disagrees with the oracle's: where it is written, the first element that
+    differs with both values (``first``, as it follows the field's name), and how many differ by which rule
+    (``rule``; empty where the golden has another number of values)."""
+
+    pos: SourcePos
+    name: str
+    first: str
+    rule: str
+
+    @property
+    def field(self) -> str:
+        return f"expected.{self.name}"
+
+    def message(self) -> str:
+        """The runner's ERROR message: two lines, the first short enough for a console's one line."""
+        return f"{self.pos}: {self.field}{self.first}\n  {f'{self.rule}: ' if self.rule else ''}{_BLAME}"
+
+    def problem(self) -> Problem:
+        """``dmlconf validate``'s one line: ``file:line:col: expected.NAME: [i, j] = ..., the oracle gives ...``."""
+        what = self.first.removeprefix(" ")  # "gives 3 values, ..." or "[0, 1] = 2.0, the oracle gives ..."
+        return Problem(self.pos, self.field, f"{what}; {self.rule}" if self.rule else what)
 
 
 def golden_differences(
     case: Case, inputs: Mapping[str, np.ndarray], oracle: Mapping[str, np.ndarray]
 ) -> dict[str, str]:
-    """Output name -> how the case's ``expected[name]`` disagrees with the oracle's output; empty when every golden
-    agrees. ``inputs``: the case's inputs (MVN1's tolerance depends on them).
-
-    Each is two lines: the first short enough for a console's one line (where the ``expected:`` field is written,
-    the first element that differs, both values), the second how many differ and by which rule."""
-    lines = {name: _difference(case, inputs, name, oracle[name]) for name in case.expected}
-    return {name: line for name, line in lines.items() if line is not None}
+    """Output name -> how the case's ``expected[name]`` disagrees with the oracle's output (GoldenDifference's
+    message); empty when every golden agrees. ``inputs``: the case's inputs (MVN1's tolerance depends on them)."""
+    return {d.name: d.message() for d in golden_mismatches(case, inputs, oracle)}
 
 
-def _difference(case: Case, inputs: Mapping[str, np.ndarray], name: str, got: np.ndarray) -> str | None:
-    """How ``expected[name]`` disagrees with the oracle's ``got`` (golden_differences), or None. The golden is read
-    into ``got``'s type first: the EP's output is compared in that type too."""
-    where = f"{case.pos(f'expected.{name}')}: expected.{name}"
+def golden_mismatches(
+    case: Case, inputs: Mapping[str, np.ndarray], oracle: Mapping[str, np.ndarray]
+) -> list[GoldenDifference]:
+    """Each ``expected:`` output that disagrees with the oracle's, in the case's order."""
+    found = (_difference(case, inputs, name, oracle[name]) for name in case.expected)
+    return [d for d in found if d is not None]
+
+
+def _difference(case: Case, inputs: Mapping[str, np.ndarray], name: str, got: np.ndarray) -> GoldenDifference | None:
+    """How ``expected[name]`` disagrees with the oracle's ``got``, or None. The golden is read into ``got``'s type
+    first: the EP's output is compared in that type too."""
+    pos = case.pos(f"expected.{name}")
     values = case.expected[name]
     if len(values) != got.size:
-        return f"{where} gives {len(values)} values, the oracle's output has {got.size} (shape {got.shape})\n  {_BLAME}"
+        count = f" gives {len(values)} values, the oracle's output has {got.size} (shape {got.shape})"
+        return GoldenDifference(pos, name, count, "")
     want = np.asarray(values, dtype=np.float64).reshape(got.shape).astype(got.dtype)
     mvn = isinstance(case.descriptor, Mvn1Desc)
     if mvn:
@@ -60,7 +93,7 @@ def _difference(case: Case, inputs: Mapping[str, np.ndarray], name: str, got: np
     else:
         first = f"{format_value(e)}, the oracle gives {format_value(o)}"
         rule = f"{count} ({got.dtype}, compared exactly)"
-    return f"{where}[{', '.join(map(str, at))}] = {first}\n  {rule}: {_BLAME}"
+    return GoldenDifference(pos, name, f"[{', '.join(map(str, at))}] = {first}", rule)
 
 
 def _with_bits(value: np.generic) -> str:

@@ -46,8 +46,10 @@ from conformance.compare.common import (
     abs_error,
     count_line,
     elementwise_rows,
+    first_mismatch,
     format_value,
     header_lines,
+    headline,
     indent_table,
     json_float,
     mismatch_details,
@@ -154,22 +156,25 @@ def compare_mvn1(
     # tolerance as well as the outliers.
     details = mismatch_details(OUTPUT_TENSOR, mismatched, headers, rows, ulps[finite])
     details["max_ulp"], details["atol"] = max_ulp, atol
-    message = _message(want, got, mismatched, metrics, headers, rows)
+    message = _message(want, got, mismatched, errors, ulps, metrics, headers, rows)
     return Verdict(Status.FAIL, kind, message, metrics, details)
 
 
 def _message(
     want: np.ndarray,
     got: np.ndarray,
-    mismatched: np.ndarray,
+    mismatched: BoolArray,
+    errors: np.ndarray,
+    ulps: np.ndarray,
     metrics: Metrics,
     headers: list[str],
     rows: list[list[str]],
 ) -> str:
+    """The headline (how many elements fail, and by how much), the rule, then pytest-regressions' lines."""
     lines = [
-        f"{OUTPUT_TENSOR}: values differ beyond the tolerance "
-        f"(|actual - expected| <= {format_value(metrics['atol'])} or <= {metrics['max_ulp']} ULP; "
-        "NaN must meet NaN, Inf must be exact)",
+        _headline(want, got, mismatched, errors, ulps, metrics),
+        f"  {OUTPUT_TENSOR}: |actual - expected| <= {format_value(metrics['atol'])} or <= {metrics['max_ulp']} ULP "
+        "(NaN must meet NaN, Inf must be exact)",
         *header_lines(want, got),
         count_line("mismatched elements", int(metrics["mismatches"]), int(metrics["elements"])),
     ]
@@ -181,3 +186,37 @@ def _message(
     lines.append(f"  first {len(rows)} mismatches:")
     lines.extend(indent_table(headers, rows))
     return "\n".join(lines)
+
+
+def _headline(
+    want: np.ndarray, got: np.ndarray, mismatched: BoolArray, errors: np.ndarray, ulps: np.ndarray, metrics: Metrics
+) -> str:
+    """ "4/4 elements beyond tolerance: max abs error 1.0 (15360 ULP) > 0.000977 or 2 ULP" (the largest error of the
+    finite elements beyond it, with that element's ULPs), or where only NaN and infinities differ, the first of
+    them: "3/3 elements differ (NaN/Inf): first at [0,0,0,0]: expected 0.0, got nan"."""
+    count, total = int(metrics["mismatches"]), int(metrics["elements"])
+    finite = mismatched & np.isfinite(want) & np.isfinite(got)
+    if not finite.any():
+        at = first_mismatch(mismatched)
+        return headline(count, total, "differ (NaN/Inf)", at, format_value(want[at]), format_value(got[at]))
+    worst = np.unravel_index(int(np.argmax(np.where(finite, errors, -1.0))), want.shape)
+    error, atol = _apart(float(errors[worst]), float(metrics["atol"]))
+    line = f"{count}/{total} elements beyond tolerance: max abs error {error} ({int(ulps[worst])} ULP) > {atol} or "
+    line += f"{metrics['max_ulp']} ULP"
+    others = int(metrics["non_finite_mismatches"])
+    return line + (f"; {others} of them NaN/Inf" if others else "")
+
+
+def _apart(error: float, atol: float) -> tuple[str, str]:
+    """Both at 3 significant digits, or at as many more as it takes for them not to read alike ("1.0", not "1":
+    a float reads as one)."""
+    for digits in range(3, 18):
+        shown = _digits(error, digits), _digits(atol, digits)
+        if shown[0] != shown[1]:
+            return shown
+    return repr(error), repr(atol)
+
+
+def _digits(value: float, digits: int) -> str:
+    text = f"{value:.{digits}g}"
+    return text + ".0" if text.lstrip("-").isdigit() else text

@@ -6,8 +6,9 @@
 * MEAN_VARIANCE_NORMALIZATION1 computes: a per-element tolerance in absolute error or ULPs, with documented
   defaults that a case's ``Tolerance`` overrides; see ``compare_mvn1``.
 
-Messages follow pytest-regressions' style: shape and dtype, counts, largest errors, then a table of the first
-mismatches. Metrics hold plain JSON types only.
+A message's first line, all that one-line reports show, says how many elements failed and the first of them (or,
+for MVN1, the largest error beyond the tolerance); the rest follows pytest-regressions' style: the rule, shape and
+dtype, counts, largest errors, then a table of the first mismatches. Metrics hold plain JSON types only.
 """
 
 from __future__ import annotations

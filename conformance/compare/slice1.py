@@ -13,8 +13,10 @@ from conformance.compare.common import (
     abs_error,
     count_line,
     elementwise_rows,
+    first_mismatch,
     format_value,
     header_lines,
+    headline,
     indent_table,
     json_float,
     mismatch_details,
@@ -39,8 +41,10 @@ def compare_slice(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.nd
         return passed(metrics)
     is_float = want.dtype.kind == "f"
     both_finite = mismatched & np.isfinite(want) & np.isfinite(got) if is_float else mismatched
+    at = first_mismatch(mismatched)
     lines = [
-        f"{OUTPUT_TENSOR}: values differ (compared bit for bit; any NaN matches any NaN, -0.0 differs from 0.0)",
+        headline(int(metrics["mismatches"]), want.size, "differ", at, format_value(want[at]), format_value(got[at])),
+        f"  {OUTPUT_TENSOR}: compared bit for bit (any NaN matches any NaN, -0.0 differs from 0.0)",
         *header_lines(want, got),
         count_line("mismatched elements", int(metrics["mismatches"]), int(metrics["elements"])),
     ]

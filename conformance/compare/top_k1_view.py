@@ -20,6 +20,7 @@ from conformance.compare.common import (
     format_coords,
     format_list,
     format_value,
+    headline,
     indent_table,
     mismatch_details,
     same_bits,
@@ -100,7 +101,8 @@ def topk_report(
     why = _why(seqs, desc.axis_direction, kind, row, found)
     layout = _layout(seqs, mismatched)
     table = _table(seqs, layout)
-    return _message(seqs, desc, kind, row, metrics, why, table), _details(seqs, row, layout, why, table, found)
+    message = _message(seqs, desc, kind, row, mismatched, metrics, why, table)
+    return message, _details(seqs, row, layout, why, table, found)
 
 
 def _message(
@@ -108,17 +110,26 @@ def _message(
     desc: TopK1Desc,
     kind: str,
     row: int,
+    mismatched: BoolArray,
     metrics: Metrics,
     why: list[str],
     table: tuple[list[str], list[list[str]]],
 ) -> str:
-    """The summary, the first ``kind`` sequence in full, why it is wrong, and the first mismatching elements."""
+    """The headline, the summary, the first ``kind`` sequence in full, why it is wrong, and the first mismatching
+    elements. ``mismatched``: per sequence, which of its K outputs differ from the oracle's (value or index); the
+    headline counts them all and shows the first of sequence ``row``."""
     k, direction = desc.k, desc.axis_direction.value
     by_kind = ", ".join(
         f"{key.removeprefix('sequences_')} {v}" for key, v in metrics.items() if key.startswith("sequences_")
     )
+    j = int(np.flatnonzero(mismatched[row])[0])
+    at = [int(c) for c in seqs.coords(row, j)]
+    expected = f"{format_value(seqs.expected_values[row, j])} (index {int(seqs.expected_indices[row, j])})"
+    actual = f"{format_value(seqs.actual_values[row, j])} (index {int(seqs.actual_indices[row, j])})"
+    count = int(np.count_nonzero(mismatched))
     lines = [
-        f"TOP_K1 (Axis {desc.axis}, K {k}, {direction}): {kind}: {_EXPLAIN[kind]}",
+        f"{kind}: " + headline(count, int(metrics["elements"]), "differ", at, expected, actual),
+        f"  TOP_K1 (Axis {desc.axis}, K {k}, {direction}): {_EXPLAIN[kind]}",
         f"  shape: {seqs.output_shape} for both outputs, as expected",
         f"  dtype: values {seqs.expected_values.dtype} as expected; indices expected {seqs.index_dtypes[0]}, "
         f"actual {seqs.index_dtypes[1]} (compared by value)",
@@ -196,8 +207,9 @@ def _tie_lines(found: list[dict[str, Any]]) -> list[str]:
             if sorted(want) == sorted(got)
             else "at the K boundary the lowest-indexed tied elements are selected (spec Example 3)"
         )
-        shown = tied if len(tied) <= 16 else [*tied[:16], "..."]
-        lines.append(f"value {tie['value']} is tied at input indices {shown}: expected {want}, actual {got}: {why}")
+        more = tie["tied_count"] - min(len(tied), 16)
+        shown = ", ".join(str(i) for i in tied[:16]) + (f", ... ({more} more)" if more else "")
+        lines.append(f"value {tie['value']} is tied at input indices [{shown}]: expected {want}, actual {got}: {why}")
     return lines
 
 

@@ -72,7 +72,7 @@ _SUPERVISOR = pytest.StashKey["Supervisor"]()
 
 def pytest_configure(config: pytest.Config) -> None:
     """Check the options once, up front: a bad value is a usage error, not a collection error per file."""
-    names = ("ep", "feature_level", "max_elements", "case_timeout", "repeat", "waivers")
+    names = ("ep", "feature_level", "max_elements", "max_case_bytes", "case_timeout", "repeat", "waivers")
     given = {name: config.getoption(name) for name in names}
     try:
         values = checked(given, PYTEST)
@@ -249,7 +249,9 @@ class CaseFile(pytest.File):
         if clash is not None:
             raise CaseFileProblems(str(clash))
         settings = _settings(self.config)
-        entries, problems = read_file(str(self.path), settings.options.max_elements, named=self.named)
+        entries, problems = read_file(
+            str(self.path), settings.options.max_elements, settings.options.file_limits, named=self.named
+        )
         if problems:
             raise CaseFileProblems("\n".join(str(p) for p in problems))
         for entry in entries:
@@ -295,8 +297,10 @@ class CaseItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailure):
             r = excinfo.value.result
-            headline = f"{r.status.value}{_kind(r)} on {r.ep}, lowering {r.lowering or '-'}"
-            return f"{headline}\n{r.message}\n\nreproduce: {r.repro}"
+            # The first line is the one pytest's short summary (-ra) keeps: what went wrong, as every report's row.
+            head, _, rest = r.message.partition("\n")
+            lines = [f"{r.status.value}{_kind(r)} on {r.ep}: {head}", *([rest] if rest else [])]
+            return "\n".join([*lines, "", f"lowering: {r.lowering or '-'}", f"reproduce: {r.repro}"])
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

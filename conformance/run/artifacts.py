@@ -1,16 +1,19 @@
 """--artifacts DIR: for each failing (case, EP), what a driver engineer needs to reproduce it without the
 harness: the one-node ONNX model, its inputs, the expected (oracle) and actual (EP) outputs as .npy, and a README
-with the few lines of onnxruntime that run it."""
+with the few lines of onnxruntime that run it (for DirectML: the build, adapter and driver that ran it, and off
+Windows the lines that run it through the harness's runner under Wine)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from conformance.ep.directml import DirectML
+from conformance.ep.providers import DML
 from conformance.problems import first_line
 from conformance.results import Result, write_text_atomic
 
@@ -26,12 +29,39 @@ def folder_name(case: str, ep: str) -> str:
     return f"{name or 'case'}-{digest}"
 
 
-def _readme(result: Result, feeds: Mapping[str, np.ndarray], ep_name: str) -> str:
-    loads = "\n".join(f"    {name!r}: np.load('input_{name}.npy')," for name in feeds)
-    return f"""{result.status.value} ({result.failure_kind}) {result.case} on {result.ep}
+def directml_text(found: DirectML) -> str:
+    """The DirectML that executed a case, in words, for a reader of its artifacts without results.json: its build,
+    onnxruntime.dll's, and under Wine the adapter (name, vendor and device ids), its driver and the chain between."""
+    level = f", feature level {found.feature_level}" if found.feature_level else ""
+    chain = found.identity
+    if chain is None:  # Windows: onnxruntime-directml in the process, on the adapter device_id picks (0 by default)
+        return f"DirectML {found.version or '?'} ({found.source}){level}; adapter and driver: results.json's gpus"
+    adapter = chain.get("adapter") or {}
+    ids = f"vendor 0x{int(adapter.get('vendor_id') or 0):04x}, device 0x{int(adapter.get('device_id') or 0):04x}"
+    vkd3d = (chain.get("vkd3d_proton") or {}).get("version") or "?"
+    return (
+        f"DirectML {found.version or '?'} (DirectML.dll {chain.get('directml_dll') or '?'}) with onnxruntime.dll "
+        f"{chain.get('onnxruntime') or '?'}{level}, on adapter {adapter.get('index', 0)}: "
+        f"{adapter.get('description') or '?'} ({ids}), driver {chain.get('vulkan_driver') or '?'}, "
+        f"under {chain.get('wine') or 'Wine'} + vkd3d-proton {vkd3d}"
+    )
+
+
+def _readme(
+    result: Result,
+    feeds: Mapping[str, np.ndarray],
+    outputs: Sequence[str],
+    ep_name: str,
+    executed_by: str | None,
+) -> str:
+    """What the folder holds and how to run its model again: with the harness, with onnxruntime alone, and for
+    DirectML off Windows through the harness's runner under Wine (onnxruntime-directml is a Windows package)."""
+    loads = "\n".join(f"    {name!r}: np.load('input_{_UNSAFE.sub('_', name)}.npy')," for name in feeds)
+    ran = f"\nExecuted by: {ep_name}: {executed_by}\n" if executed_by else ""
+    text = f"""{result.status.value} ({result.failure_kind}) {result.case} on {result.ep}
 
 {first_line(result.message, None)}
-
+{ran}
 With the harness: {result.repro}
 
 Without it (Python, numpy and onnxruntime with {ep_name}):
@@ -43,6 +73,28 @@ Without it (Python, numpy and onnxruntime with {ep_name}):
     }})
     # compare with expected_*.npy (the spec's result) and actual_*.npy (what this EP gave in the run)
 """
+    if ep_name != DML:
+        return text
+    return (
+        text
+        + f"""
+onnxruntime-directml is a Windows package. On Linux, DirectML runs in the harness's runner under Wine
+(docs/directml-on-linux.md): with the harness installed (pip install -e . in its checkout) and the chain set up
+(source .ci/dml-chain.sh there, or DMLCONF_VKD3D_PROTON and DISPLAY set), in this folder:
+
+    import numpy as np
+    from conformance.ep.directml import build_of
+    from conformance.ep.providers import parse_ep
+    from conformance.ep.wine.client import Runners
+    from conformance.ep.wine.session import open_model
+    ep = parse_ep({result.ep!r})
+    runner = Runners().get(build_of(ep.options))  # DirectML.dll and onnxruntime.dll of the build that ran it
+    session = open_model(runner, open("model.onnx", "rb").read(), ep, strict=True)
+    outputs = session.run({list(outputs)!r}, {{
+{loads}
+    }})
+"""
+    )
 
 
 def save_artifacts(
@@ -53,8 +105,10 @@ def save_artifacts(
     expected: Mapping[str, np.ndarray],
     actual: Mapping[str, np.ndarray],
     ep_name: str,
+    executed_by: str | None = None,
 ) -> str:
-    """Write one failing result's files under ``directory``; the folder written."""
+    """Write one failing result's files under ``directory``; the folder written. ``executed_by``: the DirectML
+    build and device that ran it (``directml_text``), where the EP is DirectML."""
     folder = os.path.join(directory, folder_name(result.case, result.ep))
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "model.onnx"), "wb") as handle:
@@ -62,5 +116,6 @@ def save_artifacts(
     for prefix, arrays in (("input", feeds), ("expected", expected), ("actual", actual)):
         for name, array in arrays.items():
             np.save(os.path.join(folder, f"{prefix}_{_UNSAFE.sub('_', name)}.npy"), np.asarray(array))
-    write_text_atomic(os.path.join(folder, "README.txt"), _readme(result, feeds, ep_name))
+    readme = _readme(result, feeds, list(expected), ep_name, executed_by)
+    write_text_atomic(os.path.join(folder, "README.txt"), readme)
     return folder

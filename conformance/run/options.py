@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from conformance.cases.limits import (
     DEFAULT_LIMITS,
+    DEFAULT_MAX_CASE_BYTES,
     DEFAULT_MAX_ELEMENTS,
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_NODES,
@@ -67,6 +68,18 @@ def whole_number(least: int | None) -> Callable[[str], int]:
         return value
 
     return check
+
+
+def operator(text: str) -> Operator:
+    """fuzz --operator's check: an operator named as a case file's ``operator:`` names it (cases/fields.py's
+    ``member``: any case, the DML_ prefix optional)."""
+    from conformance.cases.fields import member
+    from conformance.cases.keys import OPERATOR_PREFIX
+
+    found = member(Operator, text, OPERATOR_PREFIX)
+    if found is None:
+        raise ValueError(f"must be one of {', '.join(op.value for op in Operator)}, got {text!r}")
+    return found
 
 
 def feature_level(text: str) -> FeatureLevel | None:
@@ -178,6 +191,16 @@ OPTIONS: Mapping[str, Option] = _options(
         f"refuse tensors over N elements before allocating (default {DEFAULT_MAX_ELEMENTS})",
         _READING | {PYTEST},
         default=DEFAULT_MAX_ELEMENTS,
+        metavar="N",
+        check=whole_number(1),
+    ),
+    Option(
+        ("--max-case-bytes",),
+        "refuse a case whose estimated memory is over N bytes, before allocating (its InputTensor's elements times "
+        f"its operator's bytes per element; default {DEFAULT_MAX_CASE_BYTES}, 8 GiB, for a 16 GB machine; run -j: "
+        "the cases that may run at once, together)",
+        _READING | {PYTEST},
+        default=DEFAULT_MAX_CASE_BYTES,
         metavar="N",
         check=whole_number(1),
     ),
@@ -376,9 +399,10 @@ OPTIONS: Mapping[str, Option] = _options(
     ),
     Option(
         ("--operator",),
-        "the operator to fuzz",
+        f"the operator to fuzz: {', '.join(op.value for op in Operator)} (as in a case file: any case, DML_ optional)",
         frozenset({_FUZZ}),
-        choices=tuple(op.value for op in Operator),
+        metavar="OP",
+        check=operator,
         required_in=frozenset({_FUZZ}),
     ),
     Option(
@@ -489,15 +513,21 @@ def run_options(values: Mapping[str, Any], directml: Mapping[str, DirectML], thr
     def get(name: str) -> Any:
         return values.get(name, OPTIONS[name].default)
 
+    builds: tuple[tuple[str, str], ...] = ()
+    if directml:  # artifacts.py loads NumPy, which a run without DirectML (pytest's configure) need not load yet
+        from conformance.run.artifacts import directml_text
+
+        builds = tuple((label, directml_text(found)) for label, found in directml.items())
     return RunOptions(
         feature_level=get("feature_level"),
         max_elements=get("max_elements"),
         directml_levels=tuple((label, found.feature_level) for label, found in directml.items() if found.feature_level),
+        directml_builds=builds,
         artifacts=get("artifacts"),
         pack=get("pack"),
         repeat=get("repeat"),
         threads=threads,
-        file_limits=FileLimits(get("max_file_bytes"), get("max_nodes")),
+        file_limits=FileLimits(get("max_file_bytes"), get("max_nodes"), get("max_case_bytes")),
     )
 
 
@@ -508,6 +538,8 @@ class RunOptions:
     # Each DirectML EP's level by its --ep text: what its DirectML build answered (directml.detect, or the device
     # under Wine); pairs, so that the options stay hashable and cross to the workers as they are.
     directml_levels: tuple[tuple[str, FeatureLevel], ...] = ()
+    # Each DirectML EP's build and device in words, by its --ep text: what an --artifacts README names.
+    directml_builds: tuple[tuple[str, str], ...] = ()
     artifacts: str | None = None  # --artifacts: a folder per FAIL with the model, inputs and outputs (artifacts.py)
     pack: int = DEFAULT_PACK  # --pack: small cases run up to this many to a session (batch.py); 1: each case in its own
     repeat: int = 1  # --repeat: each executed case run this many times, FLAKY where the runs differ (batch.py)
@@ -520,6 +552,10 @@ class RunOptions:
         the CPU EP's per-case overhead, docs/performance.md); else ``threads``, None being onnxruntime's default of
         one per physical core."""
         return 1 if small else self.threads
+
+    def executed_by(self, ep: EpSpec) -> str | None:
+        """The DirectML build and device that ``ep`` runs on, in words (artifacts.directml_text); None for others."""
+        return dict(self.directml_builds).get(ep.text)
 
     def target_level(self, ep: EpSpec) -> FeatureLevel | None:
         """--feature-level where given; else, for DirectML, the installed DirectML's level; else none (all run)."""
@@ -550,6 +586,8 @@ def repro_command(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -
         words += ["--max-file-bytes", str(options.file_limits.max_file_bytes)]
     if options is not None and options.file_limits.max_nodes != DEFAULT_LIMITS.max_nodes:
         words += ["--max-nodes", str(options.file_limits.max_nodes)]
+    if options is not None and options.file_limits.max_case_bytes != DEFAULT_LIMITS.max_case_bytes:
+        words += ["--max-case-bytes", str(options.file_limits.max_case_bytes)]
     if options is not None and options.repeat > 1:  # a FLAKY case shows only when run again
         words += ["--repeat", str(options.repeat)]
     return shlex.join(words)

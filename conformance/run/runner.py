@@ -141,7 +141,9 @@ def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, optio
     if options.artifacts is not None and result.status is Status.FAIL:
         low = prepared.lowering
         try:
-            save_artifacts(options.artifacts, result, low.model, low.feeds, prepared.expected, outcome.outputs, ep.name)
+            outputs = outcome.outputs
+            by = options.executed_by(ep)
+            save_artifacts(options.artifacts, result, low.model, low.feeds, prepared.expected, outputs, ep.name, by)
         except OSError as error:  # the verdict stands; the message says what could not be kept
             result = replace(result, message=f"{result.message}\n  (artifacts not saved: {error.strerror or error})")
     return result
