@@ -16,6 +16,7 @@ from typing import Any
 
 import onnxruntime  # type: ignore[import-untyped]
 import pytest
+from chain_fakes import pe_file
 
 from conformance.cli.main import main
 from conformance.ep import providers
@@ -600,7 +601,7 @@ def test_the_default_ep_says_directml_must_be_named_where_the_chain_is_set_up(
     vkd3d = tmp_path / "vkd3d"
     vkd3d.mkdir()
     for name in ("d3d12.dll", "d3d12core.dll"):
-        (vkd3d / name).write_bytes(b"MZ")
+        (vkd3d / name).write_bytes(pe_file())  # an x86-64 PE file, as the chain's check wants
     wine = tmp_path / "bin" / "wine"
     wine.parent.mkdir()
     wine.write_text("#!/bin/sh\n", encoding="utf-8")

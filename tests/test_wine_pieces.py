@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from chain_fakes import pe_file
 
 from conformance.ep.directml import NEWEST_BUILD
 from conformance.ep.wine.chain import ChainMissing, find_chain
@@ -32,13 +33,6 @@ WHEEL_NAME = f"onnxruntime_directml-{NEWEST_BUILD.onnxruntime}-cp312-cp312-win_a
 WHEEL_DLLS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll", "DirectML.dll")
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="DirectML is native on Windows: no Wine chain")
-
-
-def pe_file(machine: int = 0x8664, text: bytes = b"") -> bytes:
-    """The smallest file the PE format recognises: an MZ header whose e_lfanew (at 0x3C) points at "PE\\0\\0" and a
-    COFF header's machine field (Microsoft's PE format specification), then ``text``."""
-    mz = b"MZ" + bytes(0x3A) + (0x40).to_bytes(4, "little")
-    return mz + b"PE\0\0" + machine.to_bytes(2, "little") + bytes(18) + text
 
 
 VKD3D_TEXT = b"\0err:vkd3d-proton:%s\0vkd3d\x003.0.1\0"  # as vkd3d-proton's DLLs carry them (log prefix, engine)
