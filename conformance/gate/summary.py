@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.model import Status
-from conformance.results import FAILING, Result
+from conformance.results import EXECUTED, FAILING, Result
 
 STATUS_ORDER = tuple(Status)
 # INVALID is a negative case rejected as it should be; the rest, worth a line each in a report, are NOTABLE.
@@ -171,9 +171,6 @@ class Summary:
         """What fails a run whatever the waivers say: an EP that never started, an interrupted run, or case files
         skipped for their problems (--keep-going)."""
         return not self.completeness.complete
-
-
-EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.FLAKY, Status.QUALITY_WARNING})
 
 
 def placement_proof(environment: Mapping[str, Any], results: Sequence[Result]) -> Placement:

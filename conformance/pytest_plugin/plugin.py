@@ -33,6 +33,7 @@ from conformance.run.options import PYTEST, OptionError, RunOptions, add_options
 if TYPE_CHECKING:
     from conformance.cases.parse import Entry
     from conformance.results import Result
+    from conformance.survive.faults import RunLog
     from conformance.survive.supervisor import Supervisor
 
 
@@ -64,6 +65,7 @@ class _Settings:
 
 _SETTINGS = pytest.StashKey[_Settings]()
 _SUPERVISOR = pytest.StashKey["Supervisor"]()
+_LOG = pytest.StashKey["RunLog"]()  # the session's: EPs that executed cases (a device lost later)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -116,7 +118,12 @@ def _run(config: pytest.Config, entry: Entry, ep: EpSpec, options: RunOptions) -
     from conformance.survive.pool import run_pairs
 
     supervisor = _supervisor(config)
-    ran = run_pairs([entry], [ep], options, 0 if supervisor is None else 1, _nothing, supervisor)
+    if _LOG not in config.stash:
+        from conformance.survive.faults import RunLog
+
+        config.stash[_LOG] = RunLog()
+    log: RunLog = config.stash[_LOG]
+    ran = run_pairs([entry], [ep], options, 0 if supervisor is None else 1, _nothing, supervisor, log=log)
     if ran.stopped is not None:  # nothing more can run: the session ends, with the reason
         pytest.exit(f"dml-conformance: {ran.stopped}", returncode=pytest.ExitCode.INTERNAL_ERROR)
     if ran.interrupted:

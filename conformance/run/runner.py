@@ -31,6 +31,10 @@ from conformance.run.options import RunOptions, repro_command
 
 log = logging.getLogger(__name__)
 
+# The failure kind of each fault: the process running the case died, hung, or lost the device (here for the DirectML
+# runner, in survive/faults.py for a worker).
+FAULT_KINDS = {Status.CRASH: "worker_died", Status.TIMEOUT: "timeout", Status.DEVICE_LOST: "device_lost"}
+
 
 def base_result(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> Result:
     """A result's fields known before running; its ``ep`` is the --ep text (options included, so that two
@@ -118,8 +122,7 @@ def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, optio
     base = prepared.base
     if isinstance(outcome, ProcessDied):  # the process that ran it (the DirectML runner) died, as a worker can
         status = Status.DEVICE_LOST if device_lost(str(outcome)) else Status.CRASH
-        kind = "device_lost" if status is Status.DEVICE_LOST else "worker_died"
-        return replace(base, status=status, failure_kind=kind, message=str(outcome))
+        return replace(base, status=status, failure_kind=FAULT_KINDS[status], message=str(outcome))
     if isinstance(outcome, NotSupported | ExecutionError) and device_lost(str(outcome)):
         return replace(base, status=Status.DEVICE_LOST, failure_kind="device_lost", message=str(outcome))
     if isinstance(outcome, NotSupported):

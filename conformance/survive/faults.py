@@ -1,9 +1,15 @@
-"""Faults of the process running a case: what a CRASH, TIMEOUT or DEVICE_LOST result says, and how a test provokes
-one in a real worker.
+"""Faults of the process running a case: what a CRASH, TIMEOUT or DEVICE_LOST result says, what a run learns of its
+EPs' health across cases (``RunLog``), and how a test provokes a fault in a real worker.
 
 A worker (worker.py) that dies is a CRASH, one silent past the per-case timeout a TIMEOUT, and either is a
 DEVICE_LOST when what it last wrote to stderr, or the error onnxruntime raised, says the device was lost: a GPU
 reset (Windows TDR), removed or hung device, or a CUDA context left unusable by a fault on the device.
+
+A device can also go without a word: a GPU removed, its driver's files gone, its X server stopped; the EP then
+cannot create a session, which alone reads as an EP that never started (NOT_SUPPORTED ``ep_not_started``, which
+the gate fails only when the EP executed nothing). ``RunLog`` decides it, in the one process that sees every result
+of a run (the CLI's, or pytest's, whatever the workers): an EP that executed a case anywhere in the run and later
+cannot create a session has lost its device, and from that case on its results are DEVICE_LOST, saying so.
 """
 
 from __future__ import annotations
@@ -11,12 +17,15 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from conformance.ep.errors import device_lost
+from conformance.ep.errors import EP_NOT_STARTED, device_lost
+from conformance.ep.rules import not_started_cause
 from conformance.model import Status
-from conformance.results import Result
+from conformance.results import EXECUTED, Result
+from conformance.run.runner import FAULT_KINDS
 
 FATAL = "Fatal Python error:"  # how faulthandler's dump on a fatal signal begins
 STDERR_LINES = 12  # the last lines of a dead worker's stderr that its result keeps
@@ -58,8 +67,47 @@ def fault_result(base: Result, status: Status, what: str, stderr: str, seconds: 
     if device_lost(stderr):
         status = Status.DEVICE_LOST
     tail = ["last lines of the worker's stderr:", *(f"  {line}" for line in lines)] if lines else []
-    kind = {Status.CRASH: "worker_died", Status.TIMEOUT: "timeout", Status.DEVICE_LOST: "device_lost"}[status]
-    return replace(base, status=status, failure_kind=kind, message="\n".join([what, *tail]), seconds=round(seconds, 6))
+    message = "\n".join([what, *tail])
+    return replace(base, status=status, failure_kind=FAULT_KINDS[status], message=message, seconds=round(seconds, 6))
+
+
+def device_gone(result: Result, executed: int, before: bool = True) -> Result:
+    """``result`` (NOT_SUPPORTED ``ep_not_started``) of an EP that executed ``executed`` cases in the run: DEVICE_LOST,
+    saying so and why it could not (the EP's own error)."""
+    when = "before" if before else "elsewhere in this run"
+    message = (
+        f"the EP executed {executed} case(s) {when}; from this case on it could not create a session: "
+        f"{not_started_cause(result.message)}"
+    )
+    return replace(result, status=Status.DEVICE_LOST, failure_kind=FAULT_KINDS[Status.DEVICE_LOST], message=message)
+
+
+class RunLog:
+    """What a run learns across its results, in the process that receives them all (see the module's docstring):
+    how many cases each EP executed. One per run (the CLI's), or per session (pytest)."""
+
+    def __init__(self) -> None:
+        self.executed: Counter[str] = Counter()
+
+    def seen(self, results: Iterable[Result]) -> None:
+        """Results of this run that are already recorded (``--resume``): their executions count."""
+        for result in results:
+            self.executed[result.ep] += result.status in EXECUTED
+
+    def judged(self, result: Result) -> Result:
+        """``result`` as the run records it: an ``ep_not_started`` of an EP that executed cases before is
+        DEVICE_LOST."""
+        if result.failure_kind == EP_NOT_STARTED and self.executed[result.ep]:
+            return device_gone(result, self.executed[result.ep])
+        self.seen([result])
+        return result
+
+    def settled(self, result: Result) -> Result:
+        """At the end of a run: an ``ep_not_started`` that came before its EP's first execution arrived (another
+        worker's) is DEVICE_LOST too, since the EP executed cases in the run."""
+        if result.failure_kind == EP_NOT_STARTED and self.executed[result.ep]:
+            return device_gone(result, self.executed[result.ep], before=False)
+        return result
 
 
 def _test_fault() -> tuple[str, str]:

@@ -8,6 +8,9 @@ contexts or onnxruntime threads), every result carries its pair's index, so the 
 whatever finishes first, and each is handed to ``record`` as it comes (results.jsonl, stream.py). ``-j 0`` runs in
 this process, with no protection from a crash (for debugging).
 
+Every result passes through the run's ``RunLog`` (faults.py) as it arrives, in this process, whatever worker gave it:
+an EP that executed cases and later cannot create a session has lost its device (DEVICE_LOST from that case on).
+
 The CLI starts the supervisor (its workers) before it reads the case files, so that their start (each imports
 NumPy, onnx and onnxruntime: about 0.6 s) overlaps the reading instead of following it.
 """
@@ -24,6 +27,7 @@ from conformance.ep.wine.client import Runners
 from conformance.results import Result
 from conformance.run.batch import Unwatched, run_batch
 from conformance.run.options import DEFAULT_TIMEOUT, RunOptions, cores_share
+from conformance.survive.faults import RunLog
 from conformance.survive.supervisor import Supervisor, Task, WorkerStartError
 
 CHUNK = 8  # cases per window without packing: enough to hide a worker's round trip, small enough to balance
@@ -89,15 +93,19 @@ def run_pairs(
     *,
     done: Mapping[int, Result] | None = None,
     record: Record | None = None,
+    log: RunLog | None = None,
 ) -> Ran:
     """Every (entry, EP) result, entry-major as a sequential run orders them; ``advance`` and ``record`` after each
     one. ``done``: pairs already finished (--resume), not run again. With ``jobs`` >= 1 the tasks run on
     ``supervisor`` where given (the caller closes it, and chose its timeout), else on one started here with the
-    default timeout. ``jobs`` 0: in this process, unprotected (``--in-process``, ``-j 0``)."""
+    default timeout. ``jobs`` 0: in this process, unprotected (``--in-process``, ``-j 0``). ``log``: what the run has
+    learnt so far (a pytest session runs its cases one call each); a new one where not given."""
     finished = dict(done or {})
+    log = log if log is not None else RunLog()
+    log.seen(finished.values())
 
     def arrived(pair: int, result: Result) -> None:
-        finished[pair] = result
+        finished[pair] = result = log.judged(result)
         if record is not None:
             record(pair, result)
         advance()
@@ -125,4 +133,5 @@ def run_pairs(
         interrupted = True
     except WorkerStartError as error:  # as interrupted: what finished is written, and the run fails
         stopped = str(error)
-    return Ran(tuple(finished_prefix(finished, len(entries) * len(eps))), interrupted, stopped)
+    results = [log.settled(result) for result in finished_prefix(finished, len(entries) * len(eps))]
+    return Ran(tuple(results), interrupted, stopped)
