@@ -238,3 +238,66 @@ def test_a_resumed_run_counts_the_executions_it_kept() -> None:
     log = RunLog()
     log.seen([_passed("a"), _not_started("b", "cpu")])
     assert log.judged(_not_started("c")).status is Status.DEVICE_LOST
+
+
+# -- runner deaths and a stop, as a worker reports them --------------------------------------------------------
+
+
+def _listening(supervisor: Supervisor) -> tuple[_Worker, Any]:
+    """A worker stand-in whose messages come from the returned end of a real pipe."""
+    mine, theirs = multiprocessing.Pipe()
+    worker = _Worker(_Exited(), mine, str(Path(supervisor.folder.name) / "none.stderr"), ready=True, task=_task())
+    worker.task_id = 7
+    supervisor.workers.append(worker)
+    return worker, theirs
+
+
+def test_runner_deaths_a_worker_reports_reach_the_run(supervisor: Any) -> None:
+    deaths: list[tuple[str, list[str], list[str]]] = []
+    supervisor.on_death = lambda ep, cases, stderr: deaths.append((ep, list(cases), list(stderr)))
+    worker, theirs = _listening(supervisor)
+    theirs.send(("runner_died", 7, "dml", ["a.yaml::x", "a.yaml::y"], ["err: vkd3d: device lost"]))
+    theirs.send(("runner_died", 7, "dml", [], []))
+    supervisor._receive(worker)
+    assert deaths == [("dml", ["a.yaml::x", "a.yaml::y"], ["err: vkd3d: device lost"]), ("dml", [], [])]
+
+
+def test_runner_deaths_reach_results_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In this process (-j 0): the second case's runner dies while serving it (told as Runners tells a death).
+    # results.json records the death with its case.
+    import conformance.run.runner as runner
+    from conformance.cli.main import main
+    from conformance.ep.wine.client import RunnerDied
+
+    executed = runner.execute
+    calls: list[str] = []
+
+    def failing(lowering: Any, ep: Any, sessions: Any, *args: Any) -> Any:
+        calls.append(lowering.name)
+        if len(calls) == 2:
+            died = RunnerDied("the DirectML runner (pid 9) was killed by SIGKILL", ["err: the last word"], True)
+            sessions.runners._tell(died)
+            raise died
+        return executed(lowering, ep, sessions, *args)
+
+    monkeypatch.setattr(runner, "execute", failing)
+    code = main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--pack", "1", "--report-dir", str(tmp_path)])
+    assert code == 1
+    document = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert [(r["status"], r["failure_kind"]) for r in document["results"]] == [
+        ("PASS", None),
+        ("CRASH", "worker_died"),
+        ("PASS", None),
+        ("PASS", None),
+    ]
+    second = document["results"][1]["case"]
+    assert document["environment"]["runner_deaths"] == [
+        {"ep": "cpu", "count": 1, "cases": [second], "stderr": ["err: the last word"]}
+    ]
+
+
+def test_a_run_without_runner_deaths_records_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conformance.cli.main import main
+
+    assert main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--report-dir", str(tmp_path)]) == 0
+    assert "runner_deaths" not in json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["environment"]

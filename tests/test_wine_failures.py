@@ -1,24 +1,166 @@
-"""How a run behaves when DirectML's machinery fails under it: here, an adapter that is not there.
+"""How a run behaves when DirectML's machinery fails under it: the device taken away mid-run, the runner killed while
+it serves a pack or a case, an adapter that is not there.
 
-These run the genuine DirectML chain under Wine (lavapipe in CI): skipped off the chain, a failure in CI (as
-tests/test_wine_chain.py).
+Two halves. The first speaks to stand-in runners (a Python script in the runner's place, speaking its protocol, that
+dies, hangs or leaves its pipes to an orphan where it is told to): the client's own behaviour, fast, everywhere. The
+second runs the genuine DirectML chain under Wine (lavapipe in CI), taking the device away and killing the runner
+for real (``DMLCONF_TEST_FAULT``, faults.provoke): skipped off the chain, a failure in CI (as tests/test_wine_chain.py).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conformance.ep.wine.chain import ChainMissing, find_chain
+from conformance.cases.suite import collect
+from conformance.ep.providers import parse_ep
+from conformance.ep.sessions import Sessions
+from conformance.ep.wine import client
+from conformance.ep.wine.chain import RUNNER, Chain, ChainMissing, find_chain
+from conformance.ep.wine.client import RunnerDied, Runners
+from conformance.model import Status
+from conformance.run.options import RunOptions
+from conformance.run.runner import run_entry
+from conformance.survive.faults import TEST_FAULT, TEST_UNPLUG
 
 REPO = Path(__file__).resolve().parent.parent
 TOP_K = "cases/top_k1/spec_examples.yaml"
+SPEC_EXAMPLES = [TOP_K, "cases/slice1/spec_examples.yaml"]
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="DirectML is native on Windows: no runner under Wine")
+
+# A stand-in runner: the protocol's ready frame, then open (one session), run and close answered, except where
+# FAKE_RUNNER says otherwise: "dies" (killed by SIGKILL on a run request, after a last word on stderr), "hangs" (on a
+# run request), "orphan" (on a run request, leaves a child holding its pipes, then dies: what Wine's own processes
+# do when wineserver is killed), "no_start" (exits at once, as Wine does in a broken prefix).
+FAKE_RUNNER = textwrap.dedent(
+    """
+    import os, signal, struct, subprocess, sys, time
+
+    mode = os.environ.get("FAKE_RUNNER", "")
+    def send(payload):
+        os.write(1, struct.pack("<I", len(payload)) + payload)
+    if mode == "no_start":
+        sys.stderr.write("wine: could not load kernel32.dll, status c0000135\\n")
+        sys.exit(1)
+    version = b"1.24.4"
+    send(b"\\0" + struct.pack("<I", len(version)) + version)
+    while True:
+        head = sys.stdin.buffer.read(4)
+        if len(head) < 4:
+            break
+        frame = sys.stdin.buffer.read(struct.unpack("<I", head)[0])
+        if frame[0] == 2:
+            send(b"\\0" + struct.pack("<I", 1))
+        elif frame[0] == 4:
+            send(b"\\0")
+        elif frame[0] == 3 and mode == "hangs":
+            time.sleep(3600)
+        elif frame[0] == 3:
+            if mode == "orphan":
+                child = subprocess.Popen(["sleep", "600"])
+                open("orphan.pid", "w").write(str(child.pid))
+            sys.stderr.write("the driver fell over\\n")
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The stand-in runner as every build's chain: its folder (where an orphan leaves its pid)."""
+    (tmp_path / RUNNER).write_text(FAKE_RUNNER, encoding="utf-8")
+    chain = Chain(sys.executable, tmp_path, tmp_path, ":0", tmp_path, tmp_path)
+    monkeypatch.setattr(client, "find_chain", lambda build: chain)
+    yield tmp_path
+    orphan = tmp_path / "orphan.pid"
+    if orphan.exists():
+        os.kill(int(orphan.read_text()), signal.SIGKILL)
+
+
+def _example(name: str) -> Any:
+    return next(e for e in collect([str(REPO / TOP_K)]).entries if e.id.endswith(name))
+
+
+def _in_stand_in(
+    mode: str, monkeypatch: pytest.MonkeyPatch, limit: float | None = None
+) -> tuple[Any, list[RunnerDied]]:
+    """example-1 on "dml" in the stand-in runner told to behave as ``mode``; the deaths told to ``on_death``."""
+    monkeypatch.setenv("FAKE_RUNNER", mode)
+    deaths: list[RunnerDied] = []
+    runners = Runners(limit=limit, on_death=deaths.append)
+    try:
+        result = run_entry(_example("::example-1"), parse_ep("dml"), RunOptions(pack=1), Sessions(runners=runners))
+    finally:
+        runners.close()
+    return result, deaths
+
+
+def test_a_runner_killed_while_it_runs_a_case_is_a_crash_of_that_case(
+    stand_in: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, deaths = _in_stand_in("dies", monkeypatch)
+    assert (result.status, result.failure_kind) == (Status.CRASH, "worker_died")  # not ERROR "execution"
+    first, *rest = result.message.splitlines()
+    assert first.startswith("the DirectML runner (pid ") and first.endswith(
+        " was killed by SIGKILL while the harness waited for its answer"
+    )
+    assert rest == ["last lines of its stderr:", "  the driver fell over"]
+    [death] = deaths
+    assert (death.serving, death.lines) == (True, ("the driver fell over",))
+
+
+@contextlib.contextmanager
+def _within(seconds: int) -> Iterator[None]:
+    """A wait that would never end fails the test instead (SIGALRM)."""
+
+    def stalled(*_: object) -> None:
+        raise AssertionError(f"still waiting on the runner after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stalled)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_runner_that_dies_leaving_its_pipes_open_is_found_dead(
+    stand_in: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As when wineserver is killed: the runner is gone, but Wine's processes keep its pipes open, so no end of file
+    # ever comes; the wait must watch the process. (Before: the run stalled until the worker's timeout.)
+    with _within(60):
+        result, deaths = _in_stand_in("orphan", monkeypatch)
+    assert (stand_in / "orphan.pid").exists()  # the orphan holds the pipes still
+    assert (result.status, result.failure_kind) == (Status.CRASH, "worker_died")
+    assert len(deaths) == 1
+
+
+def test_every_wait_on_the_runner_is_bounded_by_the_case_timeout(
+    stand_in: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _within(60):
+        result, deaths = _in_stand_in("hangs", monkeypatch, limit=1.0)
+    assert (result.status, result.failure_kind) == (Status.TIMEOUT, "timeout")
+    assert result.message.splitlines()[0].endswith(" was killed by SIGKILL and gave no answer in time (killed)")
+    assert len(deaths) == 1
+
+
+# -- the genuine DirectML chain -----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +173,75 @@ def chain_ready() -> None:
         pytest.skip(f"no DirectML chain here: {error}")
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, env: dict[str, str] | None = None, tool: str = "conformance") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "conformance", *args], cwd=REPO, capture_output=True, text=True, timeout=600, check=False
+        [sys.executable, "-m", tool, *args],
+        cwd=REPO,
+        env={k: v for k, v in os.environ.items() if k != TEST_FAULT} | (env or {}),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
+
+
+def _results(folder: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    return loaded
+
+
+def _unplugged(tmp_path: Path, victim: str) -> dict[str, str]:
+    """The environment of a run whose Vulkan driver (lavapipe, or whatever the machine has) is a copy that the worker
+    removes, killing its runner, just before case ``victim`` runs: every runner started after has no device."""
+    drivers = os.environ.get("VK_DRIVER_FILES") or os.environ.get("VK_ICD_FILENAMES")
+    found = (
+        drivers.split(os.pathsep)[0] if drivers else next(iter(sorted(Path("/usr/share/vulkan/icd.d").glob("lvp*"))))
+    )
+    icd = tmp_path / "icd.json"
+    shutil.copyfile(found, icd)
+    return {"VK_DRIVER_FILES": str(icd), TEST_UNPLUG: str(icd), TEST_FAULT: f"unplug:{victim}"}
+
+
+def test_a_device_taken_away_mid_run_fails_the_run_from_that_case_on(chain_ready: None, tmp_path: Path) -> None:
+    env = _unplugged(tmp_path, "example-1-positive-strides")
+    out = tmp_path / "out"
+    done = _run("run", *SPEC_EXAMPLES, "--ep", "dml", "--pack", "1", "--report-dir", str(out), env=env)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    results = _results(out)["results"]
+    assert [r["status"] for r in results] == ["PASS"] * 4 + ["DEVICE_LOST"] * 2  # not NOT_SUPPORTED: a gate passed
+    for lost in results[4:]:
+        assert lost["failure_kind"] == "device_lost"
+        assert lost["message"].startswith(
+            "the EP executed 4 case(s) before; from this case on it could not create a session: D3D12CreateDevice"
+        )
+    assert "PASSED" not in done.stdout
+
+
+def test_a_runner_killed_under_a_pack_is_recorded_and_only_its_case_crashes(chain_ready: None, tmp_path: Path) -> None:
+    victim = f"{TOP_K}::example-3-tied-values"
+    done = _run(
+        "run", *SPEC_EXAMPLES, "--ep", "dml", "--report-dir", str(tmp_path), env={TEST_FAULT: f"runner_dies:{victim}"}
+    )
+    found = _results(tmp_path)
+    statuses = {r["case"]: (r["status"], r["failure_kind"]) for r in found["results"]}
+    assert statuses.pop(victim) == ("CRASH", "worker_died"), done.stderr[-2000:]
+    assert set(statuses.values()) == {("PASS", None)}  # the pack ran again one case per session
+    [deaths] = found["environment"]["runner_deaths"]
+    # Killed under the pack (all six in flight), then under the victim alone: two deaths, both recorded.
+    assert (deaths["ep"], deaths["count"]) == ("dml", 2)
+    assert sorted(deaths["cases"]) == sorted(r["case"] for r in found["results"])
+    [crash] = [r for r in found["results"] if r["case"] == victim]
+    assert " was killed by SIGKILL while the harness waited for its answer" in crash["message"]
+
+
+def test_the_pytest_plugin_fails_a_lost_device_and_reports_runner_deaths(chain_ready: None, tmp_path: Path) -> None:
+    env = _unplugged(tmp_path, "example-3-tied-values")
+    done = _run("-q", "-p", "no:cacheprovider", "-rN", TOP_K, "--ep", "dml", env=env, tool="pytest")
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "2 failed, 2 passed" in done.stdout
+    assert "DEVICE_LOST (device_lost) on dml" in done.stdout
+    assert "the EP executed 2 case(s) before; from this case on it could not create a session" in done.stdout
+    assert "dml-conformance: the DirectML runner of dml died 1 time(s)" in done.stdout
 
 
 def test_an_adapter_that_is_not_there_is_a_usage_error_before_any_case(chain_ready: None, tmp_path: Path) -> None:

@@ -65,7 +65,7 @@ class _Settings:
 
 _SETTINGS = pytest.StashKey[_Settings]()
 _SUPERVISOR = pytest.StashKey["Supervisor"]()
-_LOG = pytest.StashKey["RunLog"]()  # the session's: EPs that executed cases (a device lost later)
+_LOG = pytest.StashKey["RunLog"]()  # the session's: EPs that executed cases (a device lost later), runner deaths
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -129,6 +129,16 @@ def _run(config: pytest.Config, entry: Entry, ep: EpSpec, options: RunOptions) -
     if ran.interrupted:
         raise KeyboardInterrupt
     return ran.results[0]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The DirectML runner's deaths of the session (results.json's ``runner_deaths`` under ``dmlconf run``)."""
+    log = config.stash.get(_LOG, None)
+    for deaths in log.runner_deaths() if log is not None else ():
+        cases = f"; cases in flight: {', '.join(deaths['cases'])}" if deaths["cases"] else ""
+        terminalreporter.write_line(
+            f"dml-conformance: the DirectML runner of {deaths['ep']} died {deaths['count']} time(s){cases}", red=True
+        )
 
 
 def _nothing() -> None:

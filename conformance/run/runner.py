@@ -18,7 +18,13 @@ from conformance.cases.validate import validate
 from conformance.compare.golden import golden_differences
 from conformance.compare.outputs import compare
 from conformance.ep.dml_operators import expected_dml_operators
-from conformance.ep.errors import ExecutionError, NotSupported, ProcessDied, device_lost
+from conformance.ep.errors import (
+    ExecutionError,
+    NotSupported,
+    ProcessDied,
+    ProcessHung,
+    device_lost,
+)
 from conformance.ep.execute import Execution, execute
 from conformance.ep.lower import Lowering, NotExpressible, lower, same_for_every_ep
 from conformance.ep.pack import packable
@@ -120,8 +126,9 @@ def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
 def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, options: RunOptions) -> Result:
     """The verdict on what the EP returned (or why it returned nothing)."""
     base = prepared.base
-    if isinstance(outcome, ProcessDied):  # the process that ran it (the DirectML runner) died, as a worker can
-        status = Status.DEVICE_LOST if device_lost(str(outcome)) else Status.CRASH
+    if isinstance(outcome, ProcessDied):  # the process that ran it (the DirectML runner) died or hung, as a worker can
+        status = Status.TIMEOUT if isinstance(outcome, ProcessHung) else Status.CRASH
+        status = Status.DEVICE_LOST if device_lost(str(outcome)) else status
         return replace(base, status=status, failure_kind=FAULT_KINDS[status], message=str(outcome))
     if isinstance(outcome, NotSupported | ExecutionError) and device_lost(str(outcome)):
         return replace(base, status=Status.DEVICE_LOST, failure_kind="device_lost", message=str(outcome))
