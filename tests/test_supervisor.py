@@ -262,12 +262,21 @@ def test_runner_deaths_a_worker_reports_reach_the_run(supervisor: Any) -> None:
     assert deaths == [("dml", ["a.yaml::x", "a.yaml::y"], ["err: vkd3d: device lost"]), ("dml", [], [])]
 
 
-def test_runner_deaths_reach_results_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # In this process (-j 0): the second case's runner dies while serving it (told as Runners tells a death).
-    # results.json records the death with its case.
+def test_a_worker_that_cannot_run_cases_stops_the_run(supervisor: Any) -> None:
+    from conformance.survive.supervisor import RunStopped
+
+    worker, theirs = _listening(supervisor)
+    theirs.send(("stopped", 7, "the DirectML runner failed to start 3 times in a row"))
+    with pytest.raises(RunStopped, match=r"^the DirectML runner failed to start 3 times in a row$"):
+        supervisor._receive(worker)
+
+
+def test_runner_deaths_and_a_stop_reach_results_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In this process (-j 0): the second case's runner dies while serving it (told as Runners tells a death), the
+    # third cannot start a runner any more. results.json records the death with its case, and the stop.
     import conformance.run.runner as runner
     from conformance.cli.main import main
-    from conformance.ep.wine.client import RunnerDied
+    from conformance.ep.wine.client import RunnerDied, RunnerStartFailed
 
     executed = runner.execute
     calls: list[str] = []
@@ -278,22 +287,20 @@ def test_runner_deaths_reach_results_json(tmp_path: Path, monkeypatch: pytest.Mo
             died = RunnerDied("the DirectML runner (pid 9) was killed by SIGKILL", ["err: the last word"], True)
             sessions.runners._tell(died)
             raise died
+        if len(calls) == 3:
+            raise RunnerStartFailed("the DirectML runner failed to start 3 times in a row")
         return executed(lowering, ep, sessions, *args)
 
     monkeypatch.setattr(runner, "execute", failing)
     code = main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--pack", "1", "--report-dir", str(tmp_path)])
     assert code == 1
     document = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
-    assert [(r["status"], r["failure_kind"]) for r in document["results"]] == [
-        ("PASS", None),
-        ("CRASH", "worker_died"),
-        ("PASS", None),
-        ("PASS", None),
-    ]
+    assert [(r["status"], r["failure_kind"]) for r in document["results"]] == [("PASS", None), ("CRASH", "worker_died")]
     second = document["results"][1]["case"]
     assert document["environment"]["runner_deaths"] == [
         {"ep": "cpu", "count": 1, "cases": [second], "stderr": ["err: the last word"]}
     ]
+    assert document["environment"]["stopped"] == "the DirectML runner failed to start 3 times in a row"
 
 
 def test_a_run_without_runner_deaths_records_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

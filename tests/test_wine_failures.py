@@ -1,5 +1,5 @@
 """How a run behaves when DirectML's machinery fails under it: the device taken away mid-run, the runner killed while
-it serves a pack or a case, an adapter that is not there.
+it serves a pack or a case, a runner that cannot start any more, an adapter that is not there.
 
 Two halves. The first speaks to stand-in runners (a Python script in the runner's place, speaking its protocol, that
 dies, hangs or leaves its pipes to an orphan where it is told to): the client's own behaviour, fast, everywhere. The
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,11 +25,12 @@ from typing import Any
 import pytest
 
 from conformance.cases.suite import collect
+from conformance.ep.directml import NEWEST_BUILD
 from conformance.ep.providers import parse_ep
 from conformance.ep.sessions import Sessions
 from conformance.ep.wine import client
 from conformance.ep.wine.chain import RUNNER, Chain, ChainMissing, find_chain
-from conformance.ep.wine.client import RunnerDied, Runners
+from conformance.ep.wine.client import START_ATTEMPTS, RunnerDied, Runners, RunnerStartFailed
 from conformance.model import Status
 from conformance.run.options import RunOptions
 from conformance.run.runner import run_entry
@@ -160,6 +162,40 @@ def test_every_wait_on_the_runner_is_bounded_by_the_case_timeout(
     assert len(deaths) == 1
 
 
+def test_a_runner_that_keeps_failing_to_start_stops_with_one_line(
+    stand_in: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_RUNNER", "no_start")
+    deaths: list[RunnerDied] = []
+    runners = Runners(on_death=deaths.append)
+    with pytest.raises(RunnerStartFailed) as raised:
+        runners.get()
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(
+        f"the DirectML runner (DirectML {NEWEST_BUILD.directml}, onnxruntime.dll {NEWEST_BUILD.onnxruntime}) failed "
+        f"to start {START_ATTEMPTS} times in a row (the DirectML runner (pid "
+    )
+    assert message.endswith(
+        "exited with status 1 while the harness waited for it to start; its last words: wine: could not load "
+        "kernel32.dll, status c0000135): nothing more can run on it; run dmlconf doctor"
+    )
+    assert [(death.serving, death.lines) for death in deaths] == [
+        (False, ("wine: could not load kernel32.dll, status c0000135",))
+    ] * START_ATTEMPTS
+    monkeypatch.setenv("FAKE_RUNNER", "")
+    assert runners.get().onnxruntime == "1.24.4"  # the failures were counted in a row: a good start is a start
+    runners.close()
+
+
+def test_a_start_failure_of_a_case_s_runner_is_no_verdict_of_the_case(
+    stand_in: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A broken Wine prefix mid-run made every later case a CRASH charged to the driver; now the run stops.
+    with pytest.raises(RunnerStartFailed):
+        _in_stand_in("no_start", monkeypatch)
+
+
 # -- the genuine DirectML chain -----------------------------------------------------------------------------------
 
 
@@ -242,6 +278,37 @@ def test_the_pytest_plugin_fails_a_lost_device_and_reports_runner_deaths(chain_r
     assert "DEVICE_LOST (device_lost) on dml" in done.stdout
     assert "the EP executed 2 case(s) before; from this case on it could not create a session" in done.stdout
     assert "dml-conformance: the DirectML runner of dml died 1 time(s)" in done.stdout
+
+
+def test_a_runner_that_cannot_start_any_more_stops_the_run_with_one_line(chain_ready: None, tmp_path: Path) -> None:
+    # A Wine that breaks mid-run (a corrupted prefix): a wrapper that runs the real one while a file is there.
+    wine = shutil.which("wine64") or shutil.which("wine")
+    assert wine is not None
+    healthy = tmp_path / "healthy"
+    healthy.touch()
+    wrapper = tmp_path / "wine"
+    wrapper.write_text(
+        f'#!/bin/sh\n[ -e "{healthy}" ] && exec "{wine}" "$@"\necho "wine: {tmp_path}/prefix is not a prefix" >&2\n'
+        "exit 1\n",
+        encoding="utf-8",
+    )
+    wrapper.chmod(0o755)
+    env = {"DMLCONF_WINE": str(wrapper), TEST_UNPLUG: str(healthy), TEST_FAULT: "unplug:example-3-tied-values"}
+    out = tmp_path / "out"
+    done = _run("run", TOP_K, "--ep", "dml", "--pack", "1", "--report-dir", str(out), env=env)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    [said] = [line for line in done.stderr.splitlines() if "failed to start" in line]
+    assert re.search(
+        r"failed to start 3 times in a row \(the DirectML runner \(pid \d+\) exited with status 1 while the harness "
+        rf"waited for it to start; its last words: wine: {re.escape(str(tmp_path))}/prefix is not a prefix\): nothing "
+        r"more can run on it; run dmlconf doctor$",
+        said,
+    ), said
+    found = _results(out)
+    assert [r["status"] for r in found["results"]] == ["PASS", "PASS"]  # the results so far; none charged a CRASH
+    assert found["environment"]["interrupted"] and "failed to start" in found["environment"]["stopped"]
+    [deaths] = found["environment"]["runner_deaths"]
+    assert (deaths["count"], deaths["cases"]) == (1 + 3, [])  # the one killed between cases, then three starts
 
 
 def test_an_adapter_that_is_not_there_is_a_usage_error_before_any_case(chain_ready: None, tmp_path: Path) -> None:

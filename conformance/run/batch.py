@@ -35,7 +35,7 @@ from functools import partial
 from typing import Protocol
 
 from conformance.cases.parse import Entry
-from conformance.ep.errors import ProcessDied, device_lost
+from conformance.ep.errors import InfrastructureError, ProcessDied, device_lost
 from conformance.ep.execute import open_session, run_session
 from conformance.ep.pack import Unattributed, named_cases, opset_of, pack, packable, signature, unpack
 from conformance.ep.providers import EpSpec
@@ -110,6 +110,8 @@ def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions
     except Unattributed as error:
         log.debug("a pack of %d failed: %s", len(group), error)
         return Split(apart=error.suspects) if 0 < len(error.suspects) < len(group) else half
+    except InfrastructureError:  # no case's fault: the run stops
+        raise
     except Exception as error:  # any failure of the pack: the cases it names run alone, or the halves again
         log.debug("a pack of %d failed: %s", len(group), error)
         lost = str(error) if device_lost(str(error)) else ""

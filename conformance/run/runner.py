@@ -20,6 +20,7 @@ from conformance.compare.outputs import compare
 from conformance.ep.dml_operators import expected_dml_operators
 from conformance.ep.errors import (
     ExecutionError,
+    InfrastructureError,
     NotSupported,
     ProcessDied,
     ProcessHung,
@@ -218,6 +219,8 @@ def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessio
     try:
         threads = options.session_threads(packable(prepared.lowering))
         outcome: Execution | Exception = execute(prepared.lowering, ep, sessions, threads)
+    except InfrastructureError:  # no verdict of this case: the run stops (pool.py)
+        raise
     except Exception as error:  # judged in finish: NotSupported, ExecutionError, or a harness error
         outcome = error
     try:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance.cases.parse import Entry
+from conformance.ep.errors import InfrastructureError
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.ep.wine.client import RunnerDied, Runners
@@ -30,7 +31,7 @@ from conformance.results import Result
 from conformance.run.batch import Unwatched, run_batch
 from conformance.run.options import DEFAULT_TIMEOUT, RunOptions, cores_share
 from conformance.survive.faults import RunLog
-from conformance.survive.supervisor import Supervisor, Task, WorkerStartError
+from conformance.survive.supervisor import RunStopped, Supervisor, Task
 
 CHUNK = 8  # cases per window without packing: enough to hide a worker's round trip, small enough to balance
 Record = Callable[[int, Result], None]  # (the pair's index in the run, its result)
@@ -75,9 +76,9 @@ class _InProcess(Unwatched):
 @dataclass(frozen=True)
 class Ran:
     """What a run gave: ``results``, entry-major, the unbroken prefix of the pairs planned (all of them unless the run
-    was cut short); ``interrupted``: by Ctrl-C; ``stopped``: why it could not go on (workers that would not start);
-    ``runner_deaths``: results.json's record of the DirectML runner's deaths, per EP (none: empty), over the
-    ``RunLog``'s life (the run's; a pytest session's)."""
+    was cut short); ``interrupted``: by Ctrl-C; ``stopped``: why it could not go on (workers, or a DirectML runner,
+    that would not start); ``runner_deaths``: results.json's record of the DirectML runner's deaths, per EP (none:
+    empty), over the ``RunLog``'s life (the run's; a pytest session's)."""
 
     results: tuple[Result, ...]
     interrupted: bool = False
@@ -137,7 +138,7 @@ def run_pairs(
                 own.run(tasks, options, arrived, log.runner_died)
     except KeyboardInterrupt:  # the caller says the run was interrupted, with what finished
         interrupted = True
-    except WorkerStartError as error:  # as interrupted: what finished is written, and the run fails
+    except (RunStopped, InfrastructureError) as error:  # as interrupted: what finished is written, and the run fails
         stopped = str(error)
     results = [log.settled(result) for result in finished_prefix(finished, len(entries) * len(eps))]
     return Ran(tuple(results), interrupted, stopped, log.runner_deaths())

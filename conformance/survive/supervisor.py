@@ -13,7 +13,8 @@ past the per-case timeout (killed then), the supervisor knows:
 - the rest of the window: runs again, in a fresh worker.
 
 Results go to ``on_result`` as they come, in whatever order; the caller orders them. A DirectML runner's death that a
-worker reports goes to ``on_death``.
+worker reports goes to ``on_death``. The run stops (``RunStopped``, one line) where nothing more can run: workers
+that keep dying before they are ready, or a worker whose DirectML runner keeps failing to start.
 """
 
 from __future__ import annotations
@@ -44,7 +45,11 @@ from conformance.survive.worker import DEVICE_LOST_EXIT
 log = logging.getLogger(__name__)
 
 
-class WorkerStartError(RuntimeError):
+class RunStopped(RuntimeError):
+    """Nothing more can run (one line): the caller writes what finished, and the run fails."""
+
+
+class WorkerStartError(RunStopped):
     """Worker processes keep failing to start: the run cannot go on (one line)."""
 
 
@@ -205,6 +210,8 @@ class Supervisor:
                 worker.task = None
             elif kind == "runner_died":
                 self.on_death(message[2], message[3], message[4])
+            elif kind == "stopped":
+                raise RunStopped(message[2])
 
     # -- faults ---------------------------------------------------------------------------------------------
     def _lost(self, worker: _Worker, status: Status, what: str, meant: bool = False) -> None:
@@ -269,8 +276,8 @@ class Supervisor:
         on_death: RunnerDeath = _ignore_death,
     ) -> None:
         """Every task to its end, each result to ``on_result(pair, result)`` as it comes, each DirectML runner death
-        to ``on_death``. On any exception (a KeyboardInterrupt) the workers are stopped and it goes up to the
-        caller."""
+        to ``on_death``. On any exception (a KeyboardInterrupt, RunStopped) the workers are stopped and it goes up
+        to the caller."""
         self.options, self.on_result, self.on_death = options, on_result, on_death
         self.pending.extend(tasks)
         try:

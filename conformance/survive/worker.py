@@ -6,7 +6,8 @@ session, the hashes of their inputs), ``("done",
 task, place, result)`` as each result is final, and ``("task_done", task)``. The supervisor thus knows, when the
 worker dies or hangs, which cases were in flight and which results are already safe. Besides: ``("runner_died",
 task, ep, cases, stderr)`` for each DirectML runner that ended unasked (the full ids of the cases it was serving,
-none where it died between requests or at its start; the last lines of its stderr).
+none where it died between requests or at its start; the last lines of its stderr), and ``("stopped", task, why)``
+where cases cannot run at all (the runner fails to start again and again), which stops the run.
 
 Its stderr (file descriptor 2, so onnxruntime's and the driver's messages too, and faulthandler's traceback on a
 fatal signal) goes to a file the supervisor reads when the worker dies. A worker that reports DEVICE_LOST exits
@@ -25,6 +26,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from conformance.cases.parse import Entry
+from conformance.ep.errors import InfrastructureError
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.ep.wine.client import RunnerDied, Runners
@@ -84,7 +86,11 @@ def _run_task(
     reporter = _Reporter(conn, task, [e.id for e in entries], ep, runners)
     runners.on_death = reporter.runner_died
     runners.bound(options.case_timeout)  # every wait on the runner within --case-timeout, as the supervisor's
-    run_batch(entries, ep, options, Sessions(runners=runners), reporter)
+    try:
+        run_batch(entries, ep, options, Sessions(runners=runners), reporter)
+    except InfrastructureError as error:  # nothing can run: the supervisor stops the run
+        conn.send(("stopped", task, str(error)))
+        return
     conn.send(("task_done", task))
 
 

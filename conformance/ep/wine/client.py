@@ -14,7 +14,8 @@ own processes (wineserver, services.exe), which may outlive it, so the process i
 The runner is killed with its worker (Linux's parent-death signal).
 
 Every runner that ends unasked (dies, is killed for a hang, fails to start, or is found dead) is told to
-``on_death`` once, so that a run records it.
+``on_death`` once, so that a run records it; a runner that fails to start START_ATTEMPTS times in a row is a
+``RunnerStartFailed``, which stops the run: that is the machine's fault (a broken Wine prefix), not the cases'.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 from conformance.ep.directml import NEWEST_BUILD, Build
-from conformance.ep.errors import ProcessDied, ProcessHung
+from conformance.ep.errors import InfrastructureError, ProcessDied, ProcessHung
 from conformance.ep.wine import protocol
 from conformance.ep.wine.chain import Chain, find_chain
 from conformance.ep.wine.protocol import Array
@@ -45,6 +46,7 @@ from conformance.ep.wine.protocol import Array
 log = logging.getLogger(__name__)
 
 START_SECONDS = 180.0  # Wine's first start in a fresh prefix and a D3D12 device on lavapipe take seconds, not minutes
+START_ATTEMPTS = 3  # starts failed in a row before the runner is given up (RunnerStartFailed)
 STDERR_LINES = 40
 DEATH_LINES = 12  # the last lines of its stderr a dead runner's message keeps
 POLL_SECONDS = 0.5  # how often a wait on the runner looks whether its process is still there
@@ -64,6 +66,10 @@ class RunnerDied(ProcessDied):
 
 class RunnerHung(RunnerDied, ProcessHung):
     """The runner gave no answer within the limit and was killed (the case's TIMEOUT)."""
+
+
+class RunnerStartFailed(InfrastructureError):
+    """The runner failed to start START_ATTEMPTS times in a row: nothing can run on this build (one line)."""
 
 
 Deaths = Callable[[RunnerDied], None]  # told of each runner that ended unasked
@@ -276,8 +282,9 @@ class Runner:
 
 class Runners:
     """The runners a process uses, one per DirectML build (``--ep dml:directml=...,ort=...``): each build's chain
-    found once, its runner started on first use and again after one died; ``close`` stops them all. ``limit``: each
-    request's time limit (--case-timeout); ``on_death``: told of each runner that ended unasked."""
+    found once, its runner started on first use and again after one died (up to START_ATTEMPTS starts in a row);
+    ``close`` stops them all. ``limit``: each request's time limit (--case-timeout); ``on_death``: told of each
+    runner that ended unasked."""
 
     def __init__(self, limit: float | None = None, on_death: Deaths | None = None) -> None:
         self._chains: dict[Build, Chain] = {}
@@ -304,10 +311,27 @@ class Runners:
             runner.stop()
             runner = None
         if runner is None:
-            runner = self._runners[build] = self._started(self.chain(build))
+            runner = self._runners[build] = self._start(build)
             log.debug("DirectML runner started in %.2f s (onnxruntime %s, DirectML %s)", runner.start_seconds,
                       runner.onnxruntime, build.directml)  # fmt: skip
         return runner
+
+    def _start(self, build: Build) -> Runner:
+        """A started runner for ``build``; RunnerStartFailed after START_ATTEMPTS failed starts in a row (each told
+        to ``on_death``)."""
+        chain = self.chain(build)
+        for _ in range(START_ATTEMPTS - 1):
+            with contextlib.suppress(RunnerDied):
+                return self._started(chain)
+        try:
+            return self._started(chain)
+        except RunnerDied as error:
+            first = str(error).splitlines()[0]
+            last = f"; its last words: {error.lines[-1].strip()}" if error.lines else ""
+            raise RunnerStartFailed(
+                f"the DirectML runner (DirectML {build.directml}, onnxruntime.dll {build.onnxruntime}) failed to start "
+                f"{START_ATTEMPTS} times in a row ({first}{last}): nothing more can run on it; run dmlconf doctor"
+            ) from None
 
     def _started(self, chain: Chain) -> Runner:
         try:
