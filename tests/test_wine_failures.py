@@ -2,7 +2,7 @@
 it serves a pack or a case, a runner that cannot start any more, an adapter that is not there.
 
 Two halves. The first speaks to stand-in runners (a Python script in the runner's place, speaking its protocol, that
-dies, hangs or leaves its pipes to an orphan where it is told to): the client's own behaviour, fast, everywhere. The
+dies, hangs or loses its main thread where it is told to): the client's own behaviour, fast, everywhere. The
 second runs the genuine DirectML chain under Wine (lavapipe in CI), taking the device away and killing the runner
 for real (``DMLCONF_TEST_FAULT``, faults.provoke): skipped off the chain, a failure in CI (as tests/test_wine_chain.py).
 """
@@ -44,11 +44,12 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="DirectML is nat
 
 # A stand-in runner: the protocol's ready frame, then open (one session), run and close answered, except where
 # FAKE_RUNNER says otherwise: "dies" (killed by SIGKILL on a run request, after a last word on stderr), "hangs" (on a
-# run request), "orphan" (on a run request, leaves a child holding its pipes, then dies: what Wine's own processes
-# do when wineserver is killed), "no_start" (exits at once, as Wine does in a broken prefix).
+# run request), "headless" (on a run request, its main thread ends while another waits for good: what the runner
+# does when wineserver is killed, a process that never exits, its pipes never closed), "no_start" (exits at once, as
+# Wine does in a broken prefix).
 FAKE_RUNNER = textwrap.dedent(
     """
-    import os, signal, struct, subprocess, sys, time
+    import ctypes, os, platform, signal, struct, sys, threading, time
 
     mode = os.environ.get("FAKE_RUNNER", "")
     def send(payload):
@@ -70,26 +71,23 @@ FAKE_RUNNER = textwrap.dedent(
         elif frame[0] == 3 and mode == "hangs":
             time.sleep(3600)
         elif frame[0] == 3:
-            if mode == "orphan":
-                child = subprocess.Popen(["sleep", "600"])
-                open("orphan.pid", "w").write(str(child.pid))
             sys.stderr.write("the driver fell over\\n")
             sys.stderr.flush()
+            if mode == "headless":  # the main thread alone exits (SYS_exit, not exit_group)
+                threading.Thread(target=time.sleep, args=(600,)).start()
+                ctypes.CDLL(None).syscall({"x86_64": 60, "aarch64": 93}[platform.machine()], 0)
             os.kill(os.getpid(), signal.SIGKILL)
     """
 )
 
 
 @pytest.fixture
-def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The stand-in runner as every build's chain: its folder (where an orphan leaves its pid)."""
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The stand-in runner as every build's chain: its folder."""
     (tmp_path / RUNNER).write_text(FAKE_RUNNER, encoding="utf-8")
     chain = Chain(sys.executable, tmp_path, tmp_path, ":0", tmp_path, tmp_path)
     monkeypatch.setattr(client, "find_chain", lambda build: chain)
-    yield tmp_path
-    orphan = tmp_path / "orphan.pid"
-    if orphan.exists():
-        os.kill(int(orphan.read_text()), signal.SIGKILL)
+    return tmp_path
 
 
 def _example(name: str) -> Any:
@@ -140,16 +138,23 @@ def _within(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def test_a_runner_that_dies_leaving_its_pipes_open_is_found_dead(
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own exit: Linux's SYS_exit")
+def test_a_runner_whose_main_thread_ended_is_found_dead_and_killed(
     stand_in: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # As when wineserver is killed: the runner is gone, but Wine's processes keep its pipes open, so no end of file
-    # ever comes; the wait must watch the process. (Before: the run stalled until the worker's timeout.)
+    # As when wineserver is killed: the runner's main thread ends, its other threads wait for good, so its process
+    # never exits and its pipes never close: no end of file ever comes. (Before: the run stalled for minutes, until
+    # the worker's timeout.)
     with _within(60):
-        result, deaths = _in_stand_in("orphan", monkeypatch)
-    assert (stand_in / "orphan.pid").exists()  # the orphan holds the pipes still
+        result, deaths = _in_stand_in("headless", monkeypatch)
     assert (result.status, result.failure_kind) == (Status.CRASH, "worker_died")
+    first = result.message.splitlines()[0]
+    assert first.endswith(
+        " lost its main thread (the threads left waiting were killed) while the harness waited for its answer"
+    )
     assert len(deaths) == 1
+    pid = int(first.split("(pid ")[1].split(")")[0])
+    assert not Path(f"/proc/{pid}").exists()  # killed and reaped: nothing of it is left running
 
 
 def test_every_wait_on_the_runner_is_bounded_by_the_case_timeout(

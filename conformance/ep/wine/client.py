@@ -9,8 +9,9 @@ stderr as it comes, which in a worker is the file its supervisor reads when it d
 a runner that dies is a ``RunnerDied`` saying how it ended and what it last wrote, which the case's verdict turns
 into a CRASH (or DEVICE_LOST, where those lines say so). Every wait on it is bounded: a runner that gives no answer
 within the limit (``--case-timeout``) is killed, a ``RunnerHung`` (the case's TIMEOUT); its start within
-START_SECONDS. A runner is dead when its process is, even where its pipes stay open: Wine hands the pipes to its
-own processes (wineserver, services.exe), which may outlive it, so the process itself is watched while waiting.
+START_SECONDS. A runner is dead when its process is, and also when only its main thread is: with wineserver killed,
+the runner's main thread ends while its other threads (the Vulkan driver's) wait for good, so the process never
+exits and its pipes never close; the wait watches the process itself, and kills what is left of such a runner.
 The runner is killed with its worker (Linux's parent-death signal).
 
 Every runner that ends unasked (dies, is killed for a hang, fails to start, or is found dead) is told to
@@ -93,6 +94,17 @@ def _how_it_ended(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+def main_thread_ended(pid: int) -> bool:
+    """Whether the process's main thread has ended while others live on (Linux: its /proc state is Z, zombie, or X);
+    False where that cannot be read (another system, or the process is gone altogether)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"Z", b"X")
+
+
 def _waiting(serving: bool) -> str:
     return "while the harness waited for its answer" if serving else "while the harness waited for it to start"
 
@@ -152,7 +164,7 @@ class Runner:
 
     @property
     def alive(self) -> bool:
-        return self._process.poll() is None
+        return self._process.poll() is None and not main_thread_ended(self._process.pid)
 
     @property
     def pid(self) -> int:
@@ -167,17 +179,22 @@ class Runner:
         return [line for line in self._tail if line.strip()]
 
     def died(self, what: str, serving: bool = True, hung: bool = False) -> RunnerDied:
-        """The error saying how it ended and its last words, told to ``on_death`` (the first time)."""
-        try:
-            code = self._process.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # it closed its output but goes on: of no use, and not to be left running
+        """The error saying how it ended and its last words, told to ``on_death`` (the first time). A runner whose
+        main thread ended while others live on is killed, and said so."""
+        pid, headless = self._process.pid, False
+        try:  # a process that is exiting has a moment to end (its main thread goes first); a headless one has not
+            code = self._process.wait(timeout=1.0 if main_thread_ended(pid) else 5.0)
+        except subprocess.TimeoutExpired:  # it closed its output but goes on, or lost its main thread: of no use
+            headless = main_thread_ended(pid)
             self._process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=5)
             code = None
         self._drain.join(timeout=2)
         lines = self.last_words()[-DEATH_LINES:]
         tail = ["last lines of its stderr:", *(f"  {line}" for line in lines)] if lines else []
-        pid = self._process.pid
-        message = "\n".join([f"the DirectML runner (pid {pid}) {_how_it_ended(code)} {what}", *tail])
+        how = "lost its main thread (the threads left waiting were killed)" if headless else _how_it_ended(code)
+        message = "\n".join([f"the DirectML runner (pid {pid}) {how} {what}", *tail])
         error = (RunnerHung if hung else RunnerDied)(message, lines, serving)
         if not self.told:
             self.told = True
@@ -197,7 +214,7 @@ class Runner:
             ready = select.select([], [fd], [], left)[1] if writing else select.select([fd], [], [], left)[0]
             if ready:
                 return
-            if self._process.poll() is not None:
+            if not self.alive:
                 raise self.died(_waiting(serving), serving)
 
     def _read(self, size: int, deadline: float | None, serving: bool = True) -> bytes:
