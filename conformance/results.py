@@ -21,6 +21,9 @@ SCHEMA_VERSION = 1
 _GZIP_MAGIC = b"\x1f\x8b"
 # Statuses that make a run fail (exit code 1). INVALID is a negative case rejected as expected.
 FAILING = frozenset({Status.FAIL, Status.FLAKY, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.DEVICE_LOST})
+# Statuses of a result its EP executed: a session was created and ran, and its outputs were judged. An EP with none
+# never started (the gate fails it); one with some that later cannot create a session has lost its device (survive).
+EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.FLAKY, Status.QUALITY_WARNING})
 
 
 @dataclass(frozen=True)

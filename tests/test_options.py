@@ -143,6 +143,9 @@ def test_the_deprecated_spelling_still_works_and_says_so(tmp_path: Path) -> None
 def test_run_options_is_built_from_either_front_end_s_values() -> None:
     cli = checked(vars(_parser("run").parse_args(["--max-elements", "7", "--pack", "3", "--artifacts", "a"])), "run")
     built = run_options(cli, {})
-    assert built == RunOptions(max_elements=7, artifacts="a", pack=3, file_limits=DEFAULT_LIMITS)
+    expected = RunOptions(max_elements=7, artifacts="a", pack=3, file_limits=DEFAULT_LIMITS, case_timeout=300.0)
+    assert built == expected
     plugin = checked(vars(_parser(PYTEST).parse_args(["--max-elements", "7", "--feature-level", "3_0"])), PYTEST)
-    assert run_options(plugin, {}, threads=2) == RunOptions(FeatureLevel(3, 0), 7, threads=2)
+    assert run_options(plugin, {}, threads=2) == RunOptions(FeatureLevel(3, 0), 7, threads=2, case_timeout=300.0)
+    # 0 is no limit: no wait on the DirectML runner is bounded then, as no worker is timed out
+    assert run_options(checked({"case_timeout": "0"}, "run"), {}).case_timeout is None

@@ -5,6 +5,7 @@ flight is set as its messages would have set it."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import subprocess
@@ -139,3 +140,171 @@ def test_a_killed_supervisor_s_folder_is_removed_by_the_next(tmp_path: Path, mon
             [f"dmlconf-workers-{alive}-abc", "dmlconf-workers-notapid", mine]
         )
     assert mine.startswith(f"dmlconf-workers-{alive}-")
+
+
+# -- what a run learns across its results (faults.RunLog), whatever process gave them ----------------------------
+
+NOT_STARTED_TEXT = "D3D12CreateDevice on adapter 0 failed: HRESULT 0x887a0004"
+
+
+def _not_started(case: str, ep: str = "dml") -> Result:
+    """A result as an EP that cannot create a session gives it (rules.wrapper_fallback's words, via the runner)."""
+    from conformance.ep.errors import EP_NOT_STARTED
+
+    message = (
+        f"DmlExecutionProvider could not create a session for TopK-11 ({NOT_STARTED_TEXT}); onnxruntime's Python "
+        "wrapper would fall back to CPUExecutionProvider and retry (switched off here): TopK_0 would have run on "
+        "CPUExecutionProvider"
+    )
+    return Result(case, "TOP_K1", ep, Status.NOT_SUPPORTED, EP_NOT_STARTED, message=message)
+
+
+def _passed(case: str, ep: str = "dml") -> Result:
+    return Result(case, "TOP_K1", ep, Status.PASS)
+
+
+def test_an_ep_that_executed_cases_and_then_cannot_create_a_session_lost_its_device() -> None:
+    from conformance.survive.faults import RunLog
+
+    log = RunLog()
+    arrived = [log.judged(r) for r in [_passed("a"), _passed("b"), _not_started("c"), _not_started("d")]]
+    assert [r.status for r in arrived] == [Status.PASS, Status.PASS, Status.DEVICE_LOST, Status.DEVICE_LOST]
+    assert {(r.failure_kind, r.message) for r in arrived[2:]} == {
+        (
+            "device_lost",
+            f"the EP executed 2 case(s) before; from this case on it could not create a session: {NOT_STARTED_TEXT}",
+        )
+    }
+
+
+def test_an_ep_that_never_executed_a_case_stays_not_started_for_the_gate() -> None:
+    from conformance.survive.faults import RunLog
+
+    log = RunLog()
+    # Another EP's executions do not count: each EP is judged by its own.
+    results = [log.judged(r) for r in [_passed("a", "cpu"), _not_started("a"), _not_started("b")]]
+    assert [(r.status, r.failure_kind) for r in results[1:]] == [(Status.NOT_SUPPORTED, "ep_not_started")] * 2
+    assert [log.settled(r) for r in results] == results
+
+
+def test_started_means_anywhere_in_the_run_whatever_arrives_first() -> None:
+    # -j N: worker 2's "cannot start" may arrive before worker 1's first execution; the run's end settles it.
+    from conformance.survive.faults import RunLog
+
+    log = RunLog()
+    early = log.judged(_not_started("z"))
+    assert early.status is Status.NOT_SUPPORTED
+    log.judged(_passed("a"))
+    settled = log.settled(early)
+    assert (settled.status, settled.message) == (
+        Status.DEVICE_LOST,
+        "the EP executed 1 case(s) elsewhere in this run; from this case on it could not create a session: "
+        + NOT_STARTED_TEXT,
+    )
+
+
+def test_a_device_lost_after_cases_ran_fails_a_run_through_the_run_s_own_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The CPU EP stands in for a device taken away after two cases: from the third on, its session cannot be
+    # created as an EP that does not start says (rules.wrapper_fallback), through dmlconf run (-j 0: in this process).
+    import conformance.run.runner as runner
+    from conformance.cli.main import main
+    from conformance.ep.rules import wrapper_fallback
+
+    executed = runner.execute
+    calls: list[str] = []
+
+    def vanishing(lowering: Any, ep: Any, *args: Any) -> Any:
+        calls.append(lowering.name)
+        if len(calls) > 2:
+            raise wrapper_fallback(lowering, "CPUExecutionProvider", NOT_STARTED_TEXT)
+        return executed(lowering, ep, *args)
+
+    monkeypatch.setattr(runner, "execute", vanishing)
+    code = main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--pack", "1", "--report-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1 and "PASSED" not in out
+    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["results"]
+    assert [r["status"] for r in results] == ["PASS", "PASS", "DEVICE_LOST", "DEVICE_LOST"]
+    assert results[2]["message"] == (
+        f"the EP executed 2 case(s) before; from this case on it could not create a session: {NOT_STARTED_TEXT}"
+    )
+
+
+def test_a_resumed_run_counts_the_executions_it_kept() -> None:
+    from conformance.survive.faults import RunLog
+
+    log = RunLog()
+    log.seen([_passed("a"), _not_started("b", "cpu")])
+    assert log.judged(_not_started("c")).status is Status.DEVICE_LOST
+
+
+# -- runner deaths and a stop, as a worker reports them --------------------------------------------------------
+
+
+def _listening(supervisor: Supervisor) -> tuple[_Worker, Any]:
+    """A worker stand-in whose messages come from the returned end of a real pipe."""
+    mine, theirs = multiprocessing.Pipe()
+    worker = _Worker(_Exited(), mine, str(Path(supervisor.folder.name) / "none.stderr"), ready=True, task=_task())
+    worker.task_id = 7
+    supervisor.workers.append(worker)
+    return worker, theirs
+
+
+def test_runner_deaths_a_worker_reports_reach_the_run(supervisor: Any) -> None:
+    deaths: list[tuple[str, list[str], list[str]]] = []
+    supervisor.on_death = lambda ep, cases, stderr: deaths.append((ep, list(cases), list(stderr)))
+    worker, theirs = _listening(supervisor)
+    theirs.send(("runner_died", 7, "dml", ["a.yaml::x", "a.yaml::y"], ["err: vkd3d: device lost"]))
+    theirs.send(("runner_died", 7, "dml", [], []))
+    supervisor._receive(worker)
+    assert deaths == [("dml", ["a.yaml::x", "a.yaml::y"], ["err: vkd3d: device lost"]), ("dml", [], [])]
+
+
+def test_a_worker_that_cannot_run_cases_stops_the_run(supervisor: Any) -> None:
+    from conformance.survive.supervisor import RunStopped
+
+    worker, theirs = _listening(supervisor)
+    theirs.send(("stopped", 7, "the DirectML runner failed to start 3 times in a row"))
+    with pytest.raises(RunStopped, match=r"^the DirectML runner failed to start 3 times in a row$"):
+        supervisor._receive(worker)
+
+
+def test_runner_deaths_and_a_stop_reach_results_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In this process (-j 0): the second case's runner dies while serving it (told as Runners tells a death), the
+    # third cannot start a runner any more. results.json records the death with its case, and the stop.
+    import conformance.run.runner as runner
+    from conformance.cli.main import main
+    from conformance.ep.wine.client import RunnerDied, RunnerStartFailed
+
+    executed = runner.execute
+    calls: list[str] = []
+
+    def failing(lowering: Any, ep: Any, sessions: Any, *args: Any) -> Any:
+        calls.append(lowering.name)
+        if len(calls) == 2:
+            died = RunnerDied("the DirectML runner (pid 9) was killed by SIGKILL", ["err: the last word"], True)
+            sessions.runners._tell(died)
+            raise died
+        if len(calls) == 3:
+            raise RunnerStartFailed("the DirectML runner failed to start 3 times in a row")
+        return executed(lowering, ep, sessions, *args)
+
+    monkeypatch.setattr(runner, "execute", failing)
+    code = main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--pack", "1", "--report-dir", str(tmp_path)])
+    assert code == 1
+    document = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert [(r["status"], r["failure_kind"]) for r in document["results"]] == [("PASS", None), ("CRASH", "worker_died")]
+    second = document["results"][1]["case"]
+    assert document["environment"]["runner_deaths"] == [
+        {"ep": "cpu", "count": 1, "cases": [second], "stderr": ["err: the last word"]}
+    ]
+    assert document["environment"]["stopped"] == "the DirectML runner failed to start 3 times in a row"
+
+
+def test_a_run_without_runner_deaths_records_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conformance.cli.main import main
+
+    assert main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--report-dir", str(tmp_path)]) == 0
+    assert "runner_deaths" not in json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["environment"]

@@ -49,20 +49,28 @@ def _installed(ep: EpSpec) -> dml.DirectML:
 
 
 def _through_wine(ep: EpSpec, runners: Runners) -> dml.DirectML:
-    """The DirectML of ``ep``'s build as its runner's device answers; ChainMissing where that build cannot start."""
-    from conformance.ep.errors import ProcessDied
+    """The DirectML of ``ep``'s build as its runner's device answers; ChainMissing where that build cannot start, or
+    where the adapter its options pick (``device_id``) is not on this machine (naming those that are)."""
+    from conformance.ep.errors import InfrastructureError, ProcessDied
     from conformance.ep.wine.chain import ChainMissing
-    from conformance.ep.wine.device import describe
+    from conformance.ep.wine.device import chain_identity, directml_of
     from conformance.ep.wine.protocol import ProtocolError, Refused
     from conformance.ep.wine.session import adapter_index
 
     build = dml.build_of(ep.options)
+    index = adapter_index(ep)
     try:
-        return describe(runners.get(build), adapter_index(ep))
-    except (ProcessDied, ProtocolError, Refused) as error:  # the chain is there but this build does not work
+        runner = runners.get(build)
+        described = runner.describe(index)
+    except (ProcessDied, ProtocolError, Refused, InfrastructureError) as error:  # the chain is there, the build not
         first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
         raise ChainMissing(
             f"DirectML {build.directml} with onnxruntime.dll {build.onnxruntime} could not describe the device "
             f"({first}): run dmlconf doctor; builds: directml={', '.join(dml.DIRECTML_VERSIONS)}, "
             f"ort={', '.join(dml.ONNXRUNTIME_DLL_VERSIONS)}"
         ) from None
+    adapters = [a for a in described.get("adapters") or [] if isinstance(a, dict)]
+    if not any(adapter.get("index") == index for adapter in adapters):
+        here = "; ".join(f"{a.get('index')}: {a.get('description') or '?'}" for a in adapters) or "none"
+        raise ChainMissing(f"{ep.text}: this machine has no DXGI adapter {index}; its adapters: {here}")
+    return directml_of(chain_identity(runner.chain, described))

@@ -1,6 +1,7 @@
 """How an execution can fail, in the words the rest of the harness acts on: the EP does not run a lowering itself
-(``NotSupported``), onnxruntime failed otherwise (``ExecutionError``), or the device is gone (``device_lost``, read
-from onnxruntime's error or a dead worker's stderr)."""
+(``NotSupported``), onnxruntime failed otherwise (``ExecutionError``), the process that ran it for us died or hung
+(``ProcessDied``, ``ProcessHung``), the device is gone (``device_lost``, read from onnxruntime's error or a dead
+worker's stderr), or the harness's own machinery cannot run cases at all (``InfrastructureError``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ DEVICE_LOST_TEXT = re.compile(
     r"|CUDA_ERROR_(ILLEGAL_ADDRESS|LAUNCH_FAILED)|cudaErrorIllegalAddress|cudaErrorLaunchFailure|cudaErrorDevicesUnavailable",
     re.IGNORECASE,
 )
+
+
+EP_NOT_STARTED = "ep_not_started"  # NotSupported's kind where the EP could not create the session at all
 
 
 class NotSupported(Exception):
@@ -34,6 +38,16 @@ class ExecutionError(Exception):
 class ProcessDied(ExecutionError):
     """The process that ran the case for us (the DirectML runner) ended while we waited on it: the case's verdict is
     a CRASH, or DEVICE_LOST where the message (its last words) says so."""
+
+
+class ProcessHung(ProcessDied):
+    """The process that ran the case for us gave no answer within the case's time limit (--case-timeout) and was
+    killed: the case's verdict is a TIMEOUT, as a worker's silence is."""
+
+
+class InfrastructureError(Exception):
+    """The harness's own machinery cannot run cases (the DirectML runner fails to start again and again): no case's
+    verdict, and the run stops with this one line, as it does when its workers cannot start."""
 
 
 def device_lost(text: str) -> bool:

@@ -27,7 +27,7 @@ import onnxruntime as ort  # type: ignore[import-untyped]
 from onnx import TensorProto, helper
 
 from conformance.ep.dml_here import dml_through_wine
-from conformance.ep.errors import ExecutionError, NotSupported
+from conformance.ep.errors import ExecutionError, NotSupported, ProcessDied
 from conformance.ep.graph import IR_VERSION, Array
 from conformance.ep.lower import Lowering
 from conformance.ep.placement import check_placement, lowering_op_types, recorded_placement
@@ -203,6 +203,8 @@ def run_session(opened: Opened, lowering: Lowering) -> dict[str, Array]:
     names = list(lowering.outputs)
     try:
         values = opened.session.run(names, dict(lowering.feeds))
+    except ProcessDied:  # the runner that ran it died (or hung): a CRASH (TIMEOUT) of the case, not its ERROR
+        raise
     except Exception as error:  # onnxruntime's own exception types
         raise ExecutionError(f"{lowering.name} failed on {opened.ep_name}: {one_line(error)}") from error
     return {lowering.outputs[name]: np.asarray(value) for name, value in zip(names, values, strict=True)}

@@ -15,7 +15,7 @@ import re
 
 import onnx
 
-from conformance.ep.errors import NotSupported
+from conformance.ep.errors import EP_NOT_STARTED, NotSupported
 from conformance.ep.lower import Lowering
 from conformance.ep.providers import CPU, DML, EpSpec
 
@@ -63,14 +63,24 @@ def input_types(lowering: Lowering) -> str:
     )
 
 
+_WRAPPER_WOULD = "; onnxruntime's Python wrapper would fall back"
+_NOT_STARTED = re.compile(r"could not create a session for \S+ \((.*)\)" + re.escape(_WRAPPER_WOULD))
+
+
 def wrapper_fallback(lowering: Lowering, ep_name: str, text: str) -> NotSupported:
     """The EP could not create the session: onnxruntime's Python wrapper would print "Falling back to
     ['CPUExecutionProvider'] and retrying" and run every node on the CPU; here that is NOT_SUPPORTED, saying so."""
     return NotSupported(
-        f"{ep_name} could not create a session for {lowering.name} ({text}); onnxruntime's Python wrapper would fall "
-        f"back to {CPU} and retry (switched off here): {', '.join(lowering.nodes)} would have run on {CPU}",
-        "ep_not_started",
+        f"{ep_name} could not create a session for {lowering.name} ({text}){_WRAPPER_WOULD} "
+        f"to {CPU} and retry (switched off here): {', '.join(lowering.nodes)} would have run on {CPU}",
+        EP_NOT_STARTED,
     )
+
+
+def not_started_cause(message: str) -> str:
+    """The EP's own error inside ``wrapper_fallback``'s message (the message itself where it is not one)."""
+    found = _NOT_STARTED.search(message)
+    return found.group(1) if found else message
 
 
 def missing_kernel(text: str, lowering: Lowering, ep_name: str) -> NotSupported | None:

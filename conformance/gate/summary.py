@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from conformance.environment import Adapter, Chain, Environment, EpDevice, EpRecord, Gpu, RunnerDeath, SkippedFile
 from conformance.model import Status
-from conformance.results import FAILING, Result
+from conformance.results import EXECUTED, FAILING, Result
 
 STATUS_ORDER = tuple(Status)
 # INVALID is a negative case rejected as it should be; the rest, worth a line each in a report, are NOTABLE.
@@ -175,9 +175,6 @@ class Summary:
         died while serving packs (its cases were run again alone, but a driver that kills its process mid-pack is a
         finding no waiver of a case can stand for)."""
         return (*self.completeness.reasons, *self.runner_deaths)
-
-
-EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.FLAKY, Status.QUALITY_WARNING})
 
 
 def placement_proof(environment: Environment, results: Sequence[Result]) -> Placement:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from conformance.environment import Environment
     from conformance.ep.directml import DirectML
     from conformance.results import Result
+    from conformance.survive.faults import RunLog
     from conformance.survive.supervisor import Supervisor
 
 
@@ -68,6 +69,7 @@ class _Settings:
 _SETTINGS = pytest.StashKey[_Settings]()
 _NAMED = pytest.StashKey[dict[str, str]]()  # each case file's name in ids -> its path: two files must not share one
 _SUPERVISOR = pytest.StashKey["Supervisor"]()
+_LOG = pytest.StashKey["RunLog"]()  # the session's: EPs that executed cases (a device lost later), runner deaths
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -136,12 +138,27 @@ def _run(config: pytest.Config, entry: Entry, ep: EpSpec, options: RunOptions) -
     from conformance.survive.pool import run_pairs
 
     supervisor = _supervisor(config)
-    ran = run_pairs([entry], [ep], options, 0 if supervisor is None else 1, _nothing, supervisor)
+    if _LOG not in config.stash:
+        from conformance.survive.faults import RunLog
+
+        config.stash[_LOG] = RunLog()
+    log: RunLog = config.stash[_LOG]
+    ran = run_pairs([entry], [ep], options, 0 if supervisor is None else 1, _nothing, supervisor, log=log)
     if ran.stopped is not None:  # nothing more can run: the session ends, with the reason
         pytest.exit(f"dml-conformance: {ran.stopped}", returncode=pytest.ExitCode.INTERNAL_ERROR)
     if ran.interrupted:
         raise KeyboardInterrupt
     return ran.results[0]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The DirectML runner's deaths of the session (results.json's ``runner_deaths`` under ``dmlconf run``)."""
+    log = config.stash.get(_LOG, None)
+    for deaths in log.runner_deaths() if log is not None else ():
+        cases = f"; cases in flight: {', '.join(deaths['cases'])}" if deaths["cases"] else ""
+        terminalreporter.write_line(
+            f"dml-conformance: the DirectML runner of {deaths['ep']} died {deaths['count']} time(s){cases}", red=True
+        )
 
 
 def _nothing() -> None:

@@ -9,7 +9,9 @@ run without packing runs it:
   nodes of the model, which is a finding of its own (the WebGPU EP's shader cache, reports/README.md);
 - a refused packed session runs alone the cases onnxruntime's refusal names, with every case of the same signature
   (op types and input data types: a missing kernel refuses them all), and packs the rest again;
-- a failure that names no case (a run that throws) splits the pack in halves instead, down to single cases.
+- a failure that names no case (a run that throws) splits the pack in halves instead, down to single cases;
+- a lost device, or a DirectML runner that died under the pack, runs every case of it alone (the case that kills
+  the runner again is then a CRASH, the others run as they would have).
 
 So every verdict but PASS comes from a case's own session, and a case can only differ from an unpacked run by
 passing in a pack and failing alone, which benchmarks/throughput.py looks for on the GPUs (docs/performance.md).
@@ -33,7 +35,7 @@ from functools import partial
 from typing import Protocol
 
 from conformance.cases.parse import Entry
-from conformance.ep.errors import device_lost
+from conformance.ep.errors import InfrastructureError, ProcessDied, device_lost
 from conformance.ep.execute import open_session, run_session
 from conformance.ep.pack import Unattributed, named_cases, opset_of, pack, packable, signature, unpack
 from conformance.ep.providers import EpSpec
@@ -108,10 +110,15 @@ def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions
     except Unattributed as error:
         log.debug("a pack of %d failed: %s", len(group), error)
         return Split(apart=error.suspects) if 0 < len(error.suspects) < len(group) else half
+    except InfrastructureError:  # no case's fault: the run stops
+        raise
     except Exception as error:  # any failure of the pack: the cases it names run alone, or the halves again
         log.debug("a pack of %d failed: %s", len(group), error)
-        if device_lost(str(error)):  # halves on a dead context would blame the cases that run first
-            return Split(alone=frozenset(range(len(group))), lost=str(error))
+        lost = str(error) if device_lost(str(error)) else ""
+        if lost or isinstance(error, ProcessDied):
+            # Halves on a dead context would blame the cases that run first; a runner that died under the pack is
+            # pinned, as a worker's death is, on the case that kills it again alone (at the cost of one more death).
+            return Split(alone=frozenset(range(len(group))), lost=lost)
         named = named_cases(str(error), len(group))
         return Split(alone=_blamed(group, named)) if named else half
     share = (time.perf_counter() - start) / len(group)

@@ -222,7 +222,8 @@ OPTIONS: Mapping[str, Option] = _options(
     ),
     Option(
         ("--case-timeout",),
-        f"a worker silent this long on a case is killed, the case a TIMEOUT (default {DEFAULT_TIMEOUT:g}; 0: none)",
+        f"a worker silent this long on a case, or a DirectML runner this long without an answer, is killed, the case "
+        f"a TIMEOUT (default {DEFAULT_TIMEOUT:g}; 0: none)",
         frozenset({_RUN, PYTEST}),
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
@@ -528,6 +529,7 @@ def run_options(values: Mapping[str, Any], directml: Mapping[str, DirectML], thr
         repeat=get("repeat"),
         threads=threads,
         file_limits=FileLimits(get("max_file_bytes"), get("max_nodes"), get("max_case_bytes")),
+        case_timeout=get("case_timeout") or None,
     )
 
 
@@ -545,6 +547,7 @@ class RunOptions:
     repeat: int = 1  # --repeat: each executed case run this many times, FLAKY where the runs differ (batch.py)
     threads: int | None = None  # intra-op threads of a larger case's session; None: onnxruntime's (pytest -n)
     file_limits: FileLimits = DEFAULT_LIMITS  # what the case files were read under (for repro commands)
+    case_timeout: float | None = None  # --case-timeout: the longest wait on the DirectML runner's answer; None: none
 
     def session_threads(self, small: bool) -> int | None:
         """A session's intra-op threads: one for small cases (pack.packable, alone or packed), which a thread pool

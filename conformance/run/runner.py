@@ -18,7 +18,14 @@ from conformance.cases.validate import validate
 from conformance.compare.golden import golden_differences
 from conformance.compare.outputs import compare
 from conformance.ep.dml_operators import expected_dml_operators
-from conformance.ep.errors import ExecutionError, NotSupported, ProcessDied, device_lost
+from conformance.ep.errors import (
+    ExecutionError,
+    InfrastructureError,
+    NotSupported,
+    ProcessDied,
+    ProcessHung,
+    device_lost,
+)
 from conformance.ep.execute import Execution, execute
 from conformance.ep.lower import Lowering, NotExpressible, lower, same_for_every_ep
 from conformance.ep.pack import packable
@@ -30,6 +37,10 @@ from conformance.run.artifacts import save_artifacts
 from conformance.run.options import RunOptions, repro_command
 
 log = logging.getLogger(__name__)
+
+# The failure kind of each fault: the process running the case died, hung, or lost the device (here for the DirectML
+# runner, in survive/faults.py for a worker).
+FAULT_KINDS = {Status.CRASH: "worker_died", Status.TIMEOUT: "timeout", Status.DEVICE_LOST: "device_lost"}
 
 
 def base_result(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> Result:
@@ -116,10 +127,10 @@ def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
 def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, options: RunOptions) -> Result:
     """The verdict on what the EP returned (or why it returned nothing)."""
     base = prepared.base
-    if isinstance(outcome, ProcessDied):  # the process that ran it (the DirectML runner) died, as a worker can
-        status = Status.DEVICE_LOST if device_lost(str(outcome)) else Status.CRASH
-        kind = "device_lost" if status is Status.DEVICE_LOST else "worker_died"
-        return replace(base, status=status, failure_kind=kind, message=str(outcome))
+    if isinstance(outcome, ProcessDied):  # the process that ran it (the DirectML runner) died or hung, as a worker can
+        status = Status.TIMEOUT if isinstance(outcome, ProcessHung) else Status.CRASH
+        status = Status.DEVICE_LOST if device_lost(str(outcome)) else status
+        return replace(base, status=status, failure_kind=FAULT_KINDS[status], message=str(outcome))
     if isinstance(outcome, NotSupported | ExecutionError) and device_lost(str(outcome)):
         return replace(base, status=Status.DEVICE_LOST, failure_kind="device_lost", message=str(outcome))
     if isinstance(outcome, NotSupported):
@@ -210,6 +221,8 @@ def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessio
     try:
         threads = options.session_threads(packable(prepared.lowering))
         outcome: Execution | Exception = execute(prepared.lowering, ep, sessions, threads)
+    except InfrastructureError:  # no verdict of this case: the run stops (pool.py)
+        raise
     except Exception as error:  # judged in finish: NotSupported, ExecutionError, or a harness error
         outcome = error
     try:

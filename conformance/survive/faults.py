@@ -1,26 +1,41 @@
-"""Faults of the process running a case: what a CRASH, TIMEOUT or DEVICE_LOST result says, and how a test provokes
-one in a real worker.
+"""Faults of the process running a case: what a CRASH, TIMEOUT or DEVICE_LOST result says, what a run learns of its
+EPs' health across cases (``RunLog``), and how a test provokes a fault in a real worker.
 
 A worker (worker.py) that dies is a CRASH, one silent past the per-case timeout a TIMEOUT, and either is a
 DEVICE_LOST when what it last wrote to stderr, or the error onnxruntime raised, says the device was lost: a GPU
 reset (Windows TDR), removed or hung device, or a CUDA context left unusable by a fault on the device.
+
+A device can also go without a word: a GPU removed, its driver's files gone, its X server stopped; the EP then
+cannot create a session, which alone reads as an EP that never started (NOT_SUPPORTED ``ep_not_started``, which
+the gate fails only when the EP executed nothing). ``RunLog`` decides it, in the one process that sees every result
+of a run (the CLI's, or pytest's, whatever the workers): an EP that executed a case anywhere in the run and later
+cannot create a session has lost its device, and from that case on its results are DEVICE_LOST, saying so. It also
+counts the DirectML runner's deaths per EP (worker.py reports them), which results.json records.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import struct
+import threading
 import time
-from collections.abc import Sequence
-from dataclasses import replace
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from conformance.ep.errors import device_lost
+from conformance.ep.errors import EP_NOT_STARTED, device_lost
+from conformance.ep.rules import not_started_cause
+from conformance.ep.wine.client import Runner, Runners
 from conformance.model import Status
-from conformance.results import Result
+from conformance.results import EXECUTED, Result
+from conformance.run.runner import FAULT_KINDS
 
 FATAL = "Fatal Python error:"  # how faulthandler's dump on a fatal signal begins
 STDERR_LINES = 12  # the last lines of a dead worker's stderr that its result keeps
 TEST_FAULT = "DMLCONF_TEST_FAULT"  # tests only: "KIND:TEXT" provokes KIND in the worker running a case id with TEXT
+TEST_UNPLUG = "DMLCONF_TEST_UNPLUG"  # tests only: the file ``unplug`` removes (a copy of the Vulkan driver's, say)
 
 
 def signal_name(number: int) -> str:
@@ -58,8 +73,73 @@ def fault_result(base: Result, status: Status, what: str, stderr: str, seconds: 
     if device_lost(stderr):
         status = Status.DEVICE_LOST
     tail = ["last lines of the worker's stderr:", *(f"  {line}" for line in lines)] if lines else []
-    kind = {Status.CRASH: "worker_died", Status.TIMEOUT: "timeout", Status.DEVICE_LOST: "device_lost"}[status]
-    return replace(base, status=status, failure_kind=kind, message="\n".join([what, *tail]), seconds=round(seconds, 6))
+    message = "\n".join([what, *tail])
+    return replace(base, status=status, failure_kind=FAULT_KINDS[status], message=message, seconds=round(seconds, 6))
+
+
+def device_gone(result: Result, executed: int, before: bool = True) -> Result:
+    """``result`` (NOT_SUPPORTED ``ep_not_started``) of an EP that executed ``executed`` cases in the run: DEVICE_LOST,
+    saying so and why it could not (the EP's own error)."""
+    when = "before" if before else "elsewhere in this run"
+    message = (
+        f"the EP executed {executed} case(s) {when}; from this case on it could not create a session: "
+        f"{not_started_cause(result.message)}"
+    )
+    return replace(result, status=Status.DEVICE_LOST, failure_kind=FAULT_KINDS[Status.DEVICE_LOST], message=message)
+
+
+@dataclass
+class RunnerDeaths:
+    """The DirectML runner's deaths on one EP: how many, the cases in flight at any of them (each once, in order), the
+    last stderr lines of the latest."""
+
+    ep: str
+    count: int = 0
+    cases: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """results.json's environment.runner_deaths entry."""
+        return {"ep": self.ep, "count": self.count, "cases": list(self.cases), "stderr": list(self.stderr)}
+
+
+class RunLog:
+    """What a run learns across its results, in the process that receives them all (see the module's docstring):
+    how many cases each EP executed, and each EP's runner deaths. One per run (the CLI's), or per session (pytest)."""
+
+    def __init__(self) -> None:
+        self.executed: Counter[str] = Counter()
+        self.deaths: dict[str, RunnerDeaths] = {}
+
+    def seen(self, results: Iterable[Result]) -> None:
+        """Results of this run that are already recorded (``--resume``): their executions count."""
+        for result in results:
+            self.executed[result.ep] += result.status in EXECUTED
+
+    def judged(self, result: Result) -> Result:
+        """``result`` as the run records it: an ``ep_not_started`` of an EP that executed cases before is
+        DEVICE_LOST."""
+        if result.failure_kind == EP_NOT_STARTED and self.executed[result.ep]:
+            return device_gone(result, self.executed[result.ep])
+        self.seen([result])
+        return result
+
+    def settled(self, result: Result) -> Result:
+        """At the end of a run: an ``ep_not_started`` that came before its EP's first execution arrived (another
+        worker's) is DEVICE_LOST too, since the EP executed cases in the run."""
+        if result.failure_kind == EP_NOT_STARTED and self.executed[result.ep]:
+            return device_gone(result, self.executed[result.ep], before=False)
+        return result
+
+    def runner_died(self, ep: str, cases: Sequence[str], stderr: Sequence[str]) -> None:
+        deaths = self.deaths.setdefault(ep, RunnerDeaths(ep))
+        deaths.count += 1
+        deaths.cases = list(dict.fromkeys([*deaths.cases, *cases]))  # a case in flight at two deaths is named once
+        deaths.stderr = list(stderr)
+
+    def runner_deaths(self) -> tuple[dict[str, Any], ...]:
+        """results.json's ``runner_deaths``: one entry per EP whose runner died, in the order they first did."""
+        return tuple(deaths.to_json() for deaths in self.deaths.values())
 
 
 def _test_fault() -> tuple[str, str]:
@@ -74,10 +154,13 @@ def provoke_at_start() -> None:
         os.kill(os.getpid(), signal.SIGSEGV)
 
 
-def provoke(case_ids: Sequence[str]) -> None:
+def provoke(case_ids: Sequence[str], runners: Runners | None = None) -> None:
     """Tests only (``DMLCONF_TEST_FAULT``, read by a worker before it runs a session): make this worker die by a
     signal (``segv``, ``abort``), hang (``hang``) or report a lost device and die (``device_lost``) when a case id
-    contains the text after the colon. Everything after it is the production path."""
+    contains the text after the colon; or, for DirectML (its default build), kill its runner while it serves the
+    case's first request (``runner_dies``), or take the device away (``unplug``: remove the file that
+    ``DMLCONF_TEST_UNPLUG`` names, the Vulkan driver's or the Wine loader's, then kill the runner, so that the next
+    one starts without it). Everything after it is the production path."""
     kind, text = _test_fault()
     if not kind or not any(text in case_id for case_id in case_ids):
         return
@@ -89,3 +172,29 @@ def provoke(case_ids: Sequence[str]) -> None:
         os.abort()
     if kind in ("segv", "abort"):
         os.kill(os.getpid(), signal.SIGSEGV if kind == "segv" else signal.SIGABRT)
+    if kind == "unplug":
+        os.remove(os.environ[TEST_UNPLUG])
+        for runner in runners.held() if runners is not None else []:
+            runner.kill()
+    if kind == "runner_dies" and runners is not None:
+        _kill_on_request(runners.get())  # the runner of DirectML's default build, started where it is not yet
+
+
+def _kill_on_request(runner: Runner) -> None:
+    """Freeze the runner (SIGSTOP), then kill it (SIGKILL) once the harness's next request is in its pipe: a runner
+    that dies while it serves a request, for real, however fast the machine is. POSIX only, as the runner is."""
+    import fcntl
+    import termios
+
+    os.kill(runner.pid, signal.SIGSTOP)
+
+    def kill_once_asked() -> None:
+        waiting = bytearray(4)  # the bytes in the pipe, by FIONREAD
+        try:
+            while not (fcntl.ioctl(runner.request_fd, termios.FIONREAD, waiting) or struct.unpack("<i", waiting)[0]):
+                time.sleep(0.01)
+        except OSError:  # the pipe is closed: the runner was stopped
+            return
+        os.kill(runner.pid, signal.SIGKILL)
+
+    threading.Thread(target=kill_once_asked, name="test-runner-kill", daemon=True).start()

@@ -8,6 +8,10 @@ contexts or onnxruntime threads), every result carries its pair's index, so the 
 whatever finishes first, and each is handed to ``record`` as it comes (results.jsonl, stream.py). ``-j 0`` runs in
 this process, with no protection from a crash (for debugging).
 
+Every result passes through the run's ``RunLog`` (faults.py) as it arrives, in this process, whatever worker gave it:
+an EP that executed cases and later cannot create a session has lost its device (DEVICE_LOST from that case on),
+and the DirectML runner's deaths are counted per EP (``Ran.runner_deaths``, results.json's ``runner_deaths``).
+
 The CLI starts the supervisor (its workers) before it reads the case files, so that their start (each imports
 NumPy, onnx and onnxruntime: about 0.6 s) overlaps the reading instead of following it.
 """
@@ -16,15 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from conformance.cases.parse import Entry
+from conformance.ep.errors import InfrastructureError
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
-from conformance.ep.wine.client import Runners
+from conformance.ep.wine.client import RunnerDied, Runners
 from conformance.results import Result
 from conformance.run.batch import Unwatched, run_batch
 from conformance.run.options import DEFAULT_TIMEOUT, RunOptions, cores_share
-from conformance.survive.supervisor import Supervisor, Task, WorkerStartError
+from conformance.survive.faults import RunLog
+from conformance.survive.supervisor import RunStopped, Supervisor, Task
 
 CHUNK = 8  # cases per window without packing: enough to hide a worker's round trip, small enough to balance
 Record = Callable[[int, Result], None]  # (the pair's index in the run, its result)
@@ -48,24 +55,35 @@ def tasks_for(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOptio
 
 
 class _InProcess(Unwatched):
-    """The batch's Watch for -j 0: results recorded as they become final. A lost device is not acted on: there is no
-    fresh process to move to, and the pack's cases run alone here, on what is left of the device."""
+    """The batch's Watch for -j 0: results recorded as they become final, runner deaths with the cases in flight. A
+    lost device is not acted on: there is no fresh process to move to, and the pack's cases run alone here, on what
+    is left of the device."""
 
-    def __init__(self, pairs: Sequence[int], record: Record) -> None:
-        self.pairs, self.record = pairs, record
+    def __init__(self, task: Task, record: Record, log: RunLog) -> None:
+        self.task, self.record, self.log = task, record, log
+        self.executing: list[str] = []
+
+    def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
+        self.executing = [self.task.entries[place].id for place in places] if executing else []
 
     def finished(self, place: int, result: Result) -> None:
-        self.record(self.pairs[place], result)
+        self.record(self.task.pairs[place], result)
+
+    def runner_died(self, died: RunnerDied) -> None:
+        self.log.runner_died(self.task.ep.text, self.executing if died.serving else [], died.lines)
 
 
 @dataclass(frozen=True)
 class Ran:
     """What a run gave: ``results``, entry-major, the unbroken prefix of the pairs planned (all of them unless the run
-    was cut short); ``interrupted``: by Ctrl-C; ``stopped``: why it could not go on (workers that would not start)."""
+    was cut short); ``interrupted``: by Ctrl-C; ``stopped``: why it could not go on (workers, or a DirectML runner,
+    that would not start); ``runner_deaths``: results.json's record of the DirectML runner's deaths, per EP (none:
+    empty), over the ``RunLog``'s life (the run's; a pytest session's)."""
 
     results: tuple[Result, ...]
     interrupted: bool = False
     stopped: str | None = None
+    runner_deaths: tuple[dict[str, Any], ...] = ()
 
 
 def finished_prefix(done: Mapping[int, Result], planned: int) -> list[Result]:
@@ -89,15 +107,19 @@ def run_pairs(
     *,
     done: Mapping[int, Result] | None = None,
     record: Record | None = None,
+    log: RunLog | None = None,
 ) -> Ran:
     """Every (entry, EP) result, entry-major as a sequential run orders them; ``advance`` and ``record`` after each
     one. ``done``: pairs already finished (--resume), not run again. With ``jobs`` >= 1 the tasks run on
     ``supervisor`` where given (the caller closes it, and chose its timeout), else on one started here with the
-    default timeout. ``jobs`` 0: in this process, unprotected (``--in-process``, ``-j 0``)."""
+    default timeout. ``jobs`` 0: in this process, unprotected (``--in-process``, ``-j 0``). ``log``: what the run has
+    learnt so far (a pytest session runs its cases one call each); a new one where not given."""
     finished = dict(done or {})
+    log = log if log is not None else RunLog()
+    log.seen(finished.values())
 
     def arrived(pair: int, result: Result) -> None:
-        finished[pair] = result
+        finished[pair] = result = log.judged(result)
         if record is not None:
             record(pair, result)
         advance()
@@ -108,21 +130,27 @@ def run_pairs(
     interrupted, stopped = False, None
     try:
         if jobs < 1:
-            runners = Runners()
-            try:
-                for task in tasks:
-                    run_batch(
-                        task.entries, task.ep, options, Sessions(runners=runners), _InProcess(task.pairs, arrived)
-                    )
-            finally:
-                runners.close()
+            _in_process(tasks, options, arrived, log)
         elif supervisor is not None:
-            supervisor.run(tasks, options, arrived)
+            supervisor.run(tasks, options, arrived, log.runner_died)
         else:
             with Supervisor(jobs, DEFAULT_TIMEOUT) as own:
-                own.run(tasks, options, arrived)
+                own.run(tasks, options, arrived, log.runner_died)
     except KeyboardInterrupt:  # the caller says the run was interrupted, with what finished
         interrupted = True
-    except WorkerStartError as error:  # as interrupted: what finished is written, and the run fails
+    except (RunStopped, InfrastructureError) as error:  # as interrupted: what finished is written, and the run fails
         stopped = str(error)
-    return Ran(tuple(finished_prefix(finished, len(entries) * len(eps))), interrupted, stopped)
+    results = [log.settled(result) for result in finished_prefix(finished, len(entries) * len(eps))]
+    return Ran(tuple(results), interrupted, stopped, log.runner_deaths())
+
+
+def _in_process(tasks: Sequence[Task], options: RunOptions, arrived: Record, log: RunLog) -> None:
+    """The tasks in this process (-j 0), on one DirectML runner (per build) for all of them."""
+    runners = Runners(limit=options.case_timeout)
+    try:
+        for task in tasks:
+            watch = _InProcess(task, arrived, log)
+            runners.on_death = watch.runner_died
+            run_batch(task.entries, task.ep, options, Sessions(runners=runners), watch)
+    finally:
+        runners.close()

@@ -12,7 +12,9 @@ past the per-case timeout (killed then), the supervisor knows:
   the case that causes it, as packing's other failures are (batch.py);
 - the rest of the window: runs again, in a fresh worker.
 
-Results go to ``on_result`` as they come, in whatever order; the caller orders them.
+Results go to ``on_result`` as they come, in whatever order; the caller orders them. A DirectML runner's death that a
+worker reports goes to ``on_death``. The run stops (``RunStopped``, one line) where nothing more can run: workers
+that keep dying before they are ready, or a worker whose DirectML runner keeps failing to start.
 """
 
 from __future__ import annotations
@@ -43,7 +45,11 @@ from conformance.survive.worker import DEVICE_LOST_EXIT
 log = logging.getLogger(__name__)
 
 
-class WorkerStartError(RuntimeError):
+class RunStopped(RuntimeError):
+    """Nothing more can run (one line): the caller writes what finished, and the run fails."""
+
+
+class WorkerStartError(RunStopped):
     """Worker processes keep failing to start: the run cannot go on (one line)."""
 
 
@@ -108,6 +114,13 @@ def _ignore(pair: int, result: Result) -> None:
     pass
 
 
+def _ignore_death(ep: str, cases: Sequence[str], stderr: Sequence[str]) -> None:
+    pass
+
+
+RunnerDeath = Callable[[str, Sequence[str], Sequence[str]], None]  # (the EP's label, cases in flight, stderr lines)
+
+
 class Supervisor:
     """Up to ``jobs`` workers, started at once (so that their imports overlap whatever the caller does next) and
     kept across ``run`` calls until ``close``; ``timeout``: seconds a worker may stay silent on a task."""
@@ -116,6 +129,7 @@ class Supervisor:
         self.jobs, self.timeout = jobs, timeout
         self.options = RunOptions()
         self.on_result: Callable[[int, Result], None] = _ignore
+        self.on_death: RunnerDeath = _ignore_death
         self.context = multiprocessing.get_context("spawn")
         _remove_stale_folders()
         self.folder = tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
@@ -194,6 +208,10 @@ class Supervisor:
                 self.on_result(worker.task.pairs[place], result)
             elif kind == "task_done":
                 worker.task = None
+            elif kind == "runner_died":
+                self.on_death(message[2], message[3], message[4])
+            elif kind == "stopped":
+                raise RunStopped(message[2])
 
     # -- faults ---------------------------------------------------------------------------------------------
     def _lost(self, worker: _Worker, status: Status, what: str, meant: bool = False) -> None:
@@ -250,10 +268,17 @@ class Supervisor:
                 self._lost(worker, Status.TIMEOUT, f"no progress for {self.timeout:g} s: the worker was killed")
 
     # -- the loop -------------------------------------------------------------------------------------------
-    def run(self, tasks: Sequence[Task], options: RunOptions, on_result: Callable[[int, Result], None]) -> None:
-        """Every task to its end, each result to ``on_result(pair, result)`` as it comes. On any exception (a
-        KeyboardInterrupt) the workers are stopped and it goes up to the caller."""
-        self.options, self.on_result = options, on_result
+    def run(
+        self,
+        tasks: Sequence[Task],
+        options: RunOptions,
+        on_result: Callable[[int, Result], None],
+        on_death: RunnerDeath = _ignore_death,
+    ) -> None:
+        """Every task to its end, each result to ``on_result(pair, result)`` as it comes, each DirectML runner death
+        to ``on_death``. On any exception (a KeyboardInterrupt, RunStopped) the workers are stopped and it goes up
+        to the caller."""
+        self.options, self.on_result, self.on_death = options, on_result, on_death
         self.pending.extend(tasks)
         try:
             while self.pending or self._busy():

@@ -4,7 +4,10 @@ Messages to the supervisor, over one pipe: ``("ready",)`` once imported; per tas
 executing, inputs)`` before each case is prepared and before each session runs (several places for a pack; before a
 session, the hashes of their inputs), ``("done",
 task, place, result)`` as each result is final, and ``("task_done", task)``. The supervisor thus knows, when the
-worker dies or hangs, which cases were in flight and which results are already safe.
+worker dies or hangs, which cases were in flight and which results are already safe. Besides: ``("runner_died",
+task, ep, cases, stderr)`` for each DirectML runner that ended unasked (the full ids of the cases it was serving,
+none where it died between requests or at its start; the last lines of its stderr), and ``("stopped", task, why)``
+where cases cannot run at all (the runner fails to start again and again), which stops the run.
 
 Its stderr (file descriptor 2, so onnxruntime's and the driver's messages too, and faulthandler's traceback on a
 fatal signal) goes to a file the supervisor reads when the worker dies. A worker that reports DEVICE_LOST exits
@@ -23,9 +26,10 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from conformance.cases.parse import Entry
+from conformance.ep.errors import InfrastructureError
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
-from conformance.ep.wine.client import Runners
+from conformance.ep.wine.client import RunnerDied, Runners
 from conformance.model import Status
 from conformance.results import Result
 from conformance.run.batch import run_batch
@@ -39,13 +43,15 @@ SUPERVISOR_GONE_EXIT = 4  # the status of a worker that outlived its supervisor 
 class _Reporter:
     """The batch's Watch: each step sent to the supervisor as it happens."""
 
-    def __init__(self, conn: Connection, task: int, ids: Sequence[str]) -> None:
-        self.conn, self.task, self.ids = conn, task, ids
+    def __init__(self, conn: Connection, task: int, ids: Sequence[str], ep: EpSpec, runners: Runners) -> None:
+        self.conn, self.task, self.ids, self.ep, self.runners = conn, task, ids, ep, runners
+        self.executing: list[str] = []  # the ids of the cases whose session runs now
 
     def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
         self.conn.send(("begin", self.task, list(places), executing, [dict(hashes) for hashes in inputs]))
+        self.executing = [self.ids[place] for place in places] if executing else []
         if executing:
-            provoke([self.ids[place] for place in places])
+            provoke(self.executing, self.runners)
 
     def finished(self, place: int, result: Result) -> None:
         self.conn.send(("done", self.task, place, result))
@@ -57,6 +63,11 @@ class _Reporter:
         worker, so that the case that loses it is found (the message is left in this worker's stderr)."""
         os.write(2, f"a packed session lost the device: {message}\n".encode("utf-8", "replace"))
         os._exit(DEVICE_LOST_EXIT)
+
+    def runner_died(self, died: RunnerDied) -> None:
+        """Runners' ``on_death``: the death told to the supervisor, with the cases it was serving."""
+        cases = self.executing if died.serving else []
+        self.conn.send(("runner_died", self.task, self.ep.text, list(cases), list(died.lines)))
 
 
 def _stderr_to(path: str) -> None:
@@ -72,7 +83,14 @@ def _run_task(
     conn: Connection, task: int, entries: Sequence[Entry], ep: EpSpec, options: RunOptions, runners: Runners
 ) -> None:
     os.ftruncate(2, 0)  # the stderr kept is this task's: the file stays small over a long run
-    run_batch(entries, ep, options, Sessions(runners=runners), _Reporter(conn, task, [e.id for e in entries]))
+    reporter = _Reporter(conn, task, [e.id for e in entries], ep, runners)
+    runners.on_death = reporter.runner_died
+    runners.bound(options.case_timeout)  # every wait on the runner within --case-timeout, as the supervisor's
+    try:
+        run_batch(entries, ep, options, Sessions(runners=runners), reporter)
+    except InfrastructureError as error:  # nothing can run: the supervisor stops the run
+        conn.send(("stopped", task, str(error)))
+        return
     conn.send(("task_done", task))
 
 

@@ -7,8 +7,16 @@ worker's whole share of a run (``Runners``), and sessions are opened and closed 
 The runner's stderr (Wine's, vkd3d-proton's, onnxruntime's and the driver's words) is copied to this process's
 stderr as it comes, which in a worker is the file its supervisor reads when it dies, and its last lines are kept:
 a runner that dies is a ``RunnerDied`` saying how it ended and what it last wrote, which the case's verdict turns
-into a CRASH (or DEVICE_LOST, where those lines say so). A runner that hangs hangs its worker, whose supervisor
-times the case out; the runner is killed with its worker (Linux's parent-death signal).
+into a CRASH (or DEVICE_LOST, where those lines say so). Every wait on it is bounded: a runner that gives no answer
+within the limit (``--case-timeout``) is killed, a ``RunnerHung`` (the case's TIMEOUT); its start within
+START_SECONDS. A runner is dead when its process is, and also when only its main thread is: with wineserver killed,
+the runner's main thread ends while its other threads (the Vulkan driver's) wait for good, so the process never
+exits and its pipes never close; the wait watches the process itself, and kills what is left of such a runner.
+The runner is killed with its worker (Linux's parent-death signal).
+
+Every runner that ends unasked (dies, is killed for a hang, fails to start, or is found dead) is told to
+``on_death`` once, so that a run records it; a runner that fails to start START_ATTEMPTS times in a row is a
+``RunnerStartFailed``, which stops the run: that is the machine's fault (a broken Wine prefix), not the cases'.
 """
 
 from __future__ import annotations
@@ -27,11 +35,11 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 from conformance.ep.directml import NEWEST_BUILD, Build
-from conformance.ep.errors import ProcessDied
+from conformance.ep.errors import InfrastructureError, ProcessDied, ProcessHung
 from conformance.ep.wine import protocol
 from conformance.ep.wine.chain import Chain, find_chain
 from conformance.ep.wine.protocol import Array
@@ -39,12 +47,33 @@ from conformance.ep.wine.protocol import Array
 log = logging.getLogger(__name__)
 
 START_SECONDS = 180.0  # Wine's first start in a fresh prefix and a D3D12 device on lavapipe take seconds, not minutes
+START_ATTEMPTS = 3  # starts failed in a row before the runner is given up (RunnerStartFailed)
 STDERR_LINES = 40
+DEATH_LINES = 12  # the last lines of its stderr a dead runner's message keeps
+POLL_SECONDS = 0.5  # how often a wait on the runner looks whether its process is still there
 _PR_SET_PDEATHSIG = 1
 
 
 class RunnerDied(ProcessDied):
-    """The runner process ended (or closed its pipe) while the harness waited on it: how it ended, its last words."""
+    """The runner process ended (or closed its pipe) while the harness waited on it: how it ended, its last words.
+    ``lines``: those last lines of its stderr; ``serving``: it died on a request (the cases in flight may have
+    caused it), not while starting or between requests."""
+
+    def __init__(self, message: str, lines: Sequence[str] = (), serving: bool = True) -> None:
+        super().__init__(message)
+        self.lines = tuple(lines)
+        self.serving = serving
+
+
+class RunnerHung(RunnerDied, ProcessHung):
+    """The runner gave no answer within the limit and was killed (the case's TIMEOUT)."""
+
+
+class RunnerStartFailed(InfrastructureError):
+    """The runner failed to start START_ATTEMPTS times in a row: nothing can run on this build (one line)."""
+
+
+Deaths = Callable[[RunnerDied], None]  # told of each runner that ended unasked
 
 
 def _die_with_parent() -> None:
@@ -65,6 +94,21 @@ def _how_it_ended(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+def main_thread_ended(pid: int) -> bool:
+    """Whether the process's main thread has ended while others live on (Linux: its /proc state is Z, zombie, or X);
+    False where that cannot be read (another system, or the process is gone altogether)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"Z", b"X")
+
+
+def _waiting(serving: bool) -> str:
+    return "while the harness waited for its answer" if serving else "while the harness waited for it to start"
+
+
 def _copy_stderr(stream: IO[bytes] | None, tail: collections.deque[str]) -> None:
     """The runner's stderr to ours as it comes (in a worker, the file its supervisor reads), its last lines kept."""
     assert stream is not None
@@ -75,10 +119,18 @@ def _copy_stderr(stream: IO[bytes] | None, tail: collections.deque[str]) -> None
 
 
 class Runner:
-    """One dmlrunner.exe process. Not thread-safe: one request at a time."""
+    """One dmlrunner.exe process. Not thread-safe: one request at a time. ``limit``: seconds to wait for an answer
+    to a request (None: no limit); ``on_death``: told when it ends unasked (once)."""
 
-    def __init__(self, chain: Chain, start_seconds: float = START_SECONDS) -> None:
-        self.chain = chain
+    def __init__(
+        self,
+        chain: Chain,
+        start_seconds: float = START_SECONDS,
+        limit: float | None = None,
+        on_death: Deaths | None = None,
+    ) -> None:
+        self.chain, self.limit, self.on_death = chain, limit, on_death
+        self.told = False  # its death was told to on_death
         self._tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self._closing: list[int] = []  # sessions whose owners are gone, closed before the next request
         started = time.perf_counter()
@@ -94,6 +146,7 @@ class Runner:
         assert self._process.stdin is not None and self._process.stdout is not None
         self._stdin: IO[bytes] = self._process.stdin
         self._stdout: IO[bytes] = self._process.stdout
+        os.set_blocking(self._stdin.fileno(), False)  # a write to a runner that is gone must not block for good
         # A Runner nobody holds closes the runner's input, which ends it: its Popen would keep the pipe open (a
         # dropped Popen still running stays in subprocess's list to be reaped).
         weakref.finalize(self, self._stdin.close)
@@ -102,63 +155,110 @@ class Runner:
             target=_copy_stderr, args=(self._process.stderr, self._tail), name="dmlrunner-stderr", daemon=True
         )
         self._drain.start()
-        self.onnxruntime = protocol.checked(self._reply(start_seconds)).text()
+        try:
+            self.onnxruntime = protocol.checked(self._reply(start_seconds, serving=False)).text()
+        except (protocol.ProtocolError, protocol.Refused) as error:  # it answered, but not as a runner starts
+            self._process.kill()
+            raise self.died(f"after a first answer that was not its start ({error})", serving=False) from None
         self.start_seconds = time.perf_counter() - started
 
     @property
     def alive(self) -> bool:
-        return self._process.poll() is None
+        return self._process.poll() is None and not main_thread_ended(self._process.pid)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def request_fd(self) -> int:
+        """The pipe its requests go down (tests watch it to kill a runner while it serves one: faults.py)."""
+        return self._stdin.fileno()
 
     def last_words(self) -> list[str]:
         return [line for line in self._tail if line.strip()]
 
-    def _died(self, what: str) -> RunnerDied:
-        try:
-            code = self._process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+    def died(self, what: str, serving: bool = True, hung: bool = False) -> RunnerDied:
+        """The error saying how it ended and its last words, told to ``on_death`` (the first time). A runner whose
+        main thread ended while others live on is killed, and said so."""
+        pid, headless = self._process.pid, False
+        try:  # a process that is exiting has a moment to end (its main thread goes first); a headless one has not
+            code = self._process.wait(timeout=1.0 if main_thread_ended(pid) else 5.0)
+        except subprocess.TimeoutExpired:  # it closed its output but goes on, or lost its main thread: of no use
+            headless = main_thread_ended(pid)
+            self._process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=5)
             code = None
         self._drain.join(timeout=2)
-        lines = self.last_words()[-12:]
+        lines = self.last_words()[-DEATH_LINES:]
         tail = ["last lines of its stderr:", *(f"  {line}" for line in lines)] if lines else []
-        pid = self._process.pid
-        return RunnerDied("\n".join([f"the DirectML runner (pid {pid}) {_how_it_ended(code)} {what}", *tail]))
+        how = "lost its main thread (the threads left waiting were killed)" if headless else _how_it_ended(code)
+        message = "\n".join([f"the DirectML runner (pid {pid}) {how} {what}", *tail])
+        error = (RunnerHung if hung else RunnerDied)(message, lines, serving)
+        if not self.told:
+            self.told = True
+            if self.on_death is not None:
+                self.on_death(error)
+        return error
 
-    def _read(self, size: int, deadline: float | None) -> bytes:
+    def _wait(self, fd: int, writing: bool, deadline: float | None, serving: bool) -> None:
+        """Until ``fd`` can be read (or written): RunnerDied where the runner's process ends first (its pipes may
+        stay open: see the module's docstring), RunnerHung (killed) where ``deadline`` passes first. ``serving``:
+        it was asked a request (else it is starting)."""
+        while True:
+            left = POLL_SECONDS if deadline is None else min(POLL_SECONDS, deadline - time.monotonic())
+            if left <= 0:
+                self._process.kill()
+                raise self.died("and gave no answer in time (killed)", serving, hung=True)
+            ready = select.select([], [fd], [], left)[1] if writing else select.select([fd], [], [], left)[0]
+            if ready:
+                return
+            if not self.alive:
+                raise self.died(_waiting(serving), serving)
+
+    def _read(self, size: int, deadline: float | None, serving: bool = True) -> bytes:
         chunks, left = [], size
         fd = self._stdout.fileno()
         while left:
-            if deadline is not None:
-                wait = deadline - time.monotonic()
-                if wait <= 0 or not select.select([fd], [], [], wait)[0]:
-                    self._process.kill()
-                    raise self._died("and gave no answer in time (killed)")
+            self._wait(fd, False, deadline, serving)
             chunk = os.read(fd, min(left, 1 << 24))
             if not chunk:
-                raise self._died("while the harness waited for its answer")
+                raise self.died(_waiting(serving), serving)
             chunks.append(chunk)
             left -= len(chunk)
         return b"".join(chunks)
 
-    def _reply(self, seconds: float | None = None) -> bytes:
+    def _reply(self, seconds: float | None = None, serving: bool = True) -> bytes:
         deadline = None if seconds is None else time.monotonic() + seconds
-        (size,) = struct.unpack("<I", self._read(4, deadline))
-        return self._read(size, deadline)
+        (size,) = struct.unpack("<I", self._read(4, deadline, serving))
+        return self._read(size, deadline, serving)
 
-    def _send(self, frame: bytes) -> None:
-        try:
-            self._stdin.write(frame)
-            self._stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._died("before it read a request") from None
+    def _send(self, frame: bytes, deadline: float | None) -> None:
+        data, fd = memoryview(frame), self._stdin.fileno()
+        while data:
+            self._wait(fd, True, deadline, serving=True)
+            try:
+                data = data[os.write(fd, data) :]
+            except BlockingIOError:
+                continue
+            except OSError:
+                raise self.died("before it read a request") from None
 
     def request(self, frame: bytes, seconds: float | None = None) -> bytes:
-        """The reply to ``frame`` (sessions whose owners are gone closed first); RunnerDied where there is none."""
+        """The reply to ``frame`` (sessions whose owners are gone closed first), within ``seconds`` (default: the
+        runner's ``limit``); RunnerDied where there is none, RunnerHung where it did not come in time."""
+        limit = self.limit if seconds is None else seconds
         while self._closing:
             session = self._closing.pop()
-            self._send(protocol.close_request(session))
-            protocol.checked(self._reply(seconds))
-        self._send(frame)
-        return self._reply(seconds)
+            self._send(protocol.close_request(session), self._deadline(limit))
+            protocol.checked(self._reply(limit))
+        self._send(frame, self._deadline(limit))
+        return self._reply(limit)
+
+    @staticmethod
+    def _deadline(seconds: float | None) -> float | None:
+        return None if seconds is None else time.monotonic() + seconds
 
     def describe(self, adapter: int, seconds: float | None = START_SECONDS) -> dict[str, Any]:
         found = json.loads(protocol.checked(self.request(protocol.describe_request(adapter), seconds)).text())
@@ -180,6 +280,11 @@ class Runner:
         """Close ``session`` before the next request (safe to call from a finalizer: it only notes the number)."""
         self._closing.append(session)
 
+    def kill(self) -> None:
+        """SIGKILL, and wait until it is gone (tests take a device away this way: faults.py)."""
+        self._process.kill()
+        self._process.wait()
+
     def stop(self) -> None:
         """Close its input (the runner exits at the end of it); kill it if it does not."""
         with contextlib.suppress(OSError):
@@ -194,11 +299,20 @@ class Runner:
 
 class Runners:
     """The runners a process uses, one per DirectML build (``--ep dml:directml=...,ort=...``): each build's chain
-    found once, its runner started on first use and again after one died; ``close`` stops them all."""
+    found once, its runner started on first use and again after one died (up to START_ATTEMPTS starts in a row);
+    ``close`` stops them all. ``limit``: each request's time limit (--case-timeout); ``on_death``: told of each
+    runner that ended unasked."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: float | None = None, on_death: Deaths | None = None) -> None:
         self._chains: dict[Build, Chain] = {}
         self._runners: dict[Build, Runner] = {}
+        self.limit, self.on_death = limit, on_death
+
+    def bound(self, limit: float | None) -> None:
+        """Every request from now on, in every runner, within ``limit`` seconds (None: no limit)."""
+        self.limit = limit
+        for runner in self._runners.values():
+            runner.limit = limit
 
     def chain(self, build: Build = NEWEST_BUILD) -> Chain:
         if build not in self._chains:
@@ -207,14 +321,51 @@ class Runners:
 
     def get(self, build: Build = NEWEST_BUILD) -> Runner:
         runner = self._runners.get(build)
-        if runner is not None and not runner.alive:
+        if runner is not None and not runner.alive:  # it died between requests: told, then replaced
+            del self._runners[build]
+            if not runner.told:
+                runner.died("between requests", serving=False)
             runner.stop()
             runner = None
         if runner is None:
-            runner = self._runners[build] = Runner(self.chain(build))
+            runner = self._runners[build] = self._start(build)
             log.debug("DirectML runner started in %.2f s (onnxruntime %s, DirectML %s)", runner.start_seconds,
                       runner.onnxruntime, build.directml)  # fmt: skip
         return runner
+
+    def _start(self, build: Build) -> Runner:
+        """A started runner for ``build``; RunnerStartFailed after START_ATTEMPTS failed starts in a row (each told
+        to ``on_death``)."""
+        chain = self.chain(build)
+        for _ in range(START_ATTEMPTS - 1):
+            with contextlib.suppress(RunnerDied):
+                return self._started(chain)
+        try:
+            return self._started(chain)
+        except RunnerDied as error:
+            first = str(error).splitlines()[0]
+            last = f"; its last words: {error.lines[-1].strip()}" if error.lines else ""
+            raise RunnerStartFailed(
+                f"the DirectML runner (DirectML {build.directml}, onnxruntime.dll {build.onnxruntime}) failed to start "
+                f"{START_ATTEMPTS} times in a row ({first}{last}): nothing more can run on it; run dmlconf doctor"
+            ) from None
+
+    def _started(self, chain: Chain) -> Runner:
+        try:
+            return Runner(chain, limit=self.limit, on_death=self._tell)
+        except OSError as error:  # the program could not even be started (Wine gone, a folder removed)
+            died = RunnerDied(f"the DirectML runner could not be started: {error.strerror or error}", (), False)
+        self._tell(died)
+        raise died
+
+    def _tell(self, died: RunnerDied) -> None:
+        """A runner's death to whoever is ``on_death`` now (a worker's task of the moment)."""
+        if self.on_death is not None:
+            self.on_death(died)
+
+    def held(self) -> list[Runner]:
+        """The runners started and not yet found dead."""
+        return list(self._runners.values())
 
     def close(self) -> None:
         for runner in self._runners.values():

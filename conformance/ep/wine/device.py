@@ -19,7 +19,6 @@ from typing import Any
 
 from conformance.ep.directml import DirectML, feature_level_for
 from conformance.ep.wine.chain import TRANSPORT, VKD3D_DLLS, WHEEL_DLLS, Chain, file_digest
-from conformance.ep.wine.client import Runner
 from conformance.model import FeatureLevel
 
 log = logging.getLogger(__name__)
@@ -133,8 +132,3 @@ def directml_of(identity: Mapping[str, Any]) -> DirectML:
     except ValueError:
         table = None
     return DirectML(version, source, level, identity={**identity, "feature_level_by_version_table": table})
-
-
-def describe(runner: Runner, adapter: int) -> DirectML:
-    """The DirectML a run through ``runner`` uses, asked of the adapter its sessions use."""
-    return directml_of(chain_identity(runner.chain, runner.describe(adapter)))
