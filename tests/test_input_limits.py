@@ -311,8 +311,8 @@ def test_run_j_counts_the_cases_that_may_run_at_once(tmp_path: Path, capsys: pyt
     assert main(run_argv(path, reports, "-j", "2", *limit)) == 2
     assert capsys.readouterr().err == (
         f"dmlconf: -j 2: the 2 largest selected cases may run at once, an estimated {2 * one} bytes (the largest, "
-        f"{path}::ok-too: {one} bytes), over --max-case-bytes {2 * one - 1} ({2 * one - 1} bytes): lower -j, select "
-        "fewer cases, or raise the limit\n"
+        f"{Path(path).name}::ok-too: {one} bytes), over --max-case-bytes {2 * one - 1} ({2 * one - 1} bytes): "
+        "lower -j, select fewer cases, or raise the limit\n"
     )
     assert not reports.exists()
     assert main(run_argv(path, reports, "-j", "1", *limit)) == 0
@@ -325,7 +325,7 @@ def test_a_repro_command_keeps_max_case_bytes(tmp_path: Path) -> None:
     path, reports = write(tmp_path, wrong), tmp_path / "reports"
     assert main(run_argv(path, reports, "--max-case-bytes", "1000000")) == 1
     [result] = json.loads((reports / "results.json").read_text(encoding="utf-8"))["results"]
-    assert result["repro"] == f"dmlconf run {path} -k {path}::ok --ep cpu --max-case-bytes 1000000"
+    assert result["repro"] == f"dmlconf run {path} -k {Path(path).name}::ok --ep cpu --max-case-bytes 1000000"
 
 
 def test_the_bytes_per_element_are_the_documented_ones() -> None:
