@@ -149,7 +149,7 @@ NOT_STARTED_TEXT = "D3D12CreateDevice on adapter 0 failed: HRESULT 0x887a0004"
 
 def _not_started(case: str, ep: str = "dml") -> Result:
     """A result as an EP that cannot create a session gives it (rules.wrapper_fallback's words, via the runner)."""
-    from conformance.ep.errors import EP_NOT_STARTED
+    from conformance.model import EP_NOT_STARTED
 
     message = (
         f"DmlExecutionProvider could not create a session for TopK-11 ({NOT_STARTED_TEXT}); onnxruntime's Python "
@@ -232,6 +232,21 @@ def test_a_device_lost_after_cases_ran_fails_a_run_through_the_run_s_own_entry_p
     )
 
 
+def test_the_run_log_counts_apart_the_deaths_under_a_pack() -> None:
+    from conformance.environment import RunnerDeath
+    from conformance.survive.faults import RunLog
+
+    log = RunLog()
+    log.runner_died("dml", ["a", "b"], ["first"])  # under a pack of two
+    log.runner_died("dml", ["b"], ["second"])  # under b alone: b's CRASH
+    log.runner_died("dml", [], ["third"])  # between requests, or a start
+    log.runner_died("cpu", ["c", "d", "e"], [])
+    assert log.runner_deaths() == (
+        RunnerDeath("dml", 3, 1, ("a", "b"), ("third",)),
+        RunnerDeath("cpu", 1, 1, ("c", "d", "e"), ()),
+    )
+
+
 def test_a_resumed_run_counts_the_executions_it_kept() -> None:
     from conformance.survive.faults import RunLog
 
@@ -298,7 +313,7 @@ def test_runner_deaths_and_a_stop_reach_results_json(tmp_path: Path, monkeypatch
     assert [(r["status"], r["failure_kind"]) for r in document["results"]] == [("PASS", None), ("CRASH", "worker_died")]
     second = document["results"][1]["case"]
     assert document["environment"]["runner_deaths"] == [
-        {"ep": "cpu", "count": 1, "cases": [second], "stderr": ["err: the last word"]}
+        {"ep": "cpu", "count": 1, "in_packs": 0, "cases": [second], "stderr": ["err: the last word"]}
     ]
     assert document["environment"]["stopped"] == "the DirectML runner failed to start 3 times in a row"
 

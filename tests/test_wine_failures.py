@@ -269,7 +269,8 @@ def test_a_runner_killed_under_a_pack_is_recorded_and_only_its_case_crashes(chai
     assert set(statuses.values()) == {("PASS", None)}  # the pack ran again one case per session
     [deaths] = found["environment"]["runner_deaths"]
     # Killed under the pack (all six in flight), then under the victim alone: two deaths, both recorded.
-    assert (deaths["ep"], deaths["count"]) == ("dml", 2)
+    assert (deaths["ep"], deaths["count"], deaths["in_packs"]) == ("dml", 2, 1)  # the pack's death fails the run
+    assert done.returncode == 1
     assert sorted(deaths["cases"]) == sorted(r["case"] for r in found["results"])
     [crash] = [r for r in found["results"] if r["case"] == victim]
     assert " was killed by SIGKILL while the harness waited for its answer" in crash["message"]
@@ -282,7 +283,7 @@ def test_the_pytest_plugin_fails_a_lost_device_and_reports_runner_deaths(chain_r
     assert "2 failed, 2 passed" in done.stdout
     assert "DEVICE_LOST (device_lost) on dml" in done.stdout
     assert "the EP executed 2 case(s) before; from this case on it could not create a session" in done.stdout
-    assert "dml-conformance: the DirectML runner of dml died 1 time(s)" in done.stdout
+    assert "dml-conformance: EP dml: the runner died 1 time with one case in flight, between requests" in done.stdout
 
 
 def test_a_runner_that_cannot_start_any_more_stops_the_run_with_one_line(chain_ready: None, tmp_path: Path) -> None:
@@ -313,7 +314,8 @@ def test_a_runner_that_cannot_start_any_more_stops_the_run_with_one_line(chain_r
     assert [r["status"] for r in found["results"]] == ["PASS", "PASS"]  # the results so far; none charged a CRASH
     assert found["environment"]["interrupted"] and "failed to start" in found["environment"]["stopped"]
     [deaths] = found["environment"]["runner_deaths"]
-    assert (deaths["count"], deaths["cases"]) == (1 + 3, [])  # the one killed between cases, then three starts
+    # The one killed between cases, then three starts: none under a pack (the stop fails the run).
+    assert (deaths["count"], deaths["in_packs"], deaths["cases"]) == (1 + 3, 0, [])
 
 
 def test_an_adapter_that_is_not_there_is_a_usage_error_before_any_case(chain_ready: None, tmp_path: Path) -> None:

@@ -228,8 +228,8 @@ def _run_suite(
     env = environment(eps, options, argv, directml, suite.problems, facts)
     if ran.stopped is not None:
         env["stopped"] = ran.stopped
-    if ran.runner_deaths:  # docs/reliability.md: each EP's DirectML runner deaths, which the gate fails
-        env["runner_deaths"] = list(ran.runner_deaths)
+    if ran.runner_deaths:  # docs/reports.md: each EP's runner deaths; those under a pack fail the run
+        env["runner_deaths"] = [death.to_json() for death in ran.runner_deaths]
     code = _report(args, env, ran.results, planned, waivers)
     if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
         why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"

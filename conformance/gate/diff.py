@@ -53,13 +53,12 @@ from conformance.gate.summary import (
     ran_on_line_name,
 )
 from conformance.model import TOP_K1_FAILURE_KINDS, Status
-from conformance.results import FAILING, Result, differing_tensors
+from conformance.results import FAILING, Result, differing_tensors, ep_not_started
 
 # Statuses that count as working: a negative case rejected as it should be (INVALID) works too.
 WORKING = frozenset({Status.PASS, Status.QUALITY_WARNING, Status.INVALID})
 DRIFT_METRICS = ("max_ulp_error", "max_abs_error", "mismatches", "failing_sequences")
 DRIFT_STATUSES = frozenset({Status.FAIL, Status.PASS})
-EP_NOT_STARTED = "ep_not_started"  # ep/rules.py's failure kind of a case whose EP could not create a session
 _SEVERITY = {kind: rank for rank, kind in enumerate(TOP_K1_FAILURE_KINDS)}  # lower is more severe
 
 Key = tuple[str, str]  # (case, EP); (case, "") when pairing by case alone
@@ -179,7 +178,7 @@ def failing(r: Result) -> bool:
     """A failing status, or a case its EP could not even open a session for (``ep_not_started``): that case lost
     its verdict to the machine (a device gone mid-run, a broken install), which a diff must not pass as a mere
     change of status; NOT_SUPPORTED for a case the EP declines is no failure."""
-    return r.status in FAILING or (r.status == Status.NOT_SUPPORTED and r.failure_kind == EP_NOT_STARTED)
+    return r.status in FAILING or ep_not_started(r)
 
 
 def more_severe(old: Result, new: Result) -> bool:

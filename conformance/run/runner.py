@@ -31,16 +31,12 @@ from conformance.ep.lower import Lowering, NotExpressible, lower, same_for_every
 from conformance.ep.pack import packable
 from conformance.ep.providers import DML, EpSpec
 from conformance.ep.sessions import Sessions
-from conformance.model import Case, Status
+from conformance.model import FAULT_KINDS, Case, Status
 from conformance.results import Result
 from conformance.run.artifacts import save_artifacts
 from conformance.run.options import RunOptions, repro_command
 
 log = logging.getLogger(__name__)
-
-# The failure kind of each fault: the process running the case died, hung, or lost the device (here for the DirectML
-# runner, in survive/faults.py for a worker).
-FAULT_KINDS = {Status.CRASH: "worker_died", Status.TIMEOUT: "timeout", Status.DEVICE_LOST: "device_lost"}
 
 
 def base_result(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> Result:

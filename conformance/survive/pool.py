@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from conformance.cases.parse import Entry
+from conformance.environment import RunnerDeath
 from conformance.ep.errors import InfrastructureError
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
@@ -83,7 +83,7 @@ class Ran:
     results: tuple[Result, ...]
     interrupted: bool = False
     stopped: str | None = None
-    runner_deaths: tuple[dict[str, Any], ...] = ()
+    runner_deaths: tuple[RunnerDeath, ...] = ()
 
 
 def finished_prefix(done: Mapping[int, Result], planned: int) -> list[Result]:
