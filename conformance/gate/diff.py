@@ -51,6 +51,7 @@ from conformance.gate.summary import (
     idle,
     pci_id,
     ran_on_line_name,
+    unwaivable,
 )
 from conformance.model import TOP_K1_FAILURE_KINDS, Status
 from conformance.results import FAILING, Result, differing_tensors, ep_not_started
@@ -127,7 +128,8 @@ class RunDiff:
     allow_removed: bool = False  # removed results are shown, not counted against the new run
     old_side: Side = Side()
     new_side: Side = Side()
-    new_incomplete: tuple[str, ...] = ()  # why the new run is incomplete (Completeness.reasons); empty when complete
+    # What fails the new run whatever its results (summary.unwaivable: incomplete, a runner death under a pack)
+    new_unwaivable: tuple[str, ...] = ()
 
     @property
     def nothing_compared(self) -> bool:
@@ -141,9 +143,10 @@ class RunDiff:
     @property
     def reasons(self) -> tuple[str, ...]:
         """Why the gate fails the new run, one phrase per rule that failed it: a regression, a removed result (unless
-        allowed), nothing compared, an incomplete new run. Drift, new cases and other changes are only shown."""
+        allowed), nothing compared, a new run that fails whatever its results (as ``report`` fails it: incomplete, a
+        runner death under a pack). Drift, new cases and other changes are only shown."""
         why = ["nothing compared"] if self.nothing_compared else []
-        why += ["the new run is incomplete"] if self.new_incomplete else []
+        why += ["the new run fails"] if self.new_unwaivable else []
         why += [f"{len(self.regressions)} regression(s)"] if self.regressions else []
         why += [f"{len(self.removed_cases)} removed result(s)"] if self.removed_regress else []
         return tuple(why)
@@ -375,7 +378,8 @@ def diff_runs(
     if old_environment is not None and new_environment is not None:
         env = environment_changes(old_environment, new_environment, by_case)
     new_eps = len(dict.fromkeys(r.ep for r in new))
-    incomplete = completeness(new_environment or Environment(), len(new), idle(new), new_eps).reasons
+    recorded = new_environment or Environment()
+    fails = unwaivable(recorded, completeness(recorded, len(new), idle(new), new_eps))
     return RunDiff(
         regressions=tuple(regressions),
         fixes=tuple(fixes),
@@ -392,5 +396,5 @@ def diff_runs(
         allow_removed=allow_removed,
         old_side=side(old, old_environment),
         new_side=side(new, new_environment),
-        new_incomplete=incomplete,
+        new_unwaivable=fails,
     )

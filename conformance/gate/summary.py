@@ -175,8 +175,7 @@ class Summary:
         EP whose runner or worker died while serving a pack of cases (each case was run again alone and may have
         passed, so no result stands for the death, and no waiver of a case can). A death with one case in flight is
         that case's CRASH or TIMEOUT result, waivable as any; runner starts that keep failing stop the run."""
-        deaths = self.environment.runner_deaths
-        return (*self.completeness.reasons, *(death_reason(d) for d in deaths if fails_the_run(d)))
+        return unwaivable(self.environment, self.completeness)
 
 
 def placement_proof(environment: Environment, results: Sequence[Result]) -> Placement:
@@ -224,6 +223,13 @@ def _ep_line(ep: EpRecord) -> str:
     if ep.target_feature_level:
         line += f"; target feature level {ep.target_feature_level}"
     return line
+
+
+def unwaivable(environment: Environment, complete: Completeness) -> tuple[str, ...]:
+    """What fails a run whatever its results and the waivers say (Summary.unwaivable), from its environment and its
+    completeness: one function for report, run, merge and diff alike."""
+    deaths = (death_reason(death) for death in environment.runner_deaths if fails_the_run(death))
+    return (*complete.reasons, *deaths)
 
 
 def fails_the_run(death: RunnerDeath) -> bool:
