@@ -318,6 +318,59 @@ def test_runner_deaths_and_a_stop_reach_results_json(tmp_path: Path, monkeypatch
     assert document["environment"]["stopped"] == "the DirectML runner failed to start 3 times in a row"
 
 
+def test_a_full_disk_keeps_the_runs_runner_deaths_and_its_lost_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In this process: the first case cannot create a session (ep_not_started), the second PASSes (so the device was
+    # there, and is lost at the end: DEVICE_LOST), the third's runner dies (CRASH, a death recorded); then
+    # results.jsonl cannot take the fourth result (a full disk). results.json keeps the death and the relabelling.
+    import conformance.run.runner as runner
+    from conformance.cli.main import main
+    from conformance.ep.errors import NotSupported
+    from conformance.ep.wine.client import RunnerDied
+    from conformance.model import EP_NOT_STARTED
+    from conformance.survive.stream import Stream, StreamWriteError
+
+    executed = runner.execute
+    calls: list[str] = []
+
+    def failing(lowering: Any, ep: Any, sessions: Any, *args: Any) -> Any:
+        calls.append(lowering.name)
+        if len(calls) == 1:
+            raise NotSupported(f"CPU could not create a session ({NOT_STARTED_TEXT})", EP_NOT_STARTED)
+        if len(calls) == 3:
+            died = RunnerDied("the DirectML runner (pid 9) was killed by SIGKILL", ["err: the last word"], True)
+            sessions.runners._tell(died)
+            raise died
+        return executed(lowering, ep, sessions, *args)
+
+    added = Stream.add
+
+    def full(stream: Stream, pair: int, result: Result) -> None:
+        if pair == 3:
+            raise StreamWriteError(f"cannot write {stream.path}: No space left on device")
+        added(stream, pair, result)
+
+    monkeypatch.setattr(runner, "execute", failing)
+    monkeypatch.setattr(Stream, "add", full)
+    code = main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--pack", "1", "--report-dir", str(tmp_path)])
+    assert code == 1
+    document = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    statuses = [r["status"] for r in document["results"]]
+    assert statuses == ["DEVICE_LOST", "PASS", "CRASH", "PASS"]  # the fourth is in results.json, not results.jsonl
+    assert document["results"][0]["message"].startswith("the EP executed 2 case(s) elsewhere in this run;")
+    assert document["environment"]["runner_deaths"] == [
+        {
+            "ep": "cpu",
+            "count": 1,
+            "in_packs": 0,
+            "cases": [document["results"][2]["case"]],
+            "stderr": ["err: the last word"],
+        }
+    ]
+    assert "No space left on device: the run stops here" in document["environment"]["stopped"]
+
+
 def test_a_run_without_runner_deaths_records_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from conformance.cli.main import main
 
