@@ -128,7 +128,8 @@ def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, optio
         status = Status.DEVICE_LOST if device_lost(str(outcome)) else status
         return replace(base, status=status, failure_kind=FAULT_KINDS[status], message=str(outcome))
     if isinstance(outcome, NotSupported | ExecutionError) and device_lost(str(outcome)):
-        return replace(base, status=Status.DEVICE_LOST, failure_kind="device_lost", message=str(outcome))
+        lost = Status.DEVICE_LOST
+        return replace(base, status=lost, failure_kind=FAULT_KINDS[lost], message=str(outcome))
     if isinstance(outcome, NotSupported):
         return replace(base, status=Status.NOT_SUPPORTED, failure_kind=outcome.kind, message=str(outcome))
     if isinstance(outcome, ExecutionError):
