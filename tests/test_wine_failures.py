@@ -167,6 +167,31 @@ def test_every_wait_on_the_runner_is_bounded_by_the_case_timeout(
     assert len(deaths) == 1
 
 
+class _Unkillable:
+    """A runner's process stuck in the kernel: SIGKILL does not end it, so no wait for it ever returns."""
+
+    pid = 4242
+    killed = 0
+
+    def kill(self) -> None:
+        self.killed += 1
+
+    def wait(self, timeout: float | None = None) -> int:
+        if timeout is None:
+            raise AssertionError("a wait without a limit on a process that never ends: the run would hang here")
+        raise subprocess.TimeoutExpired("dmlrunner.exe", timeout)
+
+
+def test_a_runner_that_survives_sigkill_is_left_behind_not_waited_on_for_good() -> None:
+    runner = object.__new__(client.Runner)
+    process = _Unkillable()
+    runner._process = process  # type: ignore[assignment]
+    runner._stdin = runner._stdout = open(os.devnull, "rb")  # type: ignore[assignment]  # noqa: SIM115
+    runner.kill()
+    runner.stop()  # it does not exit at the end of its input either: killed, then left
+    assert process.killed == 2
+
+
 def test_a_runner_that_keeps_failing_to_start_stops_with_one_line(
     stand_in: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
