@@ -10,7 +10,8 @@ cannot create a session, which alone reads as an EP that never started (NOT_SUPP
 the gate fails only when the EP executed nothing). ``RunLog`` decides it, in the one process that sees every result
 of a run (the CLI's, or pytest's, whatever the workers): an EP that executed a case anywhere in the run and later
 cannot create a session has lost its device, and from that case on its results are DEVICE_LOST, saying so. It also
-counts the DirectML runner's deaths per EP (worker.py reports them), which results.json records.
+counts per EP the DirectML runner's deaths (worker.py reports them) and workers' under a pack (supervisor.py), telling
+those under a pack apart, which results.json records (environment.RunnerDeath).
 """
 
 from __future__ import annotations

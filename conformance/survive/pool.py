@@ -10,7 +10,8 @@ this process, with no protection from a crash (for debugging).
 
 Every result passes through the run's ``RunLog`` (faults.py) as it arrives, in this process, whatever worker gave it:
 an EP that executed cases and later cannot create a session has lost its device (DEVICE_LOST from that case on),
-and the DirectML runner's deaths are counted per EP (``Ran.runner_deaths``, results.json's ``runner_deaths``).
+and the DirectML runner's deaths, and workers' under a pack, are counted per EP (``Ran.runner_deaths``, results.json's
+``runner_deaths``).
 
 The CLI starts the supervisor (its workers) before it reads the case files, so that their start (each imports
 NumPy, onnx and onnxruntime: about 0.6 s) overlaps the reading instead of following it.
