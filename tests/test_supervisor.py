@@ -318,6 +318,40 @@ def test_runner_deaths_and_a_stop_reach_results_json(tmp_path: Path, monkeypatch
     assert document["environment"]["stopped"] == "the DirectML runner failed to start 3 times in a row"
 
 
+def test_a_waived_crash_of_a_runner_that_died_under_its_case_alone_passes_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A known CRASH on DirectML: the runner dies under one case (no pack). Its CRASH result stands for the death, so
+    # a waiver of it passes the run; the death is recorded and shown, not counted against the run a second time.
+    import conformance.run.runner as runner
+    from conformance.cli.main import main
+    from conformance.ep.wine.client import RunnerDied
+
+    executed = runner.execute
+    calls: list[str] = []
+
+    def failing(lowering: Any, ep: Any, sessions: Any, *args: Any) -> Any:
+        calls.append(lowering.name)
+        if len(calls) == 2:
+            died = RunnerDied("the DirectML runner (pid 9) was killed by SIGKILL", ["err: the last word"], True)
+            sessions.runners._tell(died)
+            raise died
+        return executed(lowering, ep, sessions, *args)
+
+    monkeypatch.setattr(runner, "execute", failing)
+    victim = collect([str(EXAMPLES)]).entries[1].id
+    waivers = tmp_path / "known.yaml"
+    waivers.write_text(
+        f"known_failures:\n  - case: '{victim}'\n    ep: cpu\n    reason: known crash\n    tracking: BUG-1\n",
+        encoding="utf-8",
+    )
+    args = ["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--pack", "1", "--waivers", str(waivers)]
+    assert main([*args, "--report-dir", str(tmp_path / "out")]) == 0
+    document = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert [r["status"] for r in document["results"]] == ["PASS", "CRASH", "PASS", "PASS"]
+    assert [(d["count"], d["in_packs"]) for d in document["environment"]["runner_deaths"]] == [(1, 0)]
+
+
 def test_a_full_disk_keeps_the_runs_runner_deaths_and_its_lost_device(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
