@@ -146,13 +146,29 @@ class SkippedFile:
 
 @dataclass(frozen=True)
 class RunnerDeath:
-    """An EP whose runner (or worker) died while serving packs of cases: how often, the cases in flight when it did
-    (each was run again alone), and its last stderr lines."""
+    """The deaths of the processes serving one EP's cases that ended unasked (docs/reports.md: runner_deaths): the
+    DirectML runner's (each one: with a case or a pack in flight, between requests, at a failed start) and a worker's
+    killed while serving a pack. ``count``: all of them; ``in_packs``: those while serving a pack of more than one
+    case, whose cases were each run again alone, so that no result stands for the death (what fails the run);
+    ``cases``: the cases in flight at any of them, each once; ``stderr``: the latest one's last lines.
+
+    An older file (before ``in_packs``) failed the run on any death it counted: there ``in_packs`` is None and
+    ``pack_deaths`` is ``count``, so that such a file's verdict stays what it was."""
 
     ep: str
     count: int = field(metadata=NOT_NEGATIVE)
+    in_packs: int | None = field(default=None, metadata=NOT_NEGATIVE)
     cases: tuple[str, ...] = ()
     stderr: tuple[str, ...] = ()
+
+    @property
+    def pack_deaths(self) -> int:
+        """The deaths while serving a pack of more than one case (an older file's ``count``), at most ``count``."""
+        return self.count if self.in_packs is None else min(self.in_packs, self.count)
+
+    def to_json(self) -> dict[str, Any]:
+        """results.json's entry, every field written (an empty list says "none", where a missing one is unknown)."""
+        return {**record_json(self), "cases": list(self.cases), "stderr": list(self.stderr)}
 
 
 @dataclass(frozen=True)

@@ -252,6 +252,14 @@ class Status(enum.StrEnum):
     DEVICE_LOST = "DEVICE_LOST"
 
 
+# The failure kind of each fault: the process running the case (a worker, or the DirectML runner) died, hung, or lost
+# the device (run/runner.py, survive/faults.py).
+FAULT_KINDS = {Status.CRASH: "worker_died", Status.TIMEOUT: "timeout", Status.DEVICE_LOST: "device_lost"}
+# NOT_SUPPORTED's failure kind where the EP could not create a session at all (ep/rules.py): no verdict on the case,
+# which a gate fails where the EP executed nothing (gate/summary.py) and a diff counts as failing (gate/diff.py).
+EP_NOT_STARTED = "ep_not_started"
+
+
 # TOP_K1's failure kinds, most severe first: a sequence's kind is the first that applies (compare/top_k1.py), and a
 # kind that moves up this order between two runs is a regression (gate/diff.py).
 TOP_K1_FAILURE_KINDS = (

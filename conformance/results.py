@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from conformance.environment import Environment, environment_from_json
-from conformance.model import Status
+from conformance.model import EP_NOT_STARTED, Status
 from conformance.records import RecordError, Where, kind, read_record, read_value, shown
 
 SCHEMA_VERSION = 1
@@ -24,6 +24,12 @@ FAILING = frozenset({Status.FAIL, Status.FLAKY, Status.ERROR, Status.CRASH, Stat
 # Statuses of a result its EP executed: a session was created and ran, and its outputs were judged. An EP with none
 # never started (the gate fails it); one with some that later cannot create a session has lost its device (survive).
 EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.FLAKY, Status.QUALITY_WARNING})
+
+
+def ep_not_started(result: Result) -> bool:
+    """Whether ``result`` is its EP's failure to create a session at all (NOT_SUPPORTED ``ep_not_started``): no
+    verdict on the case, not the EP declining it."""
+    return result.status is Status.NOT_SUPPORTED and result.failure_kind == EP_NOT_STARTED
 
 
 @dataclass(frozen=True)

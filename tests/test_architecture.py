@@ -4,6 +4,7 @@ import."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -104,3 +105,18 @@ def test_the_architecture_page_s_package_table_is_the_docstrings() -> None:
     page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
     missing = [row for row in layout_rows(REPO) if row not in page]
     assert missing == [], "docs/architecture.md's package table differs from the subpackages' docstrings"
+
+
+def test_the_fault_kinds_and_ep_not_started_are_spelt_in_one_place() -> None:
+    # Each domain fact in one place: the failure kinds a run's faults and an EP that cannot start are given are
+    # spelt in model.py alone (FAULT_KINDS, EP_NOT_STARTED), and every other module names them from there.
+    spelt = re.compile(r"""["'](ep_not_started|worker_died|device_lost|timeout)["']""")
+    found = []
+    for path in sorted((REPO / "conformance").rglob("*.py")):
+        if path.name == "model.py" and path.parent.name == "conformance":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#")[0]
+            if (spelt.search(code) and "failure_kind" in code) or "EP_NOT_STARTED =" in code or "FAULT_KINDS =" in code:
+                found.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert found == []

@@ -174,7 +174,7 @@ def test_a_device_lost_mid_run_regresses_every_case_it_took(status: Status, kind
     new = [result("a", P), result("b", status, kind), result("c", status, kind)]
     d = diff_runs(old, new)
     assert keys(d.regressions) == [("b", "dml"), ("c", "dml")] and d.other_changes == ()
-    assert d.regressed and not d.new_incomplete  # the EP executed a case: regressions, not an idle EP, fail it
+    assert d.regressed and not d.new_unwaivable  # the EP executed a case: regressions, not an idle EP, fail it
     # Back again: each is a fix; a case the EP declines (no kernel) is no failure, so PASS -> it stays a change.
     assert keys(diff_runs(new, old).fixes) == [("b", "dml"), ("c", "dml")]
     declined = diff_runs([result("a", P)], [result("a", Status.NOT_SUPPORTED, "no_kernel")])

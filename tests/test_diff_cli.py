@@ -132,9 +132,9 @@ def test_a_new_run_whose_ep_never_started_is_a_regression(tmp_path: Path, capsys
     markdown = tmp_path / "diff.md"
     assert main(["diff", old, str(new), "--markdown", str(markdown)]) == 1
     out = capsys.readouterr().out
-    assert "the new run is incomplete: EP cuda executed none of its cases" in out.splitlines()
-    assert "== FAILED — the new run is incomplete, 4 regression(s) ==" in out
-    assert "the new run is incomplete: EP cuda executed none of its cases" in markdown.read_text(encoding="utf-8")
+    assert "the new run fails: EP cuda executed none of its cases" in out.splitlines()
+    assert "== FAILED — the new run fails, 4 regression(s) ==" in out
+    assert "the new run fails: EP cuda executed none of its cases" in markdown.read_text(encoding="utf-8")
 
 
 def test_a_device_lost_after_the_first_case_fails_the_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -154,6 +154,27 @@ def test_a_device_lost_after_the_first_case_fails_the_diff(tmp_path: Path, capsy
     assert "PASS → NOT_SUPPORTED (ep_not_started)  cases/t.yaml::b [dml]" in out
 
 
+def test_a_new_run_that_report_fails_for_a_runner_death_under_a_pack_fails_the_diff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The runner died under a pack; each case ran again alone and passed: no result stands for the death, which
+    # fails the run whatever its results. diff must fail it as report does.
+    env = _gpu("GPU X", "1.0") | {"eps": [{"label": "dml", "name": "DmlExecutionProvider"}]}
+    old = _write(tmp_path / "old.json", env, _run("dml"))
+    death = {"ep": "dml", "count": 1, "in_packs": 1, "cases": list(CASES[:2]), "stderr": ["killed"]}
+    new = _write(tmp_path / "new.json", env | {"runner_deaths": [death]}, _run("dml"))
+    assert main(["report", new]) == 1
+    reason = "EP dml: the runner died 1 time while serving packs (cases in flight: cases/t.yaml::a, cases/t.yaml::b)"
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"FAILED — {reason}")
+    assert main(["diff", old, new]) == 1
+    out = capsys.readouterr().out
+    assert f"the new run fails: {reason}; each case of a pack was run again alone" in out.splitlines()
+    assert "== FAILED — the new run fails ==" in out
+    # A death with one case in flight is that case's result, which diff judges as any.
+    alone = death | {"in_packs": 0, "cases": list(CASES[:1])}
+    assert main(["diff", old, _write(tmp_path / "alone.json", env | {"runner_deaths": [alone]}, _run("dml"))]) == 0
+
+
 def test_an_interrupted_new_run_is_a_regression_even_with_allow_removed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -163,7 +184,7 @@ def test_an_interrupted_new_run_is_a_regression_even_with_allow_removed(
     new = _write(tmp_path / "new.json", cut, _run("cuda", cases=CASES[:1]))
     assert main(["diff", old, new, "--allow-removed"]) == 1
     out = capsys.readouterr().out
-    assert "the new run is incomplete: interrupted: 1 of 4 cases run" in out.splitlines()
+    assert "the new run fails: interrupted: 1 of 4 cases run" in out.splitlines()
     # The old run's completeness does not matter: what it lacks shows as new cases.
     assert main(["diff", new, old]) == 0
 
@@ -216,7 +237,7 @@ def test_one_ep_of_an_interrupted_run_is_judged_by_its_own_share_of_the_plan(
     assert main(["diff", cut, cut, "--old-ep", "b", "--new-ep", "a", "--match", "case"]) == 0
     assert "incomplete" not in capsys.readouterr().out  # a's share is whole, though the run was cut
     assert main(["diff", cut, cut, "--old-ep", "a", "--new-ep", "b", "--match", "case", "--allow-removed"]) == 1
-    assert "the new run is incomplete: interrupted: 2 of 4 cases run" in capsys.readouterr().out.splitlines()
+    assert "the new run fails: interrupted: 2 of 4 cases run" in capsys.readouterr().out.splitlines()
 
 
 def test_one_side_picked_from_a_file_that_is_both_sides_is_a_usage_error(

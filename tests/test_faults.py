@@ -96,6 +96,13 @@ def test_a_crash_in_a_pack_is_pinned_on_its_case_with_several_workers(
     done = _dmlconf([SWEEP, "-j", "2"], tmp_path, f"segv:{victim}")
     assert done.returncode == 1, done.stderr
     _check_only_the_victim(_results(tmp_path), clean[SWEEP], victim, Status.CRASH)
+    # The worker killed under the pack is recorded (its cases each ran again alone: no result stands for it); its
+    # death under the victim alone is the victim's CRASH.
+    [death] = json.loads((tmp_path / "results.json").read_text())["environment"]["runner_deaths"]
+    assert (death["ep"], death["count"], death["in_packs"]) == ("cpu", 1, 1)
+    assert victim in death["cases"] and len(death["cases"]) > 1
+    assert any(line.startswith("Fatal Python error: Segmentation fault") for line in death["stderr"])
+    assert "EP cpu: the runner died 1 time while serving packs (cases in flight: " in done.stdout
 
 
 def test_a_hanging_worker_is_killed_after_the_timeout(tmp_path: Path, clean: dict[str, list[dict[str, Any]]]) -> None:

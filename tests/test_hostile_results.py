@@ -50,7 +50,7 @@ ENV: dict[str, Any] = {
     "duration_s": 1.5,
     "skipped_files": [{"path": "cases/b.yaml", "problems": 2}],
     "problems": [],
-    "runner_deaths": [{"ep": "dml", "count": 1, "cases": ["cases/t.yaml::a"], "stderr": ["err:d3d12"]}],
+    "runner_deaths": [{"ep": "dml", "count": 1, "in_packs": 0, "cases": ["cases/t.yaml::a"], "stderr": ["err:d3d12"]}],
 }
 DETAILS = {
     "tensor": "OutputTensor",
@@ -135,6 +135,7 @@ HOSTILE: list[tuple[str, Edit | str | bytes, str]] = [
     ("packages a list", _set("environment.onnxruntime_packages", []), "onnxruntime_packages: expected an object"),
     ("deaths a mapping", _set("environment.runner_deaths", {"dml": 4}), "environment.runner_deaths: expected a list"),
     ("death count", _set("environment.runner_deaths.0.count", "4"), "runner_deaths[0].count: expected an integer"),
+    ("deaths in packs", _set("environment.runner_deaths.0.in_packs", -1), "runner_deaths[0].in_packs: -1 is below"),
     ("shards numbers", _set("environment.shards", [1]), "environment.shards[0]: expected an object"),
     ("deep arrays", HEADER + "[" * DEEP + "]" * DEEP + "}", "nested too deeply"),
     ("deeper metrics", HEADER + '[{"metrics": ' + "[" * DEEP + "]" * DEEP + "}]}", "nested too deeply"),

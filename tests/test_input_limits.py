@@ -69,7 +69,7 @@ def test_keep_going_runs_the_valid_files_and_records_the_problems(
     assert merged["environment"]["problems"] == problems
     assert main(["diff", results, results]) == 1
     out, err = capsys.readouterr()
-    assert f"the new run is incomplete: {skipped}" in out.splitlines()
+    assert f"the new run fails: {skipped}" in out.splitlines()
     assert err.count("the run skipped case files for 2 problem(s) (--keep-going): exit code 2") == 2
 
 

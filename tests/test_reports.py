@@ -494,9 +494,9 @@ DEATHS = {
         }
     ]
 }
-DEATH_REASON = (
+DEATH_REASON = (  # a record without in_packs (an older file): every death counted is a pack's, as the gate read it
     "EP dml: the runner died 4 times while serving packs (cases in flight: t.yaml::a, t.yaml::b); "
-    "each case was run again alone"
+    "each case of a pack was run again alone"
 )
 
 
@@ -543,6 +543,38 @@ def test_runner_deaths_fail_the_run_whatever_the_waivers_say_and_every_report_te
     assert "  - last stderr: `err:d3d12:d3d12_device_removed`" in markdown
     console = render_console(summary)
     assert f"{DEATH_REASON}: the run fails" in console and "wine: Unhandled page fault" in console
+
+
+def _died(count: int, in_packs: int, cases: list[str]) -> dict[str, Any]:
+    return {"runner_deaths": [{"ep": "dml", "count": count, "in_packs": in_packs, "cases": cases, "stderr": ["x"]}]}
+
+
+def test_a_runner_death_with_one_case_in_flight_is_that_cases_waivable_crash() -> None:
+    # The runner died under t.yaml::b alone (its CRASH), once between requests: a waiver of the CRASH passes the run.
+    env = {**WINE, **_died(2, 0, ["t.yaml::b"])}
+    results = [_passing_on("dml")[0], Result("t.yaml::b", "TOP_K1", "dml", Status.CRASH, "worker_died")]
+    summary = _summarize(env, results)
+    assert summary.unwaivable == ()
+    waiver = Waiver("t.yaml::b", "dml", None, None, "known", "https://example.com/1", SourcePos("k", 1, 1))
+    assert not apply_waivers(environment_from_json(env), results, [waiver]).failed
+    reason = (
+        "EP dml: the runner died 2 times with one case in flight, between requests or while starting "
+        "(cases in flight: t.yaml::b)"
+    )
+    assert summary.runner_deaths == (reason,)
+    assert f"{reason}: the cases' own results stand for them" in render_console(summary)
+    assert f"- {cell_text(reason)}: the cases' own results stand for them" in render_markdown(summary)
+
+
+def test_a_runner_death_under_a_pack_fails_the_run_and_says_how_many_were_of_each_kind() -> None:
+    env = {**WINE, **_died(3, 1, ["t.yaml::a", "t.yaml::b"])}
+    summary = _summarize(env, _passing_on("dml"))  # each case of the pack passed alone: no result stands for it
+    reason = (
+        "EP dml: the runner died 1 time while serving packs and 2 times with one case in flight, between requests "
+        "or while starting (cases in flight: t.yaml::a, t.yaml::b); each case of a pack was run again alone"
+    )
+    assert summary.unwaivable == (reason,) and summary.failed
+    assert f"- **{cell_text(reason)}**: the run fails" in render_markdown(summary)
 
 
 def cell_text(text: str) -> str:

@@ -149,7 +149,7 @@ NOT_STARTED_TEXT = "D3D12CreateDevice on adapter 0 failed: HRESULT 0x887a0004"
 
 def _not_started(case: str, ep: str = "dml") -> Result:
     """A result as an EP that cannot create a session gives it (rules.wrapper_fallback's words, via the runner)."""
-    from conformance.ep.errors import EP_NOT_STARTED
+    from conformance.model import EP_NOT_STARTED
 
     message = (
         f"DmlExecutionProvider could not create a session for TopK-11 ({NOT_STARTED_TEXT}); onnxruntime's Python "
@@ -232,6 +232,21 @@ def test_a_device_lost_after_cases_ran_fails_a_run_through_the_run_s_own_entry_p
     )
 
 
+def test_the_run_log_counts_apart_the_deaths_under_a_pack() -> None:
+    from conformance.environment import RunnerDeath
+    from conformance.survive.faults import RunLog
+
+    log = RunLog()
+    log.runner_died("dml", ["a", "b"], ["first"])  # under a pack of two
+    log.runner_died("dml", ["b"], ["second"])  # under b alone: b's CRASH
+    log.runner_died("dml", [], ["third"])  # between requests, or a start
+    log.runner_died("cpu", ["c", "d", "e"], [])
+    assert log.runner_deaths() == (
+        RunnerDeath("dml", 3, 1, ("a", "b"), ("third",)),
+        RunnerDeath("cpu", 1, 1, ("c", "d", "e"), ()),
+    )
+
+
 def test_a_resumed_run_counts_the_executions_it_kept() -> None:
     from conformance.survive.faults import RunLog
 
@@ -298,9 +313,96 @@ def test_runner_deaths_and_a_stop_reach_results_json(tmp_path: Path, monkeypatch
     assert [(r["status"], r["failure_kind"]) for r in document["results"]] == [("PASS", None), ("CRASH", "worker_died")]
     second = document["results"][1]["case"]
     assert document["environment"]["runner_deaths"] == [
-        {"ep": "cpu", "count": 1, "cases": [second], "stderr": ["err: the last word"]}
+        {"ep": "cpu", "count": 1, "in_packs": 0, "cases": [second], "stderr": ["err: the last word"]}
     ]
     assert document["environment"]["stopped"] == "the DirectML runner failed to start 3 times in a row"
+
+
+def test_a_waived_crash_of_a_runner_that_died_under_its_case_alone_passes_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A known CRASH on DirectML: the runner dies under one case (no pack). Its CRASH result stands for the death, so
+    # a waiver of it passes the run; the death is recorded and shown, not counted against the run a second time.
+    import conformance.run.runner as runner
+    from conformance.cli.main import main
+    from conformance.ep.wine.client import RunnerDied
+
+    executed = runner.execute
+    calls: list[str] = []
+
+    def failing(lowering: Any, ep: Any, sessions: Any, *args: Any) -> Any:
+        calls.append(lowering.name)
+        if len(calls) == 2:
+            died = RunnerDied("the DirectML runner (pid 9) was killed by SIGKILL", ["err: the last word"], True)
+            sessions.runners._tell(died)
+            raise died
+        return executed(lowering, ep, sessions, *args)
+
+    monkeypatch.setattr(runner, "execute", failing)
+    victim = collect([str(EXAMPLES)]).entries[1].id
+    waivers = tmp_path / "known.yaml"
+    waivers.write_text(
+        f"known_failures:\n  - case: '{victim}'\n    ep: cpu\n    reason: known crash\n    tracking: BUG-1\n",
+        encoding="utf-8",
+    )
+    args = ["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--pack", "1", "--waivers", str(waivers)]
+    assert main([*args, "--report-dir", str(tmp_path / "out")]) == 0
+    document = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert [r["status"] for r in document["results"]] == ["PASS", "CRASH", "PASS", "PASS"]
+    assert [(d["count"], d["in_packs"]) for d in document["environment"]["runner_deaths"]] == [(1, 0)]
+
+
+def test_a_full_disk_keeps_the_runs_runner_deaths_and_its_lost_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In this process: the first case cannot create a session (ep_not_started), the second PASSes (so the device was
+    # there, and is lost at the end: DEVICE_LOST), the third's runner dies (CRASH, a death recorded); then
+    # results.jsonl cannot take the fourth result (a full disk). results.json keeps the death and the relabelling.
+    import conformance.run.runner as runner
+    from conformance.cli.main import main
+    from conformance.ep.errors import NotSupported
+    from conformance.ep.wine.client import RunnerDied
+    from conformance.model import EP_NOT_STARTED
+    from conformance.survive.stream import Stream, StreamWriteError
+
+    executed = runner.execute
+    calls: list[str] = []
+
+    def failing(lowering: Any, ep: Any, sessions: Any, *args: Any) -> Any:
+        calls.append(lowering.name)
+        if len(calls) == 1:
+            raise NotSupported(f"CPU could not create a session ({NOT_STARTED_TEXT})", EP_NOT_STARTED)
+        if len(calls) == 3:
+            died = RunnerDied("the DirectML runner (pid 9) was killed by SIGKILL", ["err: the last word"], True)
+            sessions.runners._tell(died)
+            raise died
+        return executed(lowering, ep, sessions, *args)
+
+    added = Stream.add
+
+    def full(stream: Stream, pair: int, result: Result) -> None:
+        if pair == 3:
+            raise StreamWriteError(f"cannot write {stream.path}: No space left on device")
+        added(stream, pair, result)
+
+    monkeypatch.setattr(runner, "execute", failing)
+    monkeypatch.setattr(Stream, "add", full)
+    code = main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--pack", "1", "--report-dir", str(tmp_path)])
+    assert code == 1
+    document = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    statuses = [r["status"] for r in document["results"]]
+    assert statuses == ["DEVICE_LOST", "PASS", "CRASH", "PASS"]  # the fourth is in results.json, not results.jsonl
+    assert document["results"][0]["message"].startswith("the EP executed 2 case(s) elsewhere in this run;")
+    assert document["environment"]["runner_deaths"] == [
+        {
+            "ep": "cpu",
+            "count": 1,
+            "in_packs": 0,
+            "cases": [document["results"][2]["case"]],
+            "stderr": ["err: the last word"],
+        }
+    ]
+    assert "No space left on device: the run stops here" in document["environment"]["stopped"]
 
 
 def test_a_run_without_runner_deaths_records_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -167,6 +167,31 @@ def test_every_wait_on_the_runner_is_bounded_by_the_case_timeout(
     assert len(deaths) == 1
 
 
+class _Unkillable:
+    """A runner's process stuck in the kernel: SIGKILL does not end it, so no wait for it ever returns."""
+
+    pid = 4242
+    killed = 0
+
+    def kill(self) -> None:
+        self.killed += 1
+
+    def wait(self, timeout: float | None = None) -> int:
+        if timeout is None:
+            raise AssertionError("a wait without a limit on a process that never ends: the run would hang here")
+        raise subprocess.TimeoutExpired("dmlrunner.exe", timeout)
+
+
+def test_a_runner_that_survives_sigkill_is_left_behind_not_waited_on_for_good() -> None:
+    runner = object.__new__(client.Runner)
+    process = _Unkillable()
+    runner._process = process  # type: ignore[assignment]
+    runner._stdin = runner._stdout = open(os.devnull, "rb")  # type: ignore[assignment]  # noqa: SIM115
+    runner.kill()
+    runner.stop()  # it does not exit at the end of its input either: killed, then left
+    assert process.killed == 2
+
+
 def test_a_runner_that_keeps_failing_to_start_stops_with_one_line(
     stand_in: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -269,7 +294,8 @@ def test_a_runner_killed_under_a_pack_is_recorded_and_only_its_case_crashes(chai
     assert set(statuses.values()) == {("PASS", None)}  # the pack ran again one case per session
     [deaths] = found["environment"]["runner_deaths"]
     # Killed under the pack (all six in flight), then under the victim alone: two deaths, both recorded.
-    assert (deaths["ep"], deaths["count"]) == ("dml", 2)
+    assert (deaths["ep"], deaths["count"], deaths["in_packs"]) == ("dml", 2, 1)  # the pack's death fails the run
+    assert done.returncode == 1
     assert sorted(deaths["cases"]) == sorted(r["case"] for r in found["results"])
     [crash] = [r for r in found["results"] if r["case"] == victim]
     assert " was killed by SIGKILL while the harness waited for its answer" in crash["message"]
@@ -282,7 +308,7 @@ def test_the_pytest_plugin_fails_a_lost_device_and_reports_runner_deaths(chain_r
     assert "2 failed, 2 passed" in done.stdout
     assert "DEVICE_LOST (device_lost) on dml" in done.stdout
     assert "the EP executed 2 case(s) before; from this case on it could not create a session" in done.stdout
-    assert "dml-conformance: the DirectML runner of dml died 1 time(s)" in done.stdout
+    assert "dml-conformance: EP dml: the runner died 1 time with one case in flight, between requests" in done.stdout
 
 
 def test_a_runner_that_cannot_start_any_more_stops_the_run_with_one_line(chain_ready: None, tmp_path: Path) -> None:
@@ -313,7 +339,8 @@ def test_a_runner_that_cannot_start_any_more_stops_the_run_with_one_line(chain_r
     assert [r["status"] for r in found["results"]] == ["PASS", "PASS"]  # the results so far; none charged a CRASH
     assert found["environment"]["interrupted"] and "failed to start" in found["environment"]["stopped"]
     [deaths] = found["environment"]["runner_deaths"]
-    assert (deaths["count"], deaths["cases"]) == (1 + 3, [])  # the one killed between cases, then three starts
+    # The one killed between cases, then three starts: none under a pack (the stop fails the run).
+    assert (deaths["count"], deaths["in_packs"], deaths["cases"]) == (1 + 3, 0, [])
 
 
 def test_an_adapter_that_is_not_there_is_a_usage_error_before_any_case(chain_ready: None, tmp_path: Path) -> None:

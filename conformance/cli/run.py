@@ -39,8 +39,9 @@ from conformance.report.console import render_console
 from conformance.results import Result, write_results
 from conformance.run.identity import RunFacts, cases_sha256, environment, skipped_files
 from conformance.run.options import REPORT_FORMATS, RunOptions, run_options
+from conformance.survive.faults import RunLog
 from conformance.survive.lock import FolderBusy, FolderLock
-from conformance.survive.pool import Ran, finished_prefix, run_pairs
+from conformance.survive.pool import ran_so_far, run_pairs
 from conformance.survive.stream import (
     STREAM_NAME,
     Stream,
@@ -202,6 +203,7 @@ def _run_suite(
     planned = len(suite.entries) * len(eps)
     progress = Progress(planned - len(done))
     finished = dict(done)
+    run_log = RunLog()  # here, so that every way out of the run below keeps its runner deaths and lost devices
 
     def record(pair: int, result: Result) -> None:
         finished[pair] = result
@@ -210,12 +212,14 @@ def _run_suite(
     try:
         if not args.quiet:
             _announce(suite, eps, directml)
-        ran = run_pairs(suite.entries, eps, options, args.jobs, progress.advance, supervisor, done=done, record=record)
+        ran = run_pairs(
+            suite.entries, eps, options, args.jobs, progress.advance, supervisor, done=done, record=record, log=run_log
+        )
     except KeyboardInterrupt:  # one that came before (or after) run_pairs had it in hand: the same as one within
-        ran = Ran(tuple(finished_prefix(finished, planned)), interrupted=True)
+        ran = ran_so_far(finished, planned, run_log, interrupted=True)
     except StreamWriteError as error:  # a full disk: what cannot be kept for --resume is not run
         kept = f"the results before are kept there: --resume finishes the run once {args.report_dir} has room"
-        ran = Ran(tuple(finished_prefix(finished, planned)), stopped=f"{error}: the run stops here ({kept})")
+        ran = ran_so_far(finished, planned, run_log, stopped=f"{error}: the run stops here ({kept})")
     finally:
         unsynced = stream.close()
         progress.close()
@@ -228,8 +232,8 @@ def _run_suite(
     env = environment(eps, options, argv, directml, suite.problems, facts)
     if ran.stopped is not None:
         env["stopped"] = ran.stopped
-    if ran.runner_deaths:  # docs/reliability.md: each EP's DirectML runner deaths, which the gate fails
-        env["runner_deaths"] = list(ran.runner_deaths)
+    if ran.runner_deaths:  # docs/reports.md: each EP's runner deaths; those under a pack fail the run
+        env["runner_deaths"] = [death.to_json() for death in ran.runner_deaths]
     code = _report(args, env, ran.results, planned, waivers)
     if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
         why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"

@@ -19,9 +19,6 @@ DEVICE_LOST_TEXT = re.compile(
 )
 
 
-EP_NOT_STARTED = "ep_not_started"  # NotSupported's kind where the EP could not create the session at all
-
-
 class NotSupported(Exception):
     """The EP does not run this lowering itself: ``kind`` is "no_kernel", "placed_elsewhere" (a node went to another
     EP) or "ep_not_started" (the EP could not create the session at all)."""

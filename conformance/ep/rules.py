@@ -15,9 +15,10 @@ import re
 
 import onnx
 
-from conformance.ep.errors import EP_NOT_STARTED, NotSupported
+from conformance.ep.errors import NotSupported
 from conformance.ep.lower import Lowering
 from conformance.ep.providers import CPU, DML, EpSpec
+from conformance.model import EP_NOT_STARTED
 
 RECORD_ASSIGNMENT = "session.record_ep_graph_assignment_info"
 DISABLE_CPU_FALLBACK = "session.disable_cpu_ep_fallback"

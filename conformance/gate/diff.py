@@ -51,15 +51,15 @@ from conformance.gate.summary import (
     idle,
     pci_id,
     ran_on_line_name,
+    unwaivable,
 )
 from conformance.model import TOP_K1_FAILURE_KINDS, Status
-from conformance.results import FAILING, Result, differing_tensors
+from conformance.results import FAILING, Result, differing_tensors, ep_not_started
 
 # Statuses that count as working: a negative case rejected as it should be (INVALID) works too.
 WORKING = frozenset({Status.PASS, Status.QUALITY_WARNING, Status.INVALID})
 DRIFT_METRICS = ("max_ulp_error", "max_abs_error", "mismatches", "failing_sequences")
 DRIFT_STATUSES = frozenset({Status.FAIL, Status.PASS})
-EP_NOT_STARTED = "ep_not_started"  # ep/rules.py's failure kind of a case whose EP could not create a session
 _SEVERITY = {kind: rank for rank, kind in enumerate(TOP_K1_FAILURE_KINDS)}  # lower is more severe
 
 Key = tuple[str, str]  # (case, EP); (case, "") when pairing by case alone
@@ -128,7 +128,8 @@ class RunDiff:
     allow_removed: bool = False  # removed results are shown, not counted against the new run
     old_side: Side = Side()
     new_side: Side = Side()
-    new_incomplete: tuple[str, ...] = ()  # why the new run is incomplete (Completeness.reasons); empty when complete
+    # What fails the new run whatever its results (summary.unwaivable: incomplete, a runner death under a pack)
+    new_unwaivable: tuple[str, ...] = ()
 
     @property
     def nothing_compared(self) -> bool:
@@ -142,9 +143,10 @@ class RunDiff:
     @property
     def reasons(self) -> tuple[str, ...]:
         """Why the gate fails the new run, one phrase per rule that failed it: a regression, a removed result (unless
-        allowed), nothing compared, an incomplete new run. Drift, new cases and other changes are only shown."""
+        allowed), nothing compared, a new run that fails whatever its results (as ``report`` fails it: incomplete, a
+        runner death under a pack). Drift, new cases and other changes are only shown."""
         why = ["nothing compared"] if self.nothing_compared else []
-        why += ["the new run is incomplete"] if self.new_incomplete else []
+        why += ["the new run fails"] if self.new_unwaivable else []
         why += [f"{len(self.regressions)} regression(s)"] if self.regressions else []
         why += [f"{len(self.removed_cases)} removed result(s)"] if self.removed_regress else []
         return tuple(why)
@@ -179,7 +181,7 @@ def failing(r: Result) -> bool:
     """A failing status, or a case its EP could not even open a session for (``ep_not_started``): that case lost
     its verdict to the machine (a device gone mid-run, a broken install), which a diff must not pass as a mere
     change of status; NOT_SUPPORTED for a case the EP declines is no failure."""
-    return r.status in FAILING or (r.status == Status.NOT_SUPPORTED and r.failure_kind == EP_NOT_STARTED)
+    return r.status in FAILING or ep_not_started(r)
 
 
 def more_severe(old: Result, new: Result) -> bool:
@@ -376,7 +378,8 @@ def diff_runs(
     if old_environment is not None and new_environment is not None:
         env = environment_changes(old_environment, new_environment, by_case)
     new_eps = len(dict.fromkeys(r.ep for r in new))
-    incomplete = completeness(new_environment or Environment(), len(new), idle(new), new_eps).reasons
+    recorded = new_environment or Environment()
+    fails = unwaivable(recorded, completeness(recorded, len(new), idle(new), new_eps))
     return RunDiff(
         regressions=tuple(regressions),
         fixes=tuple(fixes),
@@ -393,5 +396,5 @@ def diff_runs(
         allow_removed=allow_removed,
         old_side=side(old, old_environment),
         new_side=side(new, new_environment),
-        new_incomplete=incomplete,
+        new_unwaivable=fails,
     )

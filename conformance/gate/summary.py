@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from conformance.environment import Adapter, Chain, Environment, EpDevice, EpRecord, Gpu, RunnerDeath, SkippedFile
 from conformance.model import Status
-from conformance.results import EXECUTED, FAILING, Result
+from conformance.results import EXECUTED, FAILING, Result, ep_not_started
 
 STATUS_ORDER = tuple(Status)
 # INVALID is a negative case rejected as it should be; the rest, worth a line each in a report, are NOTABLE.
@@ -166,15 +166,16 @@ class Summary:
 
     @property
     def runner_deaths(self) -> tuple[str, ...]:
-        """Each EP whose runner died while serving packs, as a reason line (death_reason)."""
+        """Each EP whose runner (or worker) died, as a line saying what its record says (death_reason)."""
         return tuple(death_reason(death) for death in self.environment.runner_deaths)
 
     @property
     def unwaivable(self) -> tuple[str, ...]:
-        """What fails a run whatever the waivers say, one reason each: why it is incomplete, and each EP whose runner
-        died while serving packs (its cases were run again alone, but a driver that kills its process mid-pack is a
-        finding no waiver of a case can stand for)."""
-        return (*self.completeness.reasons, *self.runner_deaths)
+        """What fails a run whatever its results and the waivers say, one reason each: why it is incomplete, and each
+        EP whose runner or worker died while serving a pack of cases (each case was run again alone and may have
+        passed, so no result stands for the death, and no waiver of a case can). A death with one case in flight is
+        that case's CRASH or TIMEOUT result, waivable as any; runner starts that keep failing stop the run."""
+        return unwaivable(self.environment, self.completeness)
 
 
 def placement_proof(environment: Environment, results: Sequence[Result]) -> Placement:
@@ -224,15 +225,38 @@ def _ep_line(ep: EpRecord) -> str:
     return line
 
 
+def unwaivable(environment: Environment, complete: Completeness) -> tuple[str, ...]:
+    """What fails a run whatever its results and the waivers say (Summary.unwaivable), from its environment and its
+    completeness: one function for report, run, merge and diff alike."""
+    deaths = (death_reason(death) for death in environment.runner_deaths if fails_the_run(death))
+    return (*complete.reasons, *deaths)
+
+
+def fails_the_run(death: RunnerDeath) -> bool:
+    """Whether an EP's runner deaths fail the run whatever the waivers say: some came while serving a pack."""
+    return death.pack_deaths > 0
+
+
+def death_verdict(death: RunnerDeath) -> str:
+    """What a report says after ``death``'s reason line."""
+    return "the run fails" if fails_the_run(death) else "the cases' own results stand for them"
+
+
 def death_reason(death: RunnerDeath) -> str:
-    """ "EP dml: the runner died 4 times while serving packs (cases in flight: a, b); each case was run again alone"."""
+    """What the record says: "EP dml: the runner died 4 times while serving packs (cases in flight: a, b); each case
+    was run again alone", or with deaths of the other kinds (one case in flight, between requests, a start) counted
+    apart: "EP dml: the runner died 1 time while serving packs and 2 times with one case in flight, between requests
+    or while starting (...)"."""
     shown = ", ".join(death.cases[:IN_FLIGHT_SHOWN])
     more = len(death.cases) - IN_FLIGHT_SHOWN
     cases = f"cases in flight: {shown}" + (f" and {more} more" if more > 0 else "") if death.cases else "no case named"
-    return (
-        f"EP {death.ep}: the runner died {plural(death.count, 'time')} while serving packs ({cases}); "
-        "each case was run again alone"
+    packs, others = death.pack_deaths, death.count - death.pack_deaths
+    counted = [f"{plural(packs, 'time')} while serving packs"] if packs else []
+    counted += (
+        [f"{plural(others, 'time')} with one case in flight, between requests or while starting"] if others else []
     )
+    then = "; each case of a pack was run again alone" if packs else ""
+    return f"EP {death.ep}: the runner died {' and '.join(counted) or '0 times'} ({cases}){then}"
 
 
 def ran_on_line_name(label: str) -> str:
@@ -415,7 +439,7 @@ def data_type_counts(results: Sequence[Result]) -> tuple[tuple[str, str, str, Ma
 
 def idle(results: Sequence[Result]) -> tuple[str, ...]:
     """EPs that could not create a session ("ep_not_started") and executed no case at all."""
-    not_started = dict.fromkeys(r.ep for r in results if r.failure_kind == "ep_not_started")
+    not_started = dict.fromkeys(r.ep for r in results if ep_not_started(r))
     executed = {r.ep for r in results if r.status in EXECUTED}
     return tuple(ep for ep in not_started if ep not in executed)
 

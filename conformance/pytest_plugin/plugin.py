@@ -152,13 +152,13 @@ def _run(config: pytest.Config, entry: Entry, ep: EpSpec, options: RunOptions) -
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """The DirectML runner's deaths of the session (results.json's ``runner_deaths`` under ``dmlconf run``)."""
+    """The runner deaths of the session (results.json's ``runner_deaths`` under ``dmlconf run``), in the words of
+    every report. pytest runs each case in a call of its own, never packed: a death there is its case's failure."""
+    from conformance.gate.summary import death_reason, death_verdict
+
     log = config.stash.get(_LOG, None)
-    for deaths in log.runner_deaths() if log is not None else ():
-        cases = f"; cases in flight: {', '.join(deaths['cases'])}" if deaths["cases"] else ""
-        terminalreporter.write_line(
-            f"dml-conformance: the DirectML runner of {deaths['ep']} died {deaths['count']} time(s){cases}", red=True
-        )
+    for death in log.runner_deaths() if log is not None else ():
+        terminalreporter.write_line(f"dml-conformance: {death_reason(death)}: {death_verdict(death)}", red=True)
 
 
 def _nothing() -> None:
@@ -296,7 +296,7 @@ class CaseItem(pytest.Item):
         self.options = options
 
     def runtest(self) -> None:
-        from conformance.results import FAILING
+        from conformance.results import FAILING, ep_not_started
 
         result = _run(self.config, self.entry, self.ep, self.options)
         self.user_properties += [(CASE, result.case), (EP, result.ep), (STATUS, result.status.value)]
@@ -304,7 +304,7 @@ class CaseItem(pytest.Item):
         reason = known.reason(result) if known is not None else None
         if reason is not None:  # a FAILING status a waiver names: an expected failure, as for run --waivers
             pytest.xfail(f"{result.status.value}{_kind(result)}: {reason}")
-        if result.status in FAILING or result.failure_kind == "ep_not_started":
+        if result.status in FAILING or ep_not_started(result):
             raise CaseFailure(result)  # an EP that cannot start must not turn a gate green by skipping
         if result.status in (Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE):
             _skip(f"{result.status.value}: {result.message}")

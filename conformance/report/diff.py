@@ -81,8 +81,9 @@ def _removed_note(d: RunDiff) -> str:
 
 
 def _incomplete(d: RunDiff) -> list[str]:
-    """Why the new run is incomplete, one line each: its results cannot vouch for the cases it did not run."""
-    return [f"the new run is incomplete: {reason}" for reason in d.new_incomplete]
+    """Why the new run fails whatever its results, one line each, as ``report`` says it (incomplete: its results
+    cannot vouch for the cases it did not run; a runner death under a pack, which no result stands for)."""
+    return [f"the new run fails: {reason}" for reason in d.new_unwaivable]
 
 
 def _environment(d: RunDiff) -> list[str]:

@@ -20,7 +20,7 @@ from html import escape
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.gate.summary import NO_VERDICT, Summary, plural, severity
+from conformance.gate.summary import NO_VERDICT, Summary, death_verdict, fails_the_run, plural, severity
 from conformance.gate.verdict import Findings, Group, Verdict, decide, findings
 from conformance.gate.waivers import STALE_WHY, Gate, Waiver
 from conformance.model import Status
@@ -216,16 +216,20 @@ def _incomplete(summary: Summary) -> str:
 
 
 def _runner_deaths(summary: Summary) -> str:
-    """Each EP whose runner died while serving packs: the reason (cases in flight), every case in flight, and the
-    runner's last stderr lines."""
+    """Each EP whose runner died: the reason (cases in flight) and what it means for the run, every case in flight,
+    and the runner's last stderr lines."""
     if not summary.runner_deaths:
         return ""
+    deaths = summary.environment.runner_deaths
     items = "".join(
-        f"<li>{escape(reason)}<details><summary>cases in flight ({len(death.cases)}) and the last stderr lines"
+        f"<li>{escape(reason)}: {escape(death_verdict(death))}<details><summary>cases in flight ({len(death.cases)}) "
+        "and the last stderr lines"
         f"</summary><ul>{''.join(f'<li><code>{escape(case)}</code></li>' for case in death.cases)}</ul>"
         f"<pre>{escape(chr(10).join(death.stderr))}</pre></details></li>"
-        for death, reason in zip(summary.environment.runner_deaths, summary.runner_deaths, strict=True)
+        for death, reason in zip(deaths, summary.runner_deaths, strict=True)
     )
+    if not any(fails_the_run(death) for death in deaths):
+        return f'<div id="runner-deaths"><p>Runner deaths:</p><ul>{items}</ul></div>'
     return (
         '<div class="incomplete" id="runner-deaths"><p><b>A runner died while serving packs of cases, so the run '
         f"fails whatever its verdicts and its waivers.</b></p><ul>{items}</ul></div>"

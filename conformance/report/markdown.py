@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from conformance.gate.summary import NO_VERDICT, STATUS_ORDER, Completeness, Summary, severity
+from conformance.gate.summary import (
+    NO_VERDICT,
+    STATUS_ORDER,
+    Completeness,
+    Summary,
+    death_verdict,
+    fails_the_run,
+    severity,
+)
 from conformance.gate.verdict import decide
 from conformance.gate.waivers import STALE_WHY, Gate, waived_keys
 from conformance.problems import first_line
@@ -24,10 +32,11 @@ def _incomplete_lines(completeness: Completeness) -> list[str]:
 
 
 def _death_lines(summary: Summary) -> list[str]:
-    """Each EP whose runner died while serving packs: the reason, then its last stderr lines as code."""
+    """Each EP whose runner died: the reason (bold where it fails the run), then its last stderr lines as code."""
     lines = []
     for death, reason in zip(summary.environment.runner_deaths, summary.runner_deaths, strict=True):
-        lines.append(f"- **{cell(reason)}**: the run fails")
+        shown = f"**{cell(reason)}**" if fails_the_run(death) else cell(reason)
+        lines.append(f"- {shown}: {death_verdict(death)}")
         lines += [f"  - last stderr: {code(line)}" for line in death.stderr[-MAX_ROWS:]]
     return lines
 

@@ -31,16 +31,12 @@ from conformance.ep.lower import Lowering, NotExpressible, lower, same_for_every
 from conformance.ep.pack import packable
 from conformance.ep.providers import DML, EpSpec
 from conformance.ep.sessions import Sessions
-from conformance.model import Case, Status
+from conformance.model import FAULT_KINDS, Case, Status
 from conformance.results import Result
 from conformance.run.artifacts import save_artifacts
 from conformance.run.options import RunOptions, repro_command
 
 log = logging.getLogger(__name__)
-
-# The failure kind of each fault: the process running the case died, hung, or lost the device (here for the DirectML
-# runner, in survive/faults.py for a worker).
-FAULT_KINDS = {Status.CRASH: "worker_died", Status.TIMEOUT: "timeout", Status.DEVICE_LOST: "device_lost"}
 
 
 def base_result(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> Result:
@@ -132,7 +128,8 @@ def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, optio
         status = Status.DEVICE_LOST if device_lost(str(outcome)) else status
         return replace(base, status=status, failure_kind=FAULT_KINDS[status], message=str(outcome))
     if isinstance(outcome, NotSupported | ExecutionError) and device_lost(str(outcome)):
-        return replace(base, status=Status.DEVICE_LOST, failure_kind="device_lost", message=str(outcome))
+        lost = Status.DEVICE_LOST
+        return replace(base, status=lost, failure_kind=FAULT_KINDS[lost], message=str(outcome))
     if isinstance(outcome, NotSupported):
         return replace(base, status=Status.NOT_SUPPORTED, failure_kind=outcome.kind, message=str(outcome))
     if isinstance(outcome, ExecutionError):

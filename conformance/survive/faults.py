@@ -10,7 +10,8 @@ cannot create a session, which alone reads as an EP that never started (NOT_SUPP
 the gate fails only when the EP executed nothing). ``RunLog`` decides it, in the one process that sees every result
 of a run (the CLI's, or pytest's, whatever the workers): an EP that executed a case anywhere in the run and later
 cannot create a session has lost its device, and from that case on its results are DEVICE_LOST, saying so. It also
-counts the DirectML runner's deaths per EP (worker.py reports them), which results.json records.
+counts per EP the DirectML runner's deaths (worker.py reports them) and workers' under a pack (supervisor.py), telling
+those under a pack apart, which results.json records (environment.RunnerDeath).
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from conformance.ep.errors import EP_NOT_STARTED, device_lost
+from conformance.environment import RunnerDeath
+from conformance.ep.errors import device_lost
 from conformance.ep.rules import not_started_cause
 from conformance.ep.wine.client import Runner, Runners
-from conformance.model import Status
-from conformance.results import EXECUTED, Result
-from conformance.run.runner import FAULT_KINDS
+from conformance.model import FAULT_KINDS, Status
+from conformance.results import EXECUTED, Result, ep_not_started
 
 FATAL = "Fatal Python error:"  # how faulthandler's dump on a fatal signal begins
 STDERR_LINES = 12  # the last lines of a dead worker's stderr that its result keeps
@@ -89,18 +89,13 @@ def device_gone(result: Result, executed: int, before: bool = True) -> Result:
 
 
 @dataclass
-class RunnerDeaths:
-    """The DirectML runner's deaths on one EP: how many, the cases in flight at any of them (each once, in order), the
-    last stderr lines of the latest."""
+class _Deaths:
+    """One EP's deaths as they are told (environment.RunnerDeath says what each field means)."""
 
-    ep: str
     count: int = 0
+    in_packs: int = 0
     cases: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        """results.json's environment.runner_deaths entry."""
-        return {"ep": self.ep, "count": self.count, "cases": list(self.cases), "stderr": list(self.stderr)}
 
 
 class RunLog:
@@ -109,7 +104,7 @@ class RunLog:
 
     def __init__(self) -> None:
         self.executed: Counter[str] = Counter()
-        self.deaths: dict[str, RunnerDeaths] = {}
+        self.deaths: dict[str, _Deaths] = {}
 
     def seen(self, results: Iterable[Result]) -> None:
         """Results of this run that are already recorded (``--resume``): their executions count."""
@@ -119,7 +114,7 @@ class RunLog:
     def judged(self, result: Result) -> Result:
         """``result`` as the run records it: an ``ep_not_started`` of an EP that executed cases before is
         DEVICE_LOST."""
-        if result.failure_kind == EP_NOT_STARTED and self.executed[result.ep]:
+        if ep_not_started(result) and self.executed[result.ep]:
             return device_gone(result, self.executed[result.ep])
         self.seen([result])
         return result
@@ -127,19 +122,25 @@ class RunLog:
     def settled(self, result: Result) -> Result:
         """At the end of a run: an ``ep_not_started`` that came before its EP's first execution arrived (another
         worker's) is DEVICE_LOST too, since the EP executed cases in the run."""
-        if result.failure_kind == EP_NOT_STARTED and self.executed[result.ep]:
+        if ep_not_started(result) and self.executed[result.ep]:
             return device_gone(result, self.executed[result.ep], before=False)
         return result
 
     def runner_died(self, ep: str, cases: Sequence[str], stderr: Sequence[str]) -> None:
-        deaths = self.deaths.setdefault(ep, RunnerDeaths(ep))
+        """A death of the process serving ``ep``'s cases: the DirectML runner's (``cases``: the cases it was serving,
+        none between requests or at a start), or a worker's under a pack. Serving more than one case it was a
+        pack's, whose cases each run again alone: no result stands for it (environment.RunnerDeath)."""
+        deaths = self.deaths.setdefault(ep, _Deaths())
         deaths.count += 1
+        deaths.in_packs += len(cases) > 1
         deaths.cases = list(dict.fromkeys([*deaths.cases, *cases]))  # a case in flight at two deaths is named once
         deaths.stderr = list(stderr)
 
-    def runner_deaths(self) -> tuple[dict[str, Any], ...]:
-        """results.json's ``runner_deaths``: one entry per EP whose runner died, in the order they first did."""
-        return tuple(deaths.to_json() for deaths in self.deaths.values())
+    def runner_deaths(self) -> tuple[RunnerDeath, ...]:
+        """results.json's ``runner_deaths``: one record per EP whose runner died, in the order they first did."""
+        return tuple(
+            RunnerDeath(ep, d.count, d.in_packs, tuple(d.cases), tuple(d.stderr)) for ep, d in self.deaths.items()
+        )
 
 
 def _test_fault() -> tuple[str, str]:

@@ -10,7 +10,8 @@ this process, with no protection from a crash (for debugging).
 
 Every result passes through the run's ``RunLog`` (faults.py) as it arrives, in this process, whatever worker gave it:
 an EP that executed cases and later cannot create a session has lost its device (DEVICE_LOST from that case on),
-and the DirectML runner's deaths are counted per EP (``Ran.runner_deaths``, results.json's ``runner_deaths``).
+and the DirectML runner's deaths, and workers' under a pack, are counted per EP (``Ran.runner_deaths``, results.json's
+``runner_deaths``).
 
 The CLI starts the supervisor (its workers) before it reads the case files, so that their start (each imports
 NumPy, onnx and onnxruntime: about 0.6 s) overlaps the reading instead of following it.
@@ -20,9 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from conformance.cases.parse import Entry
+from conformance.environment import RunnerDeath
 from conformance.ep.errors import InfrastructureError
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
@@ -83,7 +84,7 @@ class Ran:
     results: tuple[Result, ...]
     interrupted: bool = False
     stopped: str | None = None
-    runner_deaths: tuple[dict[str, Any], ...] = ()
+    runner_deaths: tuple[RunnerDeath, ...] = ()
 
 
 def finished_prefix(done: Mapping[int, Result], planned: int) -> list[Result]:
@@ -95,6 +96,16 @@ def finished_prefix(done: Mapping[int, Result], planned: int) -> list[Result]:
             break
         results.append(done[index])
     return results
+
+
+def ran_so_far(
+    finished: Mapping[int, Result], planned: int, log: RunLog, interrupted: bool = False, stopped: str | None = None
+) -> Ran:
+    """The run as far as it got (``finished``: each pair's result as ``log`` judged it), settled by ``log`` (a lost
+    device's earlier ``ep_not_started`` relabelled) and with its runner deaths: the one way every exit of a run,
+    whole or cut short (Ctrl-C, a full disk), gives what the log learnt."""
+    results = [log.settled(result) for result in finished_prefix(finished, planned)]
+    return Ran(tuple(results), interrupted, stopped, log.runner_deaths())
 
 
 def run_pairs(
@@ -112,8 +123,9 @@ def run_pairs(
     """Every (entry, EP) result, entry-major as a sequential run orders them; ``advance`` and ``record`` after each
     one. ``done``: pairs already finished (--resume), not run again. With ``jobs`` >= 1 the tasks run on
     ``supervisor`` where given (the caller closes it, and chose its timeout), else on one started here with the
-    default timeout. ``jobs`` 0: in this process, unprotected (``--in-process``, ``-j 0``). ``log``: what the run has
-    learnt so far (a pytest session runs its cases one call each); a new one where not given."""
+    default timeout. ``jobs`` 0: in this process, unprotected (``--in-process``, ``-j 0``). ``log``: what the run
+    learns (a pytest session runs its cases one call each), which the caller keeps where an exception it does not
+    catch here (a full disk's, in ``record``) may end the run (``ran_so_far``); a new one where not given."""
     finished = dict(done or {})
     log = log if log is not None else RunLog()
     log.seen(finished.values())
@@ -140,8 +152,7 @@ def run_pairs(
         interrupted = True
     except (RunStopped, InfrastructureError) as error:  # as interrupted: what finished is written, and the run fails
         stopped = str(error)
-    results = [log.settled(result) for result in finished_prefix(finished, len(entries) * len(eps))]
-    return Ran(tuple(results), interrupted, stopped, log.runner_deaths())
+    return ran_so_far(finished, len(entries) * len(eps), log, interrupted, stopped)
 
 
 def _in_process(tasks: Sequence[Task], options: RunOptions, arrived: Record, log: RunLog) -> None:

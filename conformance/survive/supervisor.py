@@ -13,8 +13,9 @@ past the per-case timeout (killed then), the supervisor knows:
 - the rest of the window: runs again, in a fresh worker.
 
 Results go to ``on_result`` as they come, in whatever order; the caller orders them. A DirectML runner's death that a
-worker reports goes to ``on_death``. The run stops (``RunStopped``, one line) where nothing more can run: workers
-that keep dying before they are ready, or a worker whose DirectML runner keeps failing to start.
+worker reports goes to ``on_death``, and so does a worker's death under a pack (no result stands for it). The run
+stops (``RunStopped``, one line) where nothing more can run: workers that keep dying before they are ready, or a
+worker whose DirectML runner keeps failing to start.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from conformance.model import Status
 from conformance.results import Result
 from conformance.run.options import RunOptions
 from conformance.run.runner import base_result
-from conformance.survive.faults import fault_result, how_it_ended
+from conformance.survive.faults import fault_result, how_it_ended, telling_lines
 from conformance.survive.interrupt import sigint_held, start_worker
 from conformance.survive.worker import DEVICE_LOST_EXIT
 
@@ -237,7 +238,8 @@ class Supervisor:
             base = replace(base_result(entry, task.ep, self.options), inputs_sha256=worker.inputs.get(place, {}))
             seconds = time.monotonic() - worker.began
             self.on_result(task.pairs[place], fault_result(base, status, what, self._stderr(worker), seconds))
-        elif flying:  # a pack: each case again alone, to find the one at fault
+        elif flying:  # a pack: each case again alone, to find the one at fault; its death recorded, as no result is
+            self.on_death(task.ep.text, [task.entries[p].id for p in flying], telling_lines(self._stderr(worker)))
             self.pending.appendleft(self._part(task, flying, pack=1))
         rest = [place for place in left if place not in flying]
         if rest:

@@ -51,6 +51,7 @@ START_ATTEMPTS = 3  # starts failed in a row before the runner is given up (Runn
 STDERR_LINES = 40
 DEATH_LINES = 12  # the last lines of its stderr a dead runner's message keeps
 POLL_SECONDS = 0.5  # how often a wait on the runner looks whether its process is still there
+KILL_WAIT = 10.0  # seconds to wait for a killed runner to be gone; one stuck in the kernel (a driver call) is left
 _PR_SET_PDEATHSIG = 1
 
 
@@ -281,9 +282,9 @@ class Runner:
         self._closing.append(session)
 
     def kill(self) -> None:
-        """SIGKILL, and wait until it is gone (tests take a device away this way: faults.py)."""
+        """SIGKILL, and wait until it is gone (tests take a device away this way: faults.py), KILL_WAIT at most."""
         self._process.kill()
-        self._process.wait()
+        self._reaped()
 
     def stop(self) -> None:
         """Close its input (the runner exits at the end of it); kill it if it does not."""
@@ -293,8 +294,17 @@ class Runner:
             self._process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self._process.kill()
-            self._process.wait()
+            self._reaped()
         self._stdout.close()
+
+    def _reaped(self) -> None:
+        """After SIGKILL: wait for the process to be gone, within KILL_WAIT. A process in uninterruptible sleep (a
+        driver call that never returns) ignores even SIGKILL: it is left behind, as the supervisor leaves a worker,
+        rather than hang the run that waits on it."""
+        try:
+            self._process.wait(timeout=KILL_WAIT)
+        except subprocess.TimeoutExpired:
+            log.warning("the DirectML runner (pid %d) did not end after SIGKILL: left behind", self._process.pid)
 
 
 class Runners:
