@@ -12,7 +12,9 @@ import pytest
 import conformance.run.runner as runner
 from conformance.cli.main import main
 from conformance.compare.common import Verdict
+from conformance.environment import ran_on
 from conformance.model import Status
+from conformance.results import read_results
 from conformance.run.artifacts import folder_name
 
 EXAMPLE = "cases/top_k1/spec_examples.yaml"
@@ -73,6 +75,7 @@ LAVAPIPE = {
     "vulkan_driver": "llvmpipe Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)",
     "adapter": {"index": 0, "description": "llvmpipe (LLVM 15.0.6, 256 bits)", "vendor_id": 65541, "device_id": 0},
     "onnxruntime": "1.24.4",
+    "onnxruntime_dll": "1.24.26.316",
     "directml_dll": "1.15.4.0",
 }
 
@@ -91,11 +94,11 @@ def test_a_directml_readme_names_the_build_adapter_and_driver_and_the_runner(tmp
         str(tmp_path), result, b"", feeds, outputs, outputs, "DmlExecutionProvider", directml_text(found)
     )
     readme = (Path(folder) / "README.txt").read_text(encoding="utf-8")
-    # 65541 is 0x10005, Mesa's vendor id for llvmpipe.
+    # 65541 is 0x10005, Mesa's vendor id for llvmpipe. The words are the reports' "EP dml ran on" line's.
     assert (
-        "Executed by: DmlExecutionProvider: DirectML 1.15.4 (DirectML.dll 1.15.4.0) with onnxruntime.dll 1.24.4, "
-        "feature level 6_4, on adapter 0: llvmpipe (LLVM 15.0.6, 256 bits) (vendor 0x10005, device 0x0000), driver "
-        "llvmpipe Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6), under wine-8.0 (Debian 8.0~repack-4) + vkd3d-proton 3.0.1\n"
+        "Executed by: DmlExecutionProvider: llvmpipe (LLVM 15.0.6, 256 bits) (PCI 10005:0000), driver llvmpipe Mesa "
+        "25.0.7-2~bpo12+1 (LLVM 15.0.6), through wine+vkd3d-proton (wine-8.0 (Debian 8.0~repack-4), vkd3d-proton "
+        "3.0.1); DirectML.dll 1.15.4.0, onnxruntime.dll 1.24.26.316 (onnxruntime 1.24.4); feature level 6_4\n"
     ) in readme
     assert "On Linux, DirectML runs in the harness's runner under Wine" in readme
     assert "    ep = parse_ep('dml')\n" in readme
@@ -137,7 +140,12 @@ def test_the_readme_s_runner_lines_rerun_a_directml_failure_on_linux(
     capsys.readouterr()
     folder = tmp_path / "a" / folder_name(case, "dml")
     readme = (folder / "README.txt").read_text(encoding="utf-8")
-    assert "Executed by: DmlExecutionProvider: DirectML " in readme and " on adapter 0: " in readme
+    # The words of the run's reports: the "EP dml ran on" line of its results.json, and the feature level.
+    env = read_results(str(tmp_path / "r" / "results.json")).environment
+    ep = env.ep("dml")
+    assert ep is not None and ep.directml is not None
+    ran = f"Executed by: DmlExecutionProvider: {ran_on(ep, env)}; feature level {ep.directml.feature_level}\n"
+    assert ran in readme and " (PCI " in ran and "; DirectML.dll " in ran
     lines = readme.split("in this folder:\n\n", 1)[1].splitlines()
     script = "\n".join(line.removeprefix("    ") for line in lines if line.startswith("    "))
     script += "\nfor name, array in zip(['OutputValueTensor', 'OutputIndexTensor'], outputs):"

@@ -1,13 +1,16 @@
-"""Case ids name their file from a root that does not move with the shell (conformance/cases/ids.py): the repository
-the file is in, else the directory given. The same selection run from a checkout's root, its parent or a subfolder
-gives the same ids, in results.json and in pytest's node ids, and so the same waiver matches, shards and
-reproduction commands; ids from the repository's root are the paths from there, as they always were."""
+"""Case ids name their file from a root that does not move with the shell (conformance/cases/ids.py): the nearest folder
+above it holding .git or the harness's .dmlconf-root, else the directory given. The same selection run from a checkout's
+root, its parent or a subfolder gives the same ids, in results.json and in pytest's node ids, and so the same waiver
+matches, shards and reproduction commands; ids from the repository's root are the paths from there, as they always
+were."""
 
 from __future__ import annotations
 
 import json
 import os
 import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -47,7 +50,8 @@ known_failures:
 
 def _skip_inside_a_repository(folder: Path) -> None:
     """The tests build their own checkout, and folders outside any, under ``folder``."""
-    if any((parent / ".git").exists() for parent in (folder, *folder.parents)):
+    markers = (".git", ".dmlconf-root")
+    if any((parent / marker).exists() for parent in (folder, *folder.parents) for marker in markers):
         pytest.skip(f"{folder} is inside a repository")
 
 
@@ -198,3 +202,86 @@ def test_pytest_refuses_two_files_that_would_get_the_same_ids(pytester: pytest.P
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*b/x.yaml:1:1: its case ids (x.yaml::...) would be those of *a/x.yaml: *"])
     result.assert_outcomes(errors=1)
+
+
+# The harness's own cases outside its checkout: a copy without .git (an unpacked archive, a CI artifact) and a copy
+# vendored in another repository. Each keeps the marker the repository ships at its root, .dmlconf-root.
+COPIES = {"copy": "copy", "vendored": "mono/third_party/dmlconf"}
+# Where the shell is, relative to the copy's root, and how it names cases/ (or a part of it) from there.
+SPELLINGS = [
+    (".", []),  # the default, cases/
+    (".", ["cases"]),
+    (".", ["."]),
+    ("..", ["{name}/cases"]),
+    ("cases", ["."]),
+    ("cases/top_k1", [".."]),
+    ("/", ["{root}/cases"]),
+]
+
+
+def _copy_of_the_harness(base: Path, layout: str) -> Path:
+    """The root of a copy of this repository's cases/ and marker under ``base``, laid out as ``layout`` says."""
+    _skip_inside_a_repository(base)
+    root = base / COPIES[layout]
+    shutil.copytree(REPO / "cases", root / "cases")
+    shutil.copy2(REPO / ".dmlconf-root", root / ".dmlconf-root")
+    if layout == "vendored":
+        subprocess.run(["git", "init", "-q", str(base / "mono")], check=True)
+    return root
+
+
+def _ids_from_the_repository_s_root(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
+    """``dmlconf list ARGS`` run from this checkout's root: the ids as they always were."""
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        assert main(["list", *args]) == 0
+    finally:
+        os.chdir(cwd)
+    return capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize("layout", sorted(COPIES))
+def test_a_copy_of_the_harness_keeps_its_ids_without_git_or_inside_another_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], layout: str
+) -> None:
+    root = _copy_of_the_harness(tmp_path, layout)
+    expected = _ids_from_the_repository_s_root(capsys, "cases")
+    assert expected and all(case.startswith("cases/") for case in expected)
+    for cwd, args in SPELLINGS:
+        monkeypatch.chdir(root / cwd)
+        spelled = [arg.format(name=root.name, root=root) for arg in args]
+        assert main(["list", *spelled]) == 0, (cwd, spelled)
+        assert capsys.readouterr().out.splitlines() == expected, (cwd, spelled)
+    # A part of the cases, a folder or a file, is named from the same root.
+    part = _ids_from_the_repository_s_root(capsys, "cases/top_k1/spec_examples.yaml")
+    assert part and all(case.startswith("cases/top_k1/spec_examples.yaml::") for case in part)
+    for cwd, path in [(".", "cases/top_k1"), ("cases/top_k1", "."), ("cases/top_k1", "spec_examples.yaml")]:
+        monkeypatch.chdir(root / cwd)
+        assert main(["list", path, "-k", "spec_examples.yaml::"]) == 0, (cwd, path)
+        assert capsys.readouterr().out.splitlines() == part, (cwd, path)
+
+
+@pytest.mark.parametrize("layout", sorted(COPIES))
+@pytest.mark.parametrize(
+    ("cwd", "args"),
+    [(".", ["cases/top_k1"]), ("..", ["{name}/cases/top_k1"]), ("cases/top_k1", ["."]), ("cases", ["top_k1"])],
+    ids=["root", "parent", "the-folder", "cases"],
+)
+def test_pytest_s_node_ids_in_a_copy_of_the_harness_are_the_cli_s(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    layout: str,
+    cwd: str,
+    args: list[str],
+) -> None:
+    root = _copy_of_the_harness(pytester.path, layout)
+    for name in os.listdir(root / "cases"):  # one operator's cases are enough here
+        if name != "top_k1" and (root / "cases" / name).is_dir():
+            shutil.rmtree(root / "cases" / name)
+    expected = _ids_from_the_repository_s_root(capsys, "cases/top_k1")
+    monkeypatch.chdir(root / cwd)
+    collected = pytester.inline_run(*FAST, "--ep", "cpu", "--collect-only", *(a.format(name=root.name) for a in args))
+    items = collected.getcalls("pytest_collection_finish")[0].session.items
+    assert [item.nodeid for item in items] == expected

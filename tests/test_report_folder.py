@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,6 +146,25 @@ def test_the_lock_is_one_holder_s_until_it_is_released(tmp_path: Path) -> None:
     held.release()
     FolderLock(str(tmp_path)).release()
     assert (tmp_path / LOCK_NAME).read_text(encoding="ascii") == f"{os.getpid()}\n"
+
+
+def test_on_windows_the_lock_is_unlocked_before_the_file_is_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows may drop a byte lock some time after its file is closed, and a ``--resume`` started at once would be
+    refused: release unlocks the byte it locked (msvcrt locks from the file's position) while the file is open."""
+    calls: list[tuple[int, int, int]] = []
+
+    def locking(fd: int, mode: int, nbytes: int) -> None:
+        os.fstat(fd)  # the file is still open: an OSError here otherwise
+        calls.append((mode, os.lseek(fd, 0, os.SEEK_CUR), nbytes))
+
+    monkeypatch.setitem(sys.modules, "msvcrt", types.SimpleNamespace(LK_NBLCK=2, LK_UNLCK=0, locking=locking))
+    monkeypatch.setattr(sys, "platform", "win32")
+    lock = FolderLock(str(tmp_path))
+    lock.release()
+    assert calls == [(2, 0, 1), (0, 0, 1)]  # the first byte locked, then that byte unlocked
+    assert lock.handle.closed
 
 
 @posix

@@ -81,7 +81,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if args.jobs < 1:
             return _run_suite(args, argv, eps, None, directml, start, held)
         # Started before the case files are read, so that the workers' imports overlap the reading.
-        with Supervisor(args.jobs, args.case_timeout or None) as supervisor:
+        with Supervisor(args.jobs, run_options(vars(args), {}).case_timeout) as supervisor:
             return _run_suite(args, argv, eps, supervisor, directml, start, held)
 
 

@@ -6,7 +6,18 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from conformance.environment import Adapter, Chain, Environment, EpDevice, EpRecord, Gpu, RunnerDeath, SkippedFile
+from conformance.environment import (
+    Adapter,
+    Chain,
+    Environment,
+    EpDevice,
+    EpRecord,
+    Gpu,
+    RunnerDeath,
+    SkippedFile,
+    ran_on,
+)
+from conformance.environment import pci_id as pci_id  # the reports' and the diff's, named here as before
 from conformance.model import Status
 from conformance.results import EXECUTED, FAILING, Result, ep_not_started
 
@@ -200,11 +211,6 @@ def _gpu_line(gpu: Gpu) -> str:
     return f"{gpu.name or '?'}" + (f" ({shown})" if shown else "")
 
 
-def pci_id(value: int | None) -> str:
-    """A PCI vendor or device id as lspci writes it ("10de"); "?" where the record has none."""
-    return f"{value:04x}" if value is not None else "?"
-
-
 def _device_text(device: EpDevice) -> str:
     """e.g. "GPU 10de:2330 (pci_bus_id=0000:00:06.0)": type, PCI vendor:device ids, metadata."""
     words = [device.type or "?", device.vendor or "", f"{pci_id(device.vendor_id)}:{pci_id(device.device_id)}"]
@@ -262,67 +268,6 @@ def death_reason(death: RunnerDeath) -> str:
 def ran_on_line_name(label: str) -> str:
     """What the line naming the device and builds that executed the EP ``label`` is called ("EP dml ran on")."""
     return f"{ep_line_name(label)} ran on"
-
-
-def _same_bus(one: str, other: str) -> bool:
-    """Two PCI bus ids naming one slot: nvidia-smi writes an 8-digit domain (00000000:00:06.0), onnxruntime 4."""
-    domain, _, rest = one.lower().partition(":")
-    other_domain, _, other_rest = other.lower().partition(":")
-    return rest == other_rest and domain.lstrip("0") == other_domain.lstrip("0")
-
-
-def _gpu_ran_on(gpu: Gpu, ids: str = "") -> str:
-    where = ", ".join(part for part in (ids, f"bus {gpu.pci_bus_id}" if gpu.pci_bus_id else "") if part)
-    return f"{gpu.name or '?'}" + (f" (PCI {where})" if where else "") + f", driver {gpu.driver_version or '?'}"
-
-
-def _device_ran_on(device: EpDevice, gpus: Sequence[Gpu], cpu: str | None) -> str:
-    """An OrtEpDevice, named by the GPU the OS lists on its PCI bus where one matches (the CPU by its model)."""
-    ids = f"{pci_id(device.vendor_id)}:{pci_id(device.device_id)}"
-    if device.type == "CPU" and cpu:
-        return f"the CPU ({cpu})"
-    bus = device.metadata.get("pci_bus_id")
-    gpu = next((g for g in gpus if bus and g.pci_bus_id and _same_bus(bus, g.pci_bus_id)), None)
-    if gpu is not None:
-        return _gpu_ran_on(gpu, ids)
-    return " ".join(word for word in (device.type or "?", device.vendor or "", f"(PCI {ids})") if word)
-
-
-def _wine_ran_on(ep: EpRecord, chain: Chain, gpus: Sequence[Gpu]) -> str:
-    """DirectML under Wine: the adapter it ran on, its driver (the Vulkan driver's, else that of the GPU the OS
-    lists under the adapter's name), and the DLLs that executed it, not the Python package's onnxruntime."""
-    adapter = chain.adapter or Adapter()
-    name = adapter.description or "an adapter the runner did not describe"
-    listed = next((gpu.driver_version for gpu in gpus if gpu.name and gpu.name == adapter.description), None)
-    driver = f"driver {chain.vulkan_driver or listed}" if chain.vulkan_driver or listed else "driver unknown"
-    vkd3d = chain.vkd3d_proton.version if chain.vkd3d_proton is not None else None
-    directml = chain.directml_dll or (ep.directml.version if ep.directml is not None else None)
-    return (
-        f"{name} (PCI {pci_id(adapter.vendor_id)}:{pci_id(adapter.device_id)}), {driver}, through "
-        f"{chain.transport or 'Wine'} ({chain.wine or 'Wine'}, vkd3d-proton {vkd3d or '?'}); DirectML.dll "
-        f"{directml or '?'}, onnxruntime.dll {chain.onnxruntime_dll or '?'} (onnxruntime {chain.onnxruntime or '?'})"
-    )
-
-
-def ran_on(ep: EpRecord, env: Environment) -> str:
-    """The device that executed ``ep`` (adapter, PCI vendor:device ids, driver) and the builds that did (DirectML,
-    onnxruntime): what a driver team reads first."""
-    if ep.chain is not None:
-        return _wine_ran_on(ep, ep.chain, env.gpus)
-    if ep.devices:
-        device = "; ".join(_device_ran_on(d, env.gpus, env.cpu) for d in ep.devices)
-    elif ep.name == "CPUExecutionProvider":
-        device = f"the CPU ({env.cpu})" if env.cpu else "the CPU"
-    elif env.gpus:
-        device = "; ".join(_gpu_ran_on(gpu) for gpu in env.gpus)
-    else:
-        device = "no GPU found (nvidia-smi / Win32_VideoController)"
-    builds = [f"DirectML {ep.directml.version or '?'}"] if ep.directml is not None else []
-    builds.append(f"onnxruntime {env.onnxruntime or '?'}")
-    # A plugin EP's own library version (WebGPU's); a built-in EP's is onnxruntime's and would say it twice.
-    plugins = dict.fromkeys(d.ep_metadata.get("version") for d in ep.devices)
-    builds += [f"{ep.name} {version}" for version in plugins if version and version != env.onnxruntime]
-    return f"{device}; {', '.join(builds)}"
 
 
 def ran_on_lines(env: Environment) -> tuple[tuple[str, str], ...]:

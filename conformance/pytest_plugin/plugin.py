@@ -61,7 +61,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 class _Settings:
     eps: tuple[EpSpec, ...]  # empty: the best available, found when the first case file is collected
     options: RunOptions
-    timeout: float | None  # --case-timeout; None: none
     in_process: bool
     known: KnownFailures | None = None  # --waivers
 
@@ -96,7 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
     known = None
     if waiver_file is not None and waivers is not None:
         known = KnownFailures(waiver_file, waivers, _machine(config, eps, options, directml))
-    config.stash[_SETTINGS] = _Settings(tuple(eps), options, values["case_timeout"] or None, in_process, known)
+    config.stash[_SETTINGS] = _Settings(tuple(eps), options, in_process, known)
     if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (xdist.py)
         config.pluginmanager.register(CaseFileCollectionStop(config), "dml_conformance_xdist")
         if known is not None:  # where every report arrives
@@ -129,7 +128,7 @@ def _supervisor(config: pytest.Config) -> Supervisor | None:
     if _SUPERVISOR not in config.stash:
         from conformance.survive.supervisor import Supervisor
 
-        config.stash[_SUPERVISOR] = Supervisor(1, settings.timeout)
+        config.stash[_SUPERVISOR] = Supervisor(1, settings.options.case_timeout)
     return config.stash[_SUPERVISOR]
 
 

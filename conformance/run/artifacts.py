@@ -12,9 +12,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from conformance.environment import DirectMLRecord, Environment, EpRecord, ran_on
 from conformance.ep.directml import DirectML
 from conformance.ep.providers import DML
 from conformance.problems import first_line
+from conformance.records import RecordError, read_record
 from conformance.results import Result, write_text_atomic
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]+")
@@ -30,21 +32,20 @@ def folder_name(case: str, ep: str) -> str:
 
 
 def directml_text(found: DirectML) -> str:
-    """The DirectML that executed a case, in words, for a reader of its artifacts without results.json: its build,
-    onnxruntime.dll's, and under Wine the adapter (name, vendor and device ids), its driver and the chain between."""
-    level = f", feature level {found.feature_level}" if found.feature_level else ""
-    chain = found.identity
-    if chain is None:  # Windows: onnxruntime-directml in the process, on the adapter device_id picks (0 by default)
-        return f"DirectML {found.version or '?'} ({found.source}){level}; adapter and driver: results.json's gpus"
-    adapter = chain.get("adapter") or {}
-    ids = f"vendor 0x{int(adapter.get('vendor_id') or 0):04x}, device 0x{int(adapter.get('device_id') or 0):04x}"
-    vkd3d = (chain.get("vkd3d_proton") or {}).get("version") or "?"
-    return (
-        f"DirectML {found.version or '?'} (DirectML.dll {chain.get('directml_dll') or '?'}) with onnxruntime.dll "
-        f"{chain.get('onnxruntime') or '?'}{level}, on adapter {adapter.get('index', 0)}: "
-        f"{adapter.get('description') or '?'} ({ids}), driver {chain.get('vulkan_driver') or '?'}, "
-        f"under {chain.get('wine') or 'Wine'} + vkd3d-proton {vkd3d}"
-    )
+    """The DirectML that executed a case, in words, for a reader of its artifacts without results.json: the reports'
+    "ran on" line (environment.ran_on: the adapter with its PCI ids and driver, the chain under Wine, the DLLs'
+    builds), and the feature level."""
+    try:
+        directml = read_record(DirectMLRecord, found.to_json(), "directml")
+    except RecordError as error:  # the runner described the chain oddly: the build, and why nothing more
+        return f"DirectML {found.version or '?'} ({found.source}); the device record is unreadable: {error}"
+    from conformance.ep import device  # imports onnxruntime, which `dmlconf report` (folder_name) must not load
+
+    # What the reports name the device from besides the EP's record: the GPUs the OS lists (the adapter on Windows,
+    # a driver the Vulkan record lacks under Wine) and this process's onnxruntime (DirectML's on Windows).
+    env = read_record(Environment, {"gpus": device.gpus(), "onnxruntime": device.runtime()["onnxruntime"]}, "")
+    level = f"; feature level {found.feature_level}" if found.feature_level else ""
+    return ran_on(EpRecord(label="dml", name=DML, directml=directml), env) + level
 
 
 def _readme(

@@ -175,16 +175,22 @@ def shard_record(shard: ShardOf, eps: Sequence[EpSpec]) -> dict[str, Any]:
     """results.json's ``shard``: its index and count, and the plan every shard of the split shares (the (case, EP)
     pairs of the selection before it was split, and their hash over each pair's case id and EP text, in run order),
     so that ``dmlconf merge`` can tell a complete set of shards from a part of one."""
-    pairs = hashlib.sha256()
-    for case_id in shard.of:
-        for ep in eps:
-            pairs.update(f"{case_id}\t{ep.text}\n".encode())
     return {
         "index": shard.index,
         "count": shard.count,
         "planned_results": len(shard.of) * len(eps),
-        "plan_sha256": pairs.hexdigest(),
+        "plan_sha256": plan_sha256(shard.of, eps),
     }
+
+
+def plan_sha256(case_ids: Iterable[str], eps: Sequence[EpSpec]) -> str:
+    """The hash of a plan, its (case id, EP text) pairs in run order: what a shard's plan and a resumed run's pairs
+    (survive/stream.py) are recognised by, one algorithm for both."""
+    pairs = hashlib.sha256()
+    for case_id in case_ids:
+        for ep in eps:
+            pairs.update(f"{case_id}\t{ep.text}\n".encode())
+    return pairs.hexdigest()
 
 
 def _run_facts(facts: RunFacts | None, problems: Sequence[Problem], eps: Sequence[EpSpec]) -> dict[str, Any]:

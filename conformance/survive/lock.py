@@ -70,6 +70,21 @@ class FolderLock:
             pass
 
     def release(self) -> None:
-        """The lock given up (closing the file gives it up on every platform)."""
+        """The lock given up: unlocked, then closed (closing alone gives it up on every platform, but Windows may
+        release a byte lock some time after the close, and a ``--resume`` started at once would be refused)."""
         if not self.handle.closed:
+            _unlock(self.handle)
             self.handle.close()
+
+
+def _unlock(handle: IO[bytes]) -> None:
+    """Windows: the byte ``_try_lock`` locked, unlocked now; on POSIX ``flock`` is given up with the close."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            handle.flush()
+            handle.seek(0)
+            msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        except OSError:  # not ours after all, or the file is gone: the close gives it up, later
+            pass

@@ -16,7 +16,6 @@ may lose the last second.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -28,7 +27,7 @@ from conformance.cases.parse import Entry
 from conformance.ep.directml import DirectML, package_version
 from conformance.ep.providers import EpSpec
 from conformance.results import SCHEMA_VERSION, Result, result_from_json
-from conformance.run.identity import PACKAGES, cases_sha256, executing
+from conformance.run.identity import PACKAGES, cases_sha256, executing, plan_sha256
 from conformance.run.options import RunOptions
 
 STREAM_NAME = "results.jsonl"
@@ -50,14 +49,10 @@ def run_identity(
     onnxruntime and NumPy packages installed, and what each EP executes on (``directml``: each DirectML EP's, as
     dml_here.directml_for found it). ``case_files_sha256``: identity.cases_sha256 of the entries' files, where the
     caller has it already (dmlconf run takes it for results.json): else it is taken here."""
-    pairs = hashlib.sha256()
-    for entry in entries:
-        for ep in eps:
-            pairs.update(f"{entry.id}\t{ep.text}\n".encode())
     return {
         "schema_version": SCHEMA_VERSION,
         "pairs": len(entries) * len(eps),
-        "pairs_sha256": pairs.hexdigest(),
+        "pairs_sha256": plan_sha256((entry.id for entry in entries), eps),
         # results.json's harness.cases_sha256
         "case_files_sha256": case_files_sha256 or cases_sha256(entry.path for entry in entries)[0],
         "feature_level": str(options.feature_level) if options.feature_level else None,
