@@ -321,3 +321,22 @@ def test_a_d3d12_device_that_cannot_be_created_shows_the_runner_s_errors_and_the
         "the DirectML chain is broken at its 'D3D12 device' link: docs/directml-on-linux.md#when-doctor-fails says "
         "what each failure means"
     )
+
+
+def test_the_vulkan_link_lists_devices_whatever_becomes_of_the_display() -> None:
+    """vulkaninfo opens a surface on the display it is given; an X server that refuses a client (gone, or at its
+    client limit under load) must not read as a machine without a Vulkan device: the display is a link of its own."""
+    import shutil
+    import subprocess
+
+    from conformance.ep.wine.doctor import _vulkan
+
+    program = shutil.which("vulkaninfo")
+    if program is None:
+        pytest.skip("vulkaninfo is not installed (source .ci/dml-chain.sh)")
+    headless = {key: value for key, value in os.environ.items() if key not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    listed = subprocess.run([program, "--summary"], env=headless, capture_output=True, text=True, check=False)
+    if "deviceName" not in listed.stdout:
+        pytest.skip("no Vulkan device here (source .ci/dml-chain.sh)")
+    name = next(line.split("=", 1)[1].strip() for line in listed.stdout.splitlines() if "deviceName" in line)
+    assert name in _vulkan({**headless, "DISPLAY": ":987"})  # no X server answers there; Broken where none is found

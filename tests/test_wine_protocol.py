@@ -231,3 +231,22 @@ def test_a_dead_runner_is_a_crash_of_its_case_or_a_lost_device() -> None:
     said = "the DirectML runner (pid 7) exited with status 1\n  DXGI_ERROR_DEVICE_REMOVED"
     lost = finish(prepared, ProcessDied(said), dml, options, 0.0)
     assert (lost.status.value, lost.failure_kind) == ("DEVICE_LOST", "device_lost")
+
+
+def test_the_runner_builds_without_a_warning_under_wall_wextra(tmp_path: Path) -> None:
+    """The brief's rule for the C runner, checked with the compiler the chain builds it with (mingw-w64), where it is
+    installed: -Wall -Wextra, every warning an error."""
+    import shutil
+    import subprocess
+
+    compiler = shutil.which(chain.COMPILER)
+    if compiler is None:
+        pytest.skip(f"{chain.COMPILER} is not installed (source .ci/dml-chain.sh)")
+    source = Path(chain.__file__).with_name(chain.RUNNER_SOURCE)
+    built = subprocess.run(
+        [compiler, "-Wall", "-Wextra", "-Werror", "-O2", str(source), "-o", str(tmp_path / "runner.exe"), "-lversion"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr

@@ -28,9 +28,16 @@ _VERSION_TEXT = re.compile(rb"\x00(\d+\.\d+\.\d+)\x00")
 VULKAN_FIELDS = ("deviceName", "driverName", "driverInfo", "driverVersion", "apiVersion", "deviceType")
 
 
-def _output(command: list[str]) -> str:
+def vulkaninfo_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without a window system for ``vulkaninfo --summary``: it lists devices without one, but where a
+    display is named it also opens a surface on it, and an X server that refuses one more client then reads as no
+    Vulkan device at all (seen under load in CI). The display is a link of its own (doctor's "display")."""
+    return {key: value for key, value in environ.items() if key not in ("DISPLAY", "WAYLAND_DISPLAY")}
+
+
+def _output(command: list[str], env: Mapping[str, str] | None = None) -> str:
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=_QUERY_SECONDS, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=_QUERY_SECONDS, check=False, env=env)
     except (OSError, subprocess.SubprocessError) as error:
         log.debug("%s: %s", command[0], error)
         return ""
@@ -66,7 +73,7 @@ def parse_vulkaninfo(text: str) -> list[dict[str, str]]:
 def vulkan_devices() -> list[dict[str, str]]:
     """The Vulkan devices this machine's loader offers (``VK_DRIVER_FILES`` and all), where vulkaninfo is installed."""
     program = shutil.which("vulkaninfo")
-    return parse_vulkaninfo(_output([program, "--summary"])) if program else []
+    return parse_vulkaninfo(_output([program, "--summary"], vulkaninfo_environment(os.environ))) if program else []
 
 
 def _staged_digests(folder: Path) -> dict[str, str]:

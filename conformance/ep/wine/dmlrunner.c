@@ -300,12 +300,18 @@ static void module_version(const char *module, char *text, size_t size) {
   free(block);
 }
 
+/* GetProcAddress as the one function type every function pointer converts from without a warning (GCC's
+ * -Wcast-function-type exempts void (*)(void)): each caller casts it to the export's own type. */
+static void (*proc_address(HMODULE module, const char *name))(void) {
+  return (void (*)(void))GetProcAddress(module, name);
+}
+
 /* A D3D12 device on DXGI adapter ``index`` (as onnxruntime's device_id path makes one: feature level 11_0); the
  * adapter is returned too where ``adapter`` is given. The HRESULT says why there is none. */
 static HRESULT make_device(UINT index, IDXGIAdapter1 **adapter, ID3D12Device **device) {
   HMODULE dxgi = LoadLibraryA("dxgi.dll"), d3d = LoadLibraryA("d3d12.dll");
-  CreateDXGIFactory1_t cf = dxgi ? (CreateDXGIFactory1_t)GetProcAddress(dxgi, "CreateDXGIFactory1") : NULL;
-  D3D12CreateDevice_t create = d3d ? (D3D12CreateDevice_t)GetProcAddress(d3d, "D3D12CreateDevice") : NULL;
+  CreateDXGIFactory1_t cf = dxgi ? (CreateDXGIFactory1_t)proc_address(dxgi, "CreateDXGIFactory1") : NULL;
+  D3D12CreateDevice_t create = d3d ? (D3D12CreateDevice_t)proc_address(d3d, "D3D12CreateDevice") : NULL;
   IDXGIFactory1 *factory = NULL;
   IDXGIAdapter1 *found = NULL;
   HRESULT hr = cf && create ? cf(&IID_IDXGIFactory1, (void **)&factory) : E_NOINTERFACE;
@@ -333,7 +339,7 @@ static const Shared *shared_device(int index, char *why, size_t size) {
   D3D12_COMMAND_QUEUE_DESC desc = {0};
   desc.Type = D3D12_COMMAND_LIST_TYPE_DIRECT;
   HMODULE dml = LoadLibraryA("DirectML.dll");
-  DMLCreateDevice_t dcd = dml ? (DMLCreateDevice_t)GetProcAddress(dml, "DMLCreateDevice") : NULL;
+  DMLCreateDevice_t dcd = dml ? (DMLCreateDevice_t)proc_address(dml, "DMLCreateDevice") : NULL;
   HRESULT hr = make_device((UINT)index, NULL, &slot->device);
   if (FAILED(hr)) { snprintf(why, size, "D3D12CreateDevice on adapter %d failed: HRESULT 0x%08lx", index, (unsigned long)hr); return NULL; }
   hr = ID3D12Device_CreateCommandQueue(slot->device, &desc, &IID_ID3D12CommandQueue, (void **)&slot->queue);
@@ -367,11 +373,11 @@ static void describe(Frame *f) {
   int first = 1, any = 1;
   char text[256];
   put(&j, "{", 1);
-  json_str(&j, "onnxruntime", ((const OrtApiBase *(__stdcall *)(void))GetProcAddress(GetModuleHandleA("onnxruntime.dll"), "OrtGetApiBase"))()->GetVersionString(), &first);
+  json_str(&j, "onnxruntime", ((const OrtApiBase *(__stdcall *)(void))proc_address(GetModuleHandleA("onnxruntime.dll"), "OrtGetApiBase"))()->GetVersionString(), &first);
   json_num(&j, "ort_api_version", RUNNER_ORT_API_VERSION, &first);
 
   HMODULE dxgi = LoadLibraryA("dxgi.dll");
-  CreateDXGIFactory1_t cf = dxgi ? (CreateDXGIFactory1_t)GetProcAddress(dxgi, "CreateDXGIFactory1") : NULL;
+  CreateDXGIFactory1_t cf = dxgi ? (CreateDXGIFactory1_t)proc_address(dxgi, "CreateDXGIFactory1") : NULL;
   IDXGIFactory1 *factory = NULL;
   IDXGIAdapter1 *chosen = NULL;
   json_key(&j, "adapters", &first);
@@ -430,7 +436,7 @@ static void describe(Frame *f) {
       }
     }
     HMODULE dml = LoadLibraryA("DirectML.dll");
-    DMLCreateDevice_t dcd = dml ? (DMLCreateDevice_t)GetProcAddress(dml, "DMLCreateDevice") : NULL;
+    DMLCreateDevice_t dcd = dml ? (DMLCreateDevice_t)proc_address(dml, "DMLCreateDevice") : NULL;
     void **dml_device = NULL;
     double t = now_ms();
     HRESULT hr = dcd ? dcd(device, 0, &IID_IDMLDevice_, (void **)&dml_device) : E_FAIL;
@@ -715,8 +721,13 @@ int main(int argc, char **argv) {
   _dup2(_fileno(stderr), _fileno(stdout));
   setvbuf(stderr, NULL, _IONBF, 0);
 
-  /* Profiles go to the folder named by the first argument (else the current one). */
-  swprintf(profile_prefix, MAX_PATH, L"%hs\\dmlrunner_%lu", argc > 1 ? argv[1] : ".", (unsigned long)GetCurrentProcessId());
+  /* Profiles go to the folder named by the first argument (else the current one). The name holds the start time as
+   * well as the process id: runners of several Wine prefixes share the staged folder, and each wineserver numbers
+   * its processes from the same small ids, so two runners could otherwise write one profile file. */
+  LARGE_INTEGER started;
+  QueryPerformanceCounter(&started);
+  swprintf(profile_prefix, MAX_PATH, L"%hs\\dmlrunner_%lu_%llx", argc > 1 ? argv[1] : ".",
+           (unsigned long)GetCurrentProcessId(), (unsigned long long)started.QuadPart);
 
   HMODULE dll = LoadLibraryA("onnxruntime.dll");
   if (!dll) {
@@ -724,7 +735,7 @@ int main(int argc, char **argv) {
     snprintf(b, sizeof b, "LoadLibrary onnxruntime.dll failed: error %lu", (unsigned long)GetLastError());
     die(b);
   }
-  const OrtApiBase *(__stdcall *get_base)(void) = (const OrtApiBase *(__stdcall *)(void))GetProcAddress(dll, "OrtGetApiBase");
+  const OrtApiBase *(__stdcall *get_base)(void) = (const OrtApiBase *(__stdcall *)(void))proc_address(dll, "OrtGetApiBase");
   if (!get_base) die("onnxruntime.dll has no OrtGetApiBase");
   ort = get_base()->GetApi(RUNNER_ORT_API_VERSION);
   if (!ort) die("onnxruntime.dll does not serve the ORT API version the runner needs");

@@ -23,7 +23,13 @@ from conformance.ep.graph import GraphBuilder
 from conformance.ep.providers import parse_ep
 from conformance.ep.wine import chain as parts
 from conformance.ep.wine.client import Runner, RunnerDied
-from conformance.ep.wine.device import chain_identity, parse_vulkaninfo, vkd3d_proton_version, wine_version
+from conformance.ep.wine.device import (
+    chain_identity,
+    parse_vulkaninfo,
+    vkd3d_proton_version,
+    vulkaninfo_environment,
+    wine_version,
+)
 from conformance.ep.wine.diagnose import device_failure, named_hresults
 from conformance.ep.wine.protocol import ProtocolError, Refused
 from conformance.ep.wine.session import open_model
@@ -84,8 +90,8 @@ def _vulkan(environ: Mapping[str, str]) -> str:
     if program is None:
         return f"vulkaninfo not installed: devices not listed; ICD: {icd}"
     try:
-        done = subprocess.run([program, "--summary"], env=dict(environ), capture_output=True, text=True,
-                              timeout=_VULKANINFO_SECONDS, check=False)  # fmt: skip
+        done = subprocess.run([program, "--summary"], env=vulkaninfo_environment(environ), capture_output=True,
+                              text=True, timeout=_VULKANINFO_SECONDS, check=False)  # fmt: skip
     except (OSError, subprocess.SubprocessError) as error:
         raise Broken(f"vulkaninfo --summary: {error}") from None
     devices = parse_vulkaninfo(done.stdout)
