@@ -248,3 +248,14 @@ def test_one_side_picked_from_a_file_that_is_both_sides_is_a_usage_error(
     assert capsys.readouterr().err.splitlines() == [
         "dmlconf: --old-ep picks one EP of a file that is both OLD and NEW: pick the other side's with --new-ep too"
     ]
+
+
+def test_one_ep_of_a_run_is_not_failed_by_another_ep_s_runner_death(tmp_path: Path) -> None:
+    # --old-ep/--new-ep take one EP of a run of several: a death under a pack on EP b fails b, not a.
+    env = _gpu("GPU X", "1.0") | {"eps": [{"label": "a", "name": "A"}, {"label": "b", "name": "B"}]}
+    both = [*_run("a"), *_run("b")]
+    old = _write(tmp_path / "old.json", env, both)
+    death = {"ep": "b", "count": 1, "in_packs": 1, "cases": list(CASES[:2]), "stderr": ["killed"]}
+    new = _write(tmp_path / "new.json", env | {"runner_deaths": [death]}, both)
+    assert main(["diff", old, new, "--old-ep", "a", "--new-ep", "a", "--match", "case"]) == 0
+    assert main(["diff", old, new, "--old-ep", "b", "--new-ep", "b", "--match", "case"]) == 1

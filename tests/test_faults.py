@@ -96,13 +96,37 @@ def test_a_crash_in_a_pack_is_pinned_on_its_case_with_several_workers(
     done = _dmlconf([SWEEP, "-j", "2"], tmp_path, f"segv:{victim}")
     assert done.returncode == 1, done.stderr
     _check_only_the_victim(_results(tmp_path), clean[SWEEP], victim, Status.CRASH)
-    # The worker killed under the pack is recorded (its cases each ran again alone: no result stands for it); its
-    # death under the victim alone is the victim's CRASH.
+    # The worker killed under the pack is recorded; the victim, run again alone, died again: its CRASH stands for
+    # the pack's death, which therefore fails nothing by itself (the CRASH does, unless waived).
     [death] = json.loads((tmp_path / "results.json").read_text())["environment"]["runner_deaths"]
-    assert (death["ep"], death["count"], death["in_packs"]) == ("cpu", 1, 1)
+    assert (death["ep"], death["count"], death["in_packs"]) == ("cpu", 1, 0)
     assert victim in death["cases"] and len(death["cases"]) > 1
     assert any(line.startswith("Fatal Python error: Segmentation fault") for line in death["stderr"])
-    assert "EP cpu: the runner died 1 time while serving packs (cases in flight: " in done.stdout
+    assert "EP cpu: the runner died 1 time that a case's own fault result, a gap between requests" in done.stdout
+
+
+def test_a_crash_that_only_packing_causes_fails_the_run_though_every_case_passes(
+    tmp_path: Path, clean: dict[str, list[dict[str, Any]]]
+) -> None:
+    victim = collect([str(REPO / SWEEP)]).entries[30].id.replace(str(REPO) + "/", "")
+    done = _dmlconf([SWEEP, "-j", "2"], tmp_path, f"segv_in_pack:{victim}")
+    assert _untimed(_results(tmp_path)) == clean[SWEEP]  # every case, run again alone, passed as in a clean run
+    [death] = json.loads((tmp_path / "results.json").read_text())["environment"]["runner_deaths"]
+    assert (death["ep"], death["count"], death["in_packs"]) == ("cpu", 1, 1)  # no result stands for it
+    assert done.returncode == 1, done.stdout
+    assert "FAILED — EP cpu: the runner died 1 time while serving packs (cases in flight: " in done.stdout
+
+
+def test_a_waived_crash_under_a_pack_passes_the_run(tmp_path: Path) -> None:
+    waivers = tmp_path / "waivers.yaml"
+    waivers.write_text(
+        f"known_failures:\n  - case: '{VICTIM}'\n    ep: cpu\n    reason: a crash known here\n    tracking: BUG-1\n",
+        encoding="utf-8",
+    )
+    done = _dmlconf([EXAMPLES, "--waivers", str(waivers)], tmp_path / "reports", f"segv:{VICTIM}")
+    [death] = json.loads((tmp_path / "reports" / "results.json").read_text())["environment"]["runner_deaths"]
+    assert (death["count"], death["in_packs"]) == (1, 0)  # the default packing put the four examples in one pack
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_a_hanging_worker_is_killed_after_the_timeout(tmp_path: Path, clean: dict[str, list[dict[str, Any]]]) -> None:

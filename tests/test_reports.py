@@ -558,8 +558,8 @@ def test_a_runner_death_with_one_case_in_flight_is_that_cases_waivable_crash() -
     waiver = Waiver("t.yaml::b", "dml", None, None, "known", "https://example.com/1", SourcePos("k", 1, 1))
     assert not apply_waivers(environment_from_json(env), results, [waiver]).failed
     reason = (
-        "EP dml: the runner died 2 times with one case in flight, between requests or while starting "
-        "(cases in flight: t.yaml::b)"
+        "EP dml: the runner died 2 times that a case's own fault result, a gap between requests or a start accounts "
+        "for (cases in flight: t.yaml::b)"
     )
     assert summary.runner_deaths == (reason,)
     assert f"{reason}: the cases' own results stand for them" in render_console(summary)
@@ -570,8 +570,9 @@ def test_a_runner_death_under_a_pack_fails_the_run_and_says_how_many_were_of_eac
     env = {**WINE, **_died(3, 1, ["t.yaml::a", "t.yaml::b"])}
     summary = _summarize(env, _passing_on("dml"))  # each case of the pack passed alone: no result stands for it
     reason = (
-        "EP dml: the runner died 1 time while serving packs and 2 times with one case in flight, between requests "
-        "or while starting (cases in flight: t.yaml::a, t.yaml::b); each case of a pack was run again alone"
+        "EP dml: the runner died 1 time while serving packs and 2 times that a case's own fault result, a gap between "
+        "requests or a start accounts for (cases in flight: t.yaml::a, t.yaml::b); each case of a pack was run again "
+        "alone"
     )
     assert summary.unwaivable == (reason,) and summary.failed
     assert f"- **{cell_text(reason)}**: the run fails" in render_markdown(summary)

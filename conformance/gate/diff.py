@@ -327,7 +327,8 @@ def only_ep(results: Sequence[Result], environment: Environment, label: str) -> 
     if not chosen:
         raise ValueError(f"no result on EP {label} (its results are on: {', '.join(labels) or 'none'})")
     records = environment.eps
-    env = replace(environment, eps=tuple(record for record in records if record.label == label))
+    deaths = tuple(death for death in environment.runner_deaths if death.ep == label)  # another EP's are not its
+    env = replace(environment, eps=tuple(record for record in records if record.label == label), runner_deaths=deaths)
     planned = environment.planned_results
     if planned is not None:
         share = planned // (len(records) or len(labels))

@@ -251,15 +251,17 @@ def death_verdict(death: RunnerDeath) -> str:
 def death_reason(death: RunnerDeath) -> str:
     """What the record says: "EP dml: the runner died 4 times while serving packs (cases in flight: a, b); each case
     was run again alone", or with deaths of the other kinds (one case in flight, between requests, a start) counted
-    apart: "EP dml: the runner died 1 time while serving packs and 2 times with one case in flight, between requests
-    or while starting (...)"."""
+    apart: "EP dml: the runner died 1 time while serving packs and 2 times that a case's own fault result, a gap
+    between requests or a start accounts for (...)"."""
     shown = ", ".join(death.cases[:IN_FLIGHT_SHOWN])
     more = len(death.cases) - IN_FLIGHT_SHOWN
     cases = f"cases in flight: {shown}" + (f" and {more} more" if more > 0 else "") if death.cases else "no case named"
     packs, others = death.pack_deaths, death.count - death.pack_deaths
     counted = [f"{plural(packs, 'time')} while serving packs"] if packs else []
     counted += (
-        [f"{plural(others, 'time')} with one case in flight, between requests or while starting"] if others else []
+        [f"{plural(others, 'time')} that a case's own fault result, a gap between requests or a start accounts for"]
+        if others
+        else []
     )
     then = "; each case of a pack was run again alone" if packs else ""
     return f"EP {death.ep}: the runner died {' and '.join(counted) or '0 times'} ({cases}){then}"

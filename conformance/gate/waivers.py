@@ -269,5 +269,6 @@ def _slashed(case_id: str) -> str:
 
 def overall_failed(summary: Summary, gate: Gate | None) -> bool:
     """A run's verdict: with waivers, unexpected results only; in every case an EP that never started, an
-    interrupted run or a runner that died fails (Summary.unwaivable: no waiver can stand for them)."""
+    interrupted run or a runner death under a pack that no result stands for fails (Summary.unwaivable: no waiver
+    can stand for them)."""
     return (gate.failed or bool(summary.unwaivable)) if gate is not None else summary.failed

@@ -93,7 +93,7 @@ class _Deaths:
     """One EP's deaths as they are told (environment.RunnerDeath says what each field means)."""
 
     count: int = 0
-    in_packs: int = 0
+    packs: list[frozenset[str]] = field(default_factory=list)  # the cases in flight at each death under a pack
     cases: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
 
@@ -105,17 +105,22 @@ class RunLog:
     def __init__(self) -> None:
         self.executed: Counter[str] = Counter()
         self.deaths: dict[str, _Deaths] = {}
+        # Each EP's cases whose result is a fault (CRASH, TIMEOUT, DEVICE_LOST): a pack's death that one of them
+        # stands for (its case, run again alone, died again) is that result's, waivable as the case is.
+        self.faulted: dict[str, set[str]] = {}
 
     def seen(self, results: Iterable[Result]) -> None:
         """Results of this run that are already recorded (``--resume``): their executions count."""
         for result in results:
             self.executed[result.ep] += result.status in EXECUTED
+            if result.status in FAULT_KINDS:
+                self.faulted.setdefault(result.ep, set()).add(result.case)
 
     def judged(self, result: Result) -> Result:
         """``result`` as the run records it: an ``ep_not_started`` of an EP that executed cases before is
         DEVICE_LOST."""
         if ep_not_started(result) and self.executed[result.ep]:
-            return device_gone(result, self.executed[result.ep])
+            result = device_gone(result, self.executed[result.ep])
         self.seen([result])
         return result
 
@@ -129,18 +134,26 @@ class RunLog:
     def runner_died(self, ep: str, cases: Sequence[str], stderr: Sequence[str]) -> None:
         """A death of the process serving ``ep``'s cases: the DirectML runner's (``cases``: the cases it was serving,
         none between requests or at a start), or a worker's under a pack. Serving more than one case it was a
-        pack's, whose cases each run again alone: no result stands for it (environment.RunnerDeath)."""
+        pack's, whose cases each run again alone: unless one of them faults again alone, no result stands for it
+        (runner_deaths, environment.RunnerDeath)."""
         deaths = self.deaths.setdefault(ep, _Deaths())
         deaths.count += 1
-        deaths.in_packs += len(cases) > 1
+        if len(cases) > 1:
+            deaths.packs.append(frozenset(cases))
         deaths.cases = list(dict.fromkeys([*deaths.cases, *cases]))  # a case in flight at two deaths is named once
         deaths.stderr = list(stderr)
 
     def runner_deaths(self) -> tuple[RunnerDeath, ...]:
-        """results.json's ``runner_deaths``: one record per EP whose runner died, in the order they first did."""
-        return tuple(
-            RunnerDeath(ep, d.count, d.in_packs, tuple(d.cases), tuple(d.stderr)) for ep, d in self.deaths.items()
-        )
+        """results.json's ``runner_deaths``: one record per EP whose runner died, in the order they first did. A
+        death under a pack counts in ``in_packs`` only where none of the pack's cases got a fault result of its own
+        (run again alone, each passed or failed without dying): the crash no result stands for. Asked at the end of
+        the run, since the cases run alone after their pack's death."""
+        records = []
+        for ep, d in self.deaths.items():
+            faulted = self.faulted.get(ep, set())
+            in_packs = sum(1 for pack in d.packs if not pack & faulted)
+            records.append(RunnerDeath(ep, d.count, in_packs, tuple(d.cases), tuple(d.stderr)))
+        return tuple(records)
 
 
 def _test_fault() -> tuple[str, str]:
@@ -157,14 +170,17 @@ def provoke_at_start() -> None:
 
 def provoke(case_ids: Sequence[str], runners: Runners | None = None) -> None:
     """Tests only (``DMLCONF_TEST_FAULT``, read by a worker before it runs a session): make this worker die by a
-    signal (``segv``, ``abort``), hang (``hang``) or report a lost device and die (``device_lost``) when a case id
-    contains the text after the colon; or, for DirectML (its default build), kill its runner while it serves the
-    case's first request (``runner_dies``), or take the device away (``unplug``: remove the file that
-    ``DMLCONF_TEST_UNPLUG`` names, the Vulkan driver's or the Wine loader's, then kill the runner, so that the next
-    one starts without it). Everything after it is the production path."""
+    signal (``segv``, ``abort``; ``segv_in_pack`` only while it serves a pack of several cases), hang (``hang``) or
+    report a lost device and die (``device_lost``) when a case id contains the text after the colon; or, for
+    DirectML (its default build), kill its runner while it serves the case's first request (``runner_dies``), or
+    take the device away (``unplug``: remove the file that ``DMLCONF_TEST_UNPLUG`` names, the Vulkan driver's or the
+    Wine loader's, then kill the runner, so that the next one starts without it). Everything after it is the
+    production path."""
     kind, text = _test_fault()
     if not kind or not any(text in case_id for case_id in case_ids):
         return
+    if kind == "segv_in_pack":  # a crash that packing alone causes: the case, run again alone, does not die
+        kind = "segv" if len(case_ids) > 1 else ""
     if kind == "hang":
         while True:
             time.sleep(3600)

@@ -78,8 +78,8 @@ class _InProcess(Unwatched):
 class Ran:
     """What a run gave: ``results``, entry-major, the unbroken prefix of the pairs planned (all of them unless the run
     was cut short); ``interrupted``: by Ctrl-C; ``stopped``: why it could not go on (workers, or a DirectML runner,
-    that would not start); ``runner_deaths``: results.json's record of the DirectML runner's deaths, per EP (none:
-    empty), over the ``RunLog``'s life (the run's; a pytest session's)."""
+    that would not start); ``runner_deaths``: results.json's record of the DirectML runner's deaths and of workers'
+    under a pack, per EP (none: empty), over the ``RunLog``'s life (the run's; a pytest session's)."""
 
     results: tuple[Result, ...]
     interrupted: bool = False
