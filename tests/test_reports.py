@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conformance.environment import environment_from_json
-from conformance.gate.summary import Summary, summarize
+from conformance.gate.summary import Summary, death_reason, summarize
 from conformance.gate.waivers import Waiver, apply_waivers
 from conformance.model import SourcePos, Status
 from conformance.report.console import render_console
@@ -561,7 +561,7 @@ def test_a_runner_death_with_one_case_in_flight_is_that_cases_waivable_crash() -
         "EP dml: the runner died 2 times that a case's own fault result, a gap between requests or a start accounts "
         "for (cases in flight: t.yaml::b)"
     )
-    assert summary.runner_deaths == (reason,)
+    assert tuple(death_reason(death) for death in summary.environment.runner_deaths) == (reason,)
     assert f"{reason}: the cases' own results stand for them" in render_console(summary)
     assert f"- {cell_text(reason)}: the cases' own results stand for them" in render_markdown(summary)
 

@@ -42,14 +42,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance.environment import Environment, EpRecord
+from conformance.environment import Environment, EpRecord, pci_id
 from conformance.gate.summary import (
     chain_line_name,
     completeness,
     ep_line_name,
     identity_lines,
     idle,
-    pci_id,
     ran_on_line_name,
     unwaivable,
 )
@@ -278,9 +277,8 @@ def side(results: Sequence[Result], env: Environment | None) -> Side:
     """Which EPs (as the results name them) and which GPU and driver one run is."""
     env = env or Environment()
     labels = tuple(dict.fromkeys(r.ep for r in results))
-    records = {record.label: record for record in env.eps}
     short = _short_fields(env)
-    described = tuple(_described(label, records.get(label)) for label in labels)
+    described = tuple(_described(label, env.ep(label)) for label in labels)
     return Side(labels, described, short["GPU"], short["driver"], len(results))
 
 

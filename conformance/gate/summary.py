@@ -15,9 +15,9 @@ from conformance.environment import (
     Gpu,
     RunnerDeath,
     SkippedFile,
+    pci_id,
     ran_on,
 )
-from conformance.environment import pci_id as pci_id  # the reports' and the diff's, named here as before
 from conformance.model import Status
 from conformance.results import EXECUTED, FAILING, Result, ep_not_started
 
@@ -147,7 +147,6 @@ class Summary:
     matrix: tuple[tuple[str, tuple[Status | None, ...]], ...]  # (case, status per ep), only with several EPs
     notable: tuple[Result, ...]
     identity: tuple[tuple[str, str], ...] = ()  # (what, which): device, software, EPs; from the environment
-    devices: tuple[tuple[str, str], ...] = ()  # (what, which): what each EP ran on, the first lines of ``identity``
     dml_operators: tuple[tuple[str, str, int], ...] = ()  # (operator, DML operator(s) reached, cases)
     placement: Placement | None = None
     idle_eps: tuple[str, ...] = ()  # EPs that never started a session and so executed nothing
@@ -161,6 +160,11 @@ class Summary:
         return run_lines(self.environment)
 
     @property
+    def devices(self) -> tuple[tuple[str, str], ...]:
+        """(what, which): what each EP ran on, the first lines of ``identity`` (identity_lines puts them first)."""
+        return self.identity[: len(self.environment.eps)]
+
+    @property
     def completeness(self) -> Completeness:
         return completeness(self.environment, sum(self.totals.values()), self.idle_eps, len(self.eps))
 
@@ -169,16 +173,6 @@ class Summary:
         """A FAIL or ERROR, an EP that ran nothing (a gate must not pass on an EP that never started), a run
         that was interrupted (results.json says so), or a runner that died."""
         return any(self.totals.get(s, 0) for s in FAILING) or bool(self.unwaivable)
-
-    @property
-    def incomplete(self) -> bool:
-        """An EP that never started, an interrupted run, or case files skipped for their problems (--keep-going)."""
-        return not self.completeness.complete
-
-    @property
-    def runner_deaths(self) -> tuple[str, ...]:
-        """Each EP whose runner (or worker) died, as a line saying what its record says (death_reason)."""
-        return tuple(death_reason(death) for death in self.environment.runner_deaths)
 
     @property
     def unwaivable(self) -> tuple[str, ...]:
@@ -417,7 +411,6 @@ def summarize(environment: Environment, results: Sequence[Result]) -> Summary:
         matrix=matrix,
         notable=tuple(r for r in results if r.status in NOTABLE),
         identity=identity_lines(environment),
-        devices=ran_on_lines(environment),
         dml_operators=dml_operator_counts(results),
         idle_eps=idle(results),
         placement=placement_proof(environment, results),

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from conformance.gate.summary import STATUS_ORDER, Summary, death_verdict
+from conformance.gate.summary import STATUS_ORDER, Summary, death_reason, death_verdict
 from conformance.gate.waivers import Gate, waived_keys
 from conformance.model import Status
 from conformance.problems import first_line
@@ -97,8 +97,8 @@ def render_console(summary: Summary, max_listed: int = 30, gate: Gate | None = N
     parts.append("\n".join(f"{plain(what)}: {plain(which)}" for what, which in summary.devices or summary.identity[:1]))
     completeness = summary.completeness
     parts += [f"{plain(reason)}: the run fails" for reason in completeness.reasons]  # the words of every report
-    for death, reason in zip(summary.environment.runner_deaths, summary.runner_deaths, strict=True):
-        said = f"{plain(reason)}: {death_verdict(death)}"
+    for death in summary.environment.runner_deaths:
+        said = f"{plain(death_reason(death))}: {death_verdict(death)}"
         parts.append("\n".join([said, *(f"  {plain(line)}" for line in death.stderr)]))
     if completeness.skipped_line:
         parts.append(plain(completeness.skipped_line))

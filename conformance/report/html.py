@@ -20,7 +20,15 @@ from html import escape
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.gate.summary import NO_VERDICT, Summary, death_verdict, fails_the_run, plural, severity
+from conformance.gate.summary import (
+    NO_VERDICT,
+    Summary,
+    death_reason,
+    death_verdict,
+    fails_the_run,
+    plural,
+    severity,
+)
 from conformance.gate.verdict import Findings, Group, Verdict, decide, findings
 from conformance.gate.waivers import STALE_WHY, Gate, Waiver
 from conformance.model import Status
@@ -218,15 +226,15 @@ def _incomplete(summary: Summary) -> str:
 def _runner_deaths(summary: Summary) -> str:
     """Each EP whose runner died: the reason (cases in flight) and what it means for the run, every case in flight,
     and the runner's last stderr lines."""
-    if not summary.runner_deaths:
-        return ""
     deaths = summary.environment.runner_deaths
+    if not deaths:
+        return ""
     items = "".join(
-        f"<li>{escape(reason)}: {escape(death_verdict(death))}<details><summary>cases in flight ({len(death.cases)}) "
-        "and the last stderr lines"
+        f"<li>{escape(death_reason(death))}: {escape(death_verdict(death))}<details><summary>cases in flight "
+        f"({len(death.cases)}) and the last stderr lines"
         f"</summary><ul>{''.join(f'<li><code>{escape(case)}</code></li>' for case in death.cases)}</ul>"
         f"<pre>{escape(chr(10).join(death.stderr))}</pre></details></li>"
-        for death, reason in zip(deaths, summary.runner_deaths, strict=True)
+        for death in deaths
     )
     if not any(fails_the_run(death) for death in deaths):
         return f'<div id="runner-deaths"><p>Runner deaths:</p><ul>{items}</ul></div>'

@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from conformance.gate.summary import NO_VERDICT, Summary, fails_the_run
+from conformance.gate.summary import NO_VERDICT, Summary, death_reason, fails_the_run
 from conformance.gate.waivers import Gate, Waiver, waived_keys
 from conformance.model import Status
 from conformance.problems import first_line
@@ -141,11 +141,7 @@ def _runner_deaths(root: ET.Element, summary: Summary, facts: Sequence[tuple[str
     """Each EP whose runner died while serving packs (what fails the run): an error testcase, with the cases in
     flight and the runner's last stderr lines, so that a CI's test tab shows it whatever the waivers say. Other
     deaths are their cases' CRASH or TIMEOUT testcases, or a failed start that stopped the run."""
-    failing = [
-        (death, reason)
-        for death, reason in zip(summary.environment.runner_deaths, summary.runner_deaths, strict=True)
-        if fails_the_run(death)
-    ]
+    failing = [(death, death_reason(death)) for death in summary.environment.runner_deaths if fails_the_run(death)]
     if not failing:
         return
     suite = _suite(root, f"{RUN} runners", facts)

@@ -10,6 +10,7 @@ from conformance.gate.summary import (
     STATUS_ORDER,
     Completeness,
     Summary,
+    death_reason,
     death_verdict,
     fails_the_run,
     severity,
@@ -34,7 +35,8 @@ def _incomplete_lines(completeness: Completeness) -> list[str]:
 def _death_lines(summary: Summary) -> list[str]:
     """Each EP whose runner died: the reason (bold where it fails the run), then its last stderr lines as code."""
     lines = []
-    for death, reason in zip(summary.environment.runner_deaths, summary.runner_deaths, strict=True):
+    for death in summary.environment.runner_deaths:
+        reason = death_reason(death)
         shown = f"**{cell(reason)}**" if fails_the_run(death) else cell(reason)
         lines.append(f"- {shown}: {death_verdict(death)}")
         lines += [f"  - last stderr: {code(line)}" for line in death.stderr[-MAX_ROWS:]]
