@@ -180,6 +180,11 @@ class Result:
         return data
 
 
+def verdict_text(status: Status, failure_kind: str | None) -> str:
+    """ "FAIL (values)", or "PASS" without a kind: how every report and front-end writes a verdict."""
+    return f"{status.value} ({failure_kind})" if failure_kind else status.value
+
+
 def differing_tensors(old: Mapping[str, str], new: Mapping[str, str]) -> tuple[str, ...]:
     """The tensors whose hashes differ between two records by DML tensor name (one in a record only counts too),
     in order of first appearance: what --repeat compares run by run, and dmlconf diff result by result."""

@@ -28,6 +28,7 @@ from conformance.ep.providers import EpSpec, best_available_ep
 from conformance.model import Status
 from conformance.pytest_plugin.waivers import CASE, EP, STATUS, KnownFailures, UnexpectedPasses, read_waivers
 from conformance.pytest_plugin.xdist import CASE_FILE_REFUSED, CaseFileCollectionStop, worker_threads
+from conformance.results import verdict_text
 from conformance.run.options import PYTEST, OptionError, RunOptions, add_options, checked, distinct_eps, run_options
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
     options = run_options(values, directml, threads=worker_threads(config))
     in_process = bool(config.getoption("in_process"))
     known = None
-    if waiver_file is not None and waivers is not None:
+    if waivers is not None:
         known = KnownFailures(waiver_file, waivers, _machine(config, eps, options, directml))
     config.stash[_SETTINGS] = _Settings(tuple(eps), options, in_process, known)
     if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (xdist.py)
@@ -282,11 +283,6 @@ class CaseFile(pytest.File):
         return str(super().repr_failure(excinfo))
 
 
-def _kind(result: Result) -> str:
-    """`` (failure_kind)`` after a status, where the result has one."""
-    return f" ({result.failure_kind})" if result.failure_kind else ""
-
-
 class CaseItem(pytest.Item):
     def __init__(self, *, entry: Entry, ep: EpSpec, options: RunOptions, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -302,7 +298,7 @@ class CaseItem(pytest.Item):
         known = self.config.stash[_SETTINGS].known
         reason = known.reason(result) if known is not None else None
         if reason is not None:  # a FAILING status a waiver names: an expected failure, as for run --waivers
-            pytest.xfail(f"{result.status.value}{_kind(result)}: {reason}")
+            pytest.xfail(f"{verdict_text(result.status, result.failure_kind)}: {reason}")
         if result.status in FAILING or ep_not_started(result):
             raise CaseFailure(result)  # an EP that cannot start must not turn a gate green by skipping
         if result.status in (Status.NOT_SUPPORTED, Status.NOT_EXPRESSIBLE):
@@ -315,7 +311,7 @@ class CaseItem(pytest.Item):
             r = excinfo.value.result
             # The first line is the one pytest's short summary (-ra) keeps: what went wrong, as every report's row.
             head, _, rest = r.message.partition("\n")
-            lines = [f"{r.status.value}{_kind(r)} on {r.ep}: {head}", *([rest] if rest else [])]
+            lines = [f"{verdict_text(r.status, r.failure_kind)} on {r.ep}: {head}", *([rest] if rest else [])]
             return "\n".join([*lines, "", f"lowering: {r.lowering or '-'}", f"reproduce: {r.repro}"])
         return str(super().repr_failure(excinfo))
 

@@ -13,7 +13,7 @@ from conformance.gate.waivers import Gate, waived_keys
 from conformance.model import Status
 from conformance.problems import first_line
 from conformance.report.text import plain
-from conformance.results import FAILING, Result
+from conformance.results import FAILING, Result, verdict_text
 
 
 def _block(result: Result, mark: str = "") -> str:
@@ -51,7 +51,7 @@ def _known(summary: Summary, gate: Gate, max_listed: int) -> list[str]:
     known = waived_keys(gate)
     waived = [r for r in _ordered(summary.notable) if (r.case, r.ep) in known]
     lines = [
-        f"known {r.status.value}{f' ({r.failure_kind})' if r.failure_kind else ''} {plain(r.case)} [{plain(r.ep)}]: "
+        f"known {verdict_text(r.status, r.failure_kind)} {plain(r.case)} [{plain(r.ep)}]: "
         f"{plain(known[(r.case, r.ep)])}"
         for r in waived[:max_listed]
     ]

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from conformance.gate.diff import Changed, Drift, RunDiff, Side, differing_inputs, differing_outputs
 from conformance.problems import first_line
 from conformance.report.text import cell, code_cell, compact_table, plain
-from conformance.results import FAILING, Result
+from conformance.results import FAILING, Result, verdict_text
 
 T = TypeVar("T")
 # The sections that list tensors by name: their tables' column, and which tensors each names.
@@ -19,7 +19,7 @@ _HASHED: Mapping[str, tuple[str, Callable[[Result, Result], tuple[str, ...]]]] =
 
 
 def _status(r: Result) -> str:
-    return f"{r.status.value} ({r.failure_kind})" if r.failure_kind else r.status.value
+    return verdict_text(r.status, r.failure_kind)
 
 
 def _value(value: Any) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from conformance.model import Status
-from conformance.results import Repeat, Result, differing_tensors
+from conformance.results import Repeat, Result, differing_tensors, verdict_text
 
 FAULTS = frozenset({Status.CRASH, Status.TIMEOUT, Status.DEVICE_LOST})
 VERDICTS_DIFFER = "verdicts_differ"
@@ -31,7 +31,7 @@ def _runs(results: Sequence[Result]) -> tuple[Repeat, ...]:
 
 
 def _verdict(run: Repeat) -> str:
-    return f"{run.status.value} ({run.failure_kind})" if run.failure_kind else run.status.value
+    return verdict_text(run.status, run.failure_kind)
 
 
 def _outputs_differ(runs: Sequence[Repeat]) -> str:
