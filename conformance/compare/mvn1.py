@@ -150,13 +150,14 @@ def compare_mvn1(
         metrics["max_ulp_error"] = int(ulps[finite].max())
     if not metrics["mismatches"]:
         return passed(metrics)
-    kind = "tolerance" if (mismatched & finite).any() else "non_finite"
+    beyond = mismatched & finite  # the finite elements outside the tolerance
+    kind = "tolerance" if beyond.any() else "non_finite"
     headers, rows = elementwise_rows(want, got, mismatched, with_ulp=True)
     # The histogram covers every finite element, not only the mismatches: it shows how far the bulk is from the
     # tolerance as well as the outliers.
     details = mismatch_details(OUTPUT_TENSOR, mismatched, headers, rows, ulps[finite])
     details["max_ulp"], details["atol"] = max_ulp, atol
-    message = _message(want, got, mismatched, errors, ulps, metrics, headers, rows)
+    message = _message(want, got, mismatched, beyond, errors, ulps, metrics, headers, rows)
     return Verdict(Status.FAIL, kind, message, metrics, details)
 
 
@@ -164,6 +165,7 @@ def _message(
     want: np.ndarray,
     got: np.ndarray,
     mismatched: BoolArray,
+    beyond: BoolArray,
     errors: np.ndarray,
     ulps: np.ndarray,
     metrics: Metrics,
@@ -172,7 +174,7 @@ def _message(
 ) -> str:
     """The headline (how many elements fail, and by how much), the rule, then pytest-regressions' lines."""
     lines = [
-        _headline(want, got, mismatched, errors, ulps, metrics),
+        _headline(want, got, mismatched, beyond, errors, ulps, metrics),
         f"  {OUTPUT_TENSOR}: |actual - expected| <= {format_value(metrics['atol'])} or <= {metrics['max_ulp']} ULP "
         "(NaN must meet NaN, Inf must be exact)",
         *header_lines(want, got),
@@ -189,17 +191,23 @@ def _message(
 
 
 def _headline(
-    want: np.ndarray, got: np.ndarray, mismatched: BoolArray, errors: np.ndarray, ulps: np.ndarray, metrics: Metrics
+    want: np.ndarray,
+    got: np.ndarray,
+    mismatched: BoolArray,
+    beyond: BoolArray,
+    errors: np.ndarray,
+    ulps: np.ndarray,
+    metrics: Metrics,
 ) -> str:
     """ "4/4 elements beyond tolerance: max abs error 1.0 (15360 ULP) > 0.000977 or 2 ULP" (the largest error of the
     finite elements beyond it, with that element's ULPs), or where only NaN and infinities differ, the first of
-    them: "3/3 elements differ (NaN/Inf): first at [0,0,0,0]: expected 0.0, got nan"."""
+    them: "3/3 elements differ (NaN/Inf): first at [0,0,0,0]: expected 0.0, got nan". ``beyond``: the finite
+    elements among ``mismatched``."""
     count, total = int(metrics["mismatches"]), int(metrics["elements"])
-    finite = mismatched & np.isfinite(want) & np.isfinite(got)
-    if not finite.any():
+    if not beyond.any():
         at = first_mismatch(mismatched)
         return headline(count, total, "differ (NaN/Inf)", at, format_value(want[at]), format_value(got[at]))
-    worst = np.unravel_index(int(np.argmax(np.where(finite, errors, -1.0))), want.shape)
+    worst = np.unravel_index(int(np.argmax(np.where(beyond, errors, -1.0))), want.shape)
     error, atol = _apart(float(errors[worst]), float(metrics["atol"]))
     line = f"{count}/{total} elements beyond tolerance: max abs error {error} ({int(ulps[worst])} ULP) > {atol} or "
     line += f"{metrics['max_ulp']} ULP"
