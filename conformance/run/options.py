@@ -515,7 +515,9 @@ def run_options(values: Mapping[str, Any], directml: Mapping[str, DirectML], thr
         return values.get(name, OPTIONS[name].default)
 
     builds: tuple[tuple[str, str], ...] = ()
-    if directml:  # artifacts.py loads NumPy, which a run without DirectML (pytest's configure) need not load yet
+    # Only an --artifacts README reads them (executed_by), and they ask the machine (nvidia-smi, onnx): not at every
+    # run's start. artifacts.py loads NumPy, which a run without DirectML (pytest's configure) need not load yet.
+    if directml and get("artifacts") is not None:
         from conformance.run.artifacts import directml_text
 
         builds = tuple((label, directml_text(found)) for label, found in directml.items())
