@@ -196,7 +196,8 @@ def package_version(name: str) -> str | None:
         return None
 
 
-def _capi_folder() -> str:
+def capi_folder() -> str:
+    """The folder of onnxruntime's native modules, where onnxruntime-directml keeps DirectML.dll beside its own."""
     import onnxruntime  # type: ignore[import-untyped]
 
     return os.path.join(os.path.dirname(onnxruntime.__file__), "capi")
@@ -208,7 +209,7 @@ def detect(
 ) -> DirectML:
     """The installed DirectML: DirectML.dll's file version next to onnxruntime, else the version the installed
     onnxruntime-directml release bundles; its feature level from FEATURE_LEVEL_BY_DIRECTML."""
-    read_dll = dll_version if dll_version is not None else (lambda: _dll_version(_capi_folder()))
+    read_dll = dll_version if dll_version is not None else (lambda: _dll_version(capi_folder()))
     version, source = read_dll(), "DirectML.dll file version"
     if version is None:
         package = package_version("onnxruntime-directml")

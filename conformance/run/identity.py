@@ -28,7 +28,7 @@ from typing import Any
 from conformance.cases.parse import display_path
 from conformance.cases.suite import ShardOf
 from conformance.ep import device
-from conformance.ep.directml import DirectML, package_version
+from conformance.ep.directml import DirectML, capi_folder, package_version
 from conformance.ep.installed import ONNXRUNTIME_PACKAGES, WEBGPU_DISTRIBUTION
 from conformance.ep.providers import CPU, DML, EpSpec, is_plugin, plugin_devices
 from conformance.problems import Problem
@@ -286,15 +286,12 @@ def _wine_parts(chain: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _native_directml_parts(found: DirectML) -> dict[str, str]:
-    """DirectML in this process (Windows): the DLLs beside onnxruntime's module, found without importing it."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("onnxruntime")
-    folders = list(spec.submodule_search_locations or []) if spec is not None else []
-    capi = os.path.join(folders[0], "capi") if folders else ""
+    """DirectML in this process (Windows): the DLLs beside onnxruntime's module (directml.capi_folder, where
+    DirectML's own version is read)."""
+    capi = capi_folder()
     parts = {"DirectML": f"{found.version or 'version unknown'} ({found.source})"}
     for name in ("DirectML.dll", "onnxruntime.dll"):
-        digest = _sha256_of(os.path.join(capi, name)) if capi else None
+        digest = _sha256_of(os.path.join(capi, name))
         if digest is not None:
             parts[name] = f"sha256 {digest}"
     return parts
