@@ -17,6 +17,7 @@ import os
 import warnings
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -95,7 +96,7 @@ def pytest_configure(config: pytest.Config) -> None:
     in_process = bool(config.getoption("in_process"))
     known = None
     if waivers is not None:
-        known = KnownFailures(waiver_file, waivers, _machine(config, eps, options, directml))
+        known = KnownFailures(waiver_file, waivers, partial(_machine, config, eps, options, directml))
     config.stash[_SETTINGS] = _Settings(tuple(eps), options, in_process, known)
     if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (xdist.py)
         config.pluginmanager.register(CaseFileCollectionStop(config), "dml_conformance_xdist")
