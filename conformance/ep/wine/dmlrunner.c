@@ -135,6 +135,16 @@ static const int DML_LEVELS[] = {0x6400, 0x6300, 0x6200, 0x6100, 0x6000, 0x5200,
 /* ---- frames ---- */
 enum { OP_DESCRIBE = 1, OP_OPEN = 2, OP_RUN = 3, OP_CLOSE = 4 };
 enum { ST_OK = 0, ST_ORT = 1, ST_EP = 2, ST_BAD = 3 };
+/* ONNX element types (onnx.proto's TensorProto.DataType) that cross the pipe: protocol.py's ELEMENT_TYPES. */
+enum {
+  ET_FLOAT = 1, ET_UINT8 = 2, ET_INT8 = 3, ET_UINT16 = 4, ET_INT16 = 5, ET_INT32 = 6, ET_INT64 = 7, ET_BOOL = 9,
+  ET_FLOAT16 = 10, ET_DOUBLE = 11, ET_UINT32 = 12, ET_UINT64 = 13
+};
+/* After a run's outputs: whether its profile follows (the session's first run), or why there is none. */
+enum { PROFILE_NONE = 0, PROFILE_FOLLOWS = 1, PROFILE_MISSING = 2 };
+/* Every session's settings, as ep/rules.py's: ORT_SEQUENTIAL (the DirectML EP requires it); only fatal messages
+ * logged (failures come back as statuses; ORT's own log would only repeat them). */
+enum { SESSION_EXECUTION_MODE = 0, SESSION_LOG_SEVERITY = 4 };
 enum { MAX_SESSIONS = 64, MAX_NAMES = 4096, MAX_DIMS = 16 };
 
 static HANDLE in_handle, out_handle;
@@ -511,8 +521,8 @@ static void open_session(Frame *f) {
   if (slot < 0) { send_error(ST_BAD, "too many open sessions"); goto done; }
   if (ort_failed(ORT(CreateSessionOptions)(&so), ST_ORT)) goto done;
   swprintf(prefix, MAX_PATH + 32, L"%ls_%d", profile_prefix, slot);
-  if (ort_failed(ORT(DisableMemPattern)(so), ST_ORT) || ort_failed(ORT(SetSessionExecutionMode)(so, 0), ST_ORT) ||
-      ort_failed(((SetInt_t)ort[SLOT_SetSessionLogSeverityLevel])(so, 4), ST_ORT) ||
+  if (ort_failed(ORT(DisableMemPattern)(so), ST_ORT) || ort_failed(ORT(SetSessionExecutionMode)(so, SESSION_EXECUTION_MODE), ST_ORT) ||
+      ort_failed(((SetInt_t)ort[SLOT_SetSessionLogSeverityLevel])(so, SESSION_LOG_SEVERITY), ST_ORT) ||
       ort_failed(((SetInt_t)ort[SLOT_SetSessionGraphOptimizationLevel])(so, (int)level), ST_ORT) ||
       ort_failed(ORT(EnableProfiling)(so, prefix), ST_ORT))
     goto done;
@@ -554,10 +564,10 @@ done:
 
 static size_t element_size(int type) {
   switch (type) {
-    case 2: case 3: case 9: return 1;                 /* uint8, int8, bool */
-    case 4: case 5: case 10: case 16: return 2;       /* uint16, int16, float16, bfloat16 */
-    case 1: case 6: case 12: return 4;                /* float, int32, uint32 */
-    case 7: case 11: case 13: return 8;               /* int64, double, uint64 */
+    case ET_UINT8: case ET_INT8: case ET_BOOL: return 1;
+    case ET_UINT16: case ET_INT16: case ET_FLOAT16: return 2;
+    case ET_FLOAT: case ET_INT32: case ET_UINT32: return 4;
+    case ET_INT64: case ET_DOUBLE: case ET_UINT64: return 8;
     default: return 0;
   }
 }
@@ -579,14 +589,14 @@ static void put_profile(Out *o, Slot *slot) {
   if (!status) status = ORT(SessionEndProfiling)(slot->session, allocator, &name);
   slot->profiled = 1;
   if (status) {
-    put_u8(o, 2);
+    put_u8(o, PROFILE_MISSING);
     put_str(o, ORT(GetErrorMessage)(status));
     ORT_RELEASE(Status, status);
     return;
   }
   FILE *file = fopen(name, "rb");
   if (!file) {
-    put_u8(o, 2);
+    put_u8(o, PROFILE_MISSING);
     put_str(o, "the profile file could not be opened");
   } else {
     fseek(file, 0, SEEK_END);
@@ -595,7 +605,7 @@ static void put_profile(Out *o, Slot *slot) {
     char *text = malloc(n > 0 ? (size_t)n : 1);
     size_t got = text ? fread(text, 1, (size_t)(n > 0 ? n : 0), file) : 0;
     fclose(file);
-    put_u8(o, 1);
+    put_u8(o, PROFILE_FOLLOWS);
     put_bytes(o, text, got);
     free(text);
     DeleteFileA(name);
@@ -679,7 +689,7 @@ static void run(Frame *f) {
         char ms[32];
         snprintf(ms, sizeof ms, "%.3f", t);
         put_str(&o, ms);
-        if (slot->profiled) put_u8(&o, 0);
+        if (slot->profiled) put_u8(&o, PROFILE_NONE);
         else put_profile(&o, slot);
         send_frame(&o);
       }
