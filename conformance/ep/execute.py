@@ -34,13 +34,13 @@ from conformance.ep.placement import check_placement, lowering_op_types, recorde
 from conformance.ep.providers import CPU, CUDA, DML, EpSpec, is_plugin, plugin_devices
 from conformance.ep.rules import (
     DISABLE_CPU_FALLBACK,  # noqa: F401 - tests read the rules' names here
-    FALLBACK_REFUSED,
     KEEP_NODES,
     RECORD_ASSIGNMENT,  # noqa: F401
     config_entries,
     missing_kernel,
     one_line,
     optimization_level,
+    refusal,
     wrapper_fallback,
 )
 from conformance.ep.sessions import Opened, Sessions
@@ -130,17 +130,15 @@ def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any]
 def _refusal(
     lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception, threads: int | None
 ) -> Exception:
-    """What a refused session means: a missing kernel, nodes the EP left to the CPU, an EP that did not start, or
-    an ERROR of this case."""
-    text = one_line(error)
-    missing = missing_kernel(text, lowering, ep_name)
-    if missing is not None:
-        return missing
-    if FALLBACK_REFUSED in text:
-        return _diagnose(lowering, ep, ep_name, devices, error, threads)
-    if ep_name != CPU and not _starts(ep, devices):
-        return wrapper_fallback(lowering, ep_name, text)
-    return ExecutionError(f"onnxruntime could not create a {ep_name} session for {lowering.name}: {text}")
+    """What a refused session means (rules.refusal), told this process's way: a second session, with fallback
+    allowed, names the nodes left to the CPU; a probe session says whether the EP starts (the CPU EP always does)."""
+    return refusal(
+        one_line(error),
+        lowering,
+        ep_name,
+        diagnose=lambda: _diagnose(lowering, ep, ep_name, devices, error, threads),
+        not_started=lambda: ep_name != CPU and not _starts(ep, devices),
+    )
 
 
 def _probe_model() -> bytes:
