@@ -46,7 +46,7 @@ def _in_process(monkeypatch: pytest.MonkeyPatch, lowering: Lowering, text: str, 
 
 def _in_runner(monkeypatch: pytest.MonkeyPatch, lowering: Lowering, text: str, starts: bool) -> Exception:
     monkeypatch.setattr(session, "_diagnose", lambda *args: NotSupported(DIAGNOSED, "placed_elsewhere"))
-    status = protocol.ORT_REFUSED if starts else protocol.EP_NOT_APPENDED
+    status = protocol.ST_ORT if starts else protocol.ST_EP
     runner: Any = None  # only the diagnosis, stubbed here, would use it
     return session._refusal(runner, lowering, parse_ep("dml"), protocol.Refused(status, text), None)
 

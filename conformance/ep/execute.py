@@ -36,6 +36,8 @@ from conformance.ep.rules import (
     DISABLE_CPU_FALLBACK,  # noqa: F401 - tests read the rules' names here
     KEEP_NODES,
     RECORD_ASSIGNMENT,  # noqa: F401
+    SESSION_EXECUTION_MODE,
+    SESSION_LOG_SEVERITY,
     config_entries,
     missing_kernel,
     one_line,
@@ -60,12 +62,12 @@ def _session_options(ep: EpSpec, devices: Sequence[Any], strict: bool, threads: 
     options = ort.SessionOptions()
     if threads is not None:  # else onnxruntime's default: one intra-op thread per physical core
         options.intra_op_num_threads = threads
-    options.log_severity_level = 4  # failures come back as exceptions; ORT's own log would only repeat them
+    options.log_severity_level = SESSION_LOG_SEVERITY
     for key, value in config_entries(ep, strict).items():
         options.add_session_config_entry(key, value)
     options.graph_optimization_level = ort.GraphOptimizationLevel(optimization_level(ep))
     if ep.name == DML:  # required by the DirectML EP
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.execution_mode = ort.ExecutionMode(SESSION_EXECUTION_MODE)
         options.enable_mem_pattern = False
     if devices:
         options.add_provider_for_devices(list(devices), dict(ep.options))

@@ -28,6 +28,9 @@ DISABLE_CPU_FALLBACK = "session.disable_cpu_ep_fallback"
 DISABLE_OPTIMIZERS = "optimization.disable_specified_optimizers"
 FALLBACK_REFUSED = "fallback to CPU EP has been explicitly disabled"
 ENABLE_EXTENDED, DISABLE_ALL = 2, 0  # onnxruntime's GraphOptimizationLevel values
+# Every session's settings (dmlrunner.c names them alike): onnxruntime's ExecutionMode ORT_SEQUENTIAL, which the
+# DirectML EP requires; log severity 4, fatal only (failures come back as exceptions; ORT's log would only repeat them).
+SESSION_EXECUTION_MODE, SESSION_LOG_SEVERITY = 0, 4
 _NO_KERNEL = re.compile(r"Could not find an implementation for (\S+?) node")
 # With CPU fallback disabled, a node that no allowed EP can take is left unassigned and the session fails here.
 _UNASSIGNED = re.compile(r"Provider type for (\S+) node with name '([^']*)' is not set")

@@ -113,14 +113,14 @@ def _diagnose(runner: Runner, lowering: Lowering, ep: EpSpec, text: str, threads
 
 def _refusal(runner: Runner, lowering: Lowering, ep: EpSpec, error: protocol.Refused, threads: int | None) -> Exception:
     """What a refused session means (rules.refusal), told the runner's way: a session with fallback allowed, run
-    once, names the nodes left to the CPU; the runner's EP_NOT_APPENDED status says the EP did not start."""
+    once, names the nodes left to the CPU; the runner's ST_EP status says the EP did not start."""
     text = one_line(error)
     return refusal(
         text,
         lowering,
         DML,
         diagnose=lambda: _diagnose(runner, lowering, ep, text, threads),
-        not_started=lambda: error.status == protocol.EP_NOT_APPENDED,
+        not_started=lambda: error.status == protocol.ST_EP,
     )
 
 
