@@ -44,7 +44,7 @@ def test_a_run_request_carries_names_types_shapes_and_bytes() -> None:
     x = np.arange(6, dtype=np.float16).reshape(2, 3)
     k = np.array([7], np.int64)
     reader = _fields(protocol.run_request(5, {"X": x, "K": k}, ["V", "I"]))
-    assert reader.u8() == protocol.RUN
+    assert reader.u8() == protocol.OP_RUN
     assert reader.u32() == 5
     assert reader.u32() == 2
     assert (reader.text(), reader.u32(), reader.u32()) == ("X", 10, 2)  # ONNX FLOAT16 is 10
@@ -89,7 +89,7 @@ def test_a_run_reply_gives_arrays_and_the_first_run_s_profile() -> None:
 def test_an_error_reply_is_refused_with_its_status() -> None:
     with pytest.raises(protocol.Refused, match=r"^no such node$") as raised:
         protocol.read_run(b"\x01" + _text("no such node"))
-    assert raised.value.status == protocol.ORT_REFUSED
+    assert raised.value.status == protocol.ST_ORT
 
 
 def test_a_short_reply_is_a_protocol_error() -> None:

@@ -34,13 +34,15 @@ from conformance.ep.placement import check_placement, lowering_op_types, recorde
 from conformance.ep.providers import CPU, CUDA, DML, EpSpec, is_plugin, plugin_devices
 from conformance.ep.rules import (
     DISABLE_CPU_FALLBACK,  # noqa: F401 - tests read the rules' names here
-    FALLBACK_REFUSED,
     KEEP_NODES,
     RECORD_ASSIGNMENT,  # noqa: F401
+    SESSION_EXECUTION_MODE,
+    SESSION_LOG_SEVERITY,
     config_entries,
     missing_kernel,
     one_line,
     optimization_level,
+    refusal,
     wrapper_fallback,
 )
 from conformance.ep.sessions import Opened, Sessions
@@ -60,12 +62,12 @@ def _session_options(ep: EpSpec, devices: Sequence[Any], strict: bool, threads: 
     options = ort.SessionOptions()
     if threads is not None:  # else onnxruntime's default: one intra-op thread per physical core
         options.intra_op_num_threads = threads
-    options.log_severity_level = 4  # failures come back as exceptions; ORT's own log would only repeat them
+    options.log_severity_level = SESSION_LOG_SEVERITY
     for key, value in config_entries(ep, strict).items():
         options.add_session_config_entry(key, value)
     options.graph_optimization_level = ort.GraphOptimizationLevel(optimization_level(ep))
     if ep.name == DML:  # required by the DirectML EP
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.execution_mode = ort.ExecutionMode(SESSION_EXECUTION_MODE)
         options.enable_mem_pattern = False
     if devices:
         options.add_provider_for_devices(list(devices), dict(ep.options))
@@ -130,17 +132,15 @@ def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any]
 def _refusal(
     lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception, threads: int | None
 ) -> Exception:
-    """What a refused session means: a missing kernel, nodes the EP left to the CPU, an EP that did not start, or
-    an ERROR of this case."""
-    text = one_line(error)
-    missing = missing_kernel(text, lowering, ep_name)
-    if missing is not None:
-        return missing
-    if FALLBACK_REFUSED in text:
-        return _diagnose(lowering, ep, ep_name, devices, error, threads)
-    if ep_name != CPU and not _starts(ep, devices):
-        return wrapper_fallback(lowering, ep_name, text)
-    return ExecutionError(f"onnxruntime could not create a {ep_name} session for {lowering.name}: {text}")
+    """What a refused session means (rules.refusal), told this process's way: a second session, with fallback
+    allowed, names the nodes left to the CPU; a probe session says whether the EP starts (the CPU EP always does)."""
+    return refusal(
+        one_line(error),
+        lowering,
+        ep_name,
+        diagnose=lambda: _diagnose(lowering, ep, ep_name, devices, error, threads),
+        not_started=lambda: ep_name != CPU and not _starts(ep, devices),
+    )
 
 
 def _probe_model() -> bytes:

@@ -5,17 +5,19 @@
 - Graph optimizations are off (we test kernels, not rewrites), except on DirectML: level 2 lets its EP fuse the
   activation into MVN1 (DmlExecutionProvider/src/GraphTransformer.cpp). The level-1 rules that would delete or
   rewrite our nodes are disabled there (``KEEP_NODES``).
-- A refusal is a missing kernel (``missing_kernel``), an EP that could not start (``wrapper_fallback``), nodes left to
-  the CPU (``FALLBACK_REFUSED``, diagnosed by the caller), or else an ERROR of the case.
+- A refusal (``refusal``, in this order) is a missing kernel (``missing_kernel``), nodes left to the CPU
+  (``FALLBACK_REFUSED``, diagnosed by the caller), an EP that could not start (``wrapper_fallback``), or else an ERROR
+  of the case.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import onnx
 
-from conformance.ep.errors import NotSupported
+from conformance.ep.errors import ExecutionError, NotSupported
 from conformance.ep.lower import Lowering
 from conformance.ep.providers import CPU, DML, EpSpec
 from conformance.model import EP_NOT_STARTED
@@ -26,6 +28,9 @@ DISABLE_CPU_FALLBACK = "session.disable_cpu_ep_fallback"
 DISABLE_OPTIMIZERS = "optimization.disable_specified_optimizers"
 FALLBACK_REFUSED = "fallback to CPU EP has been explicitly disabled"
 ENABLE_EXTENDED, DISABLE_ALL = 2, 0  # onnxruntime's GraphOptimizationLevel values
+# Every session's settings (dmlrunner.c names them alike): onnxruntime's ExecutionMode ORT_SEQUENTIAL, which the
+# DirectML EP requires; log severity 4, fatal only (failures come back as exceptions; ORT's log would only repeat them).
+SESSION_EXECUTION_MODE, SESSION_LOG_SEVERITY = 0, 4
 _NO_KERNEL = re.compile(r"Could not find an implementation for (\S+?) node")
 # With CPU fallback disabled, a node that no allowed EP can take is left unassigned and the session fails here.
 _UNASSIGNED = re.compile(r"Provider type for (\S+) node with name '([^']*)' is not set")
@@ -96,3 +101,20 @@ def missing_kernel(text: str, lowering: Lowering, ep_name: str) -> NotSupported 
             f"{input_types(lowering)} (no kernel; CPU fallback is disabled): {text}"
         )
     return None
+
+
+def refusal(
+    text: str, lowering: Lowering, ep_name: str, diagnose: Callable[[], Exception], not_started: Callable[[], bool]
+) -> Exception:
+    """What a refused session (onnxruntime's one-line ``text``) means, decided in one order for both paths, in this
+    process and in the DirectML runner, so that the same refusal gets the same verdict on either: a missing kernel;
+    nodes the EP left to the CPU (``diagnose`` names them); an EP that did not start (``not_started``: each path
+    tells it its own way, asked only here, since in this process that costs a probe session); else an ERROR."""
+    missing = missing_kernel(text, lowering, ep_name)
+    if missing is not None:
+        return missing
+    if FALLBACK_REFUSED in text:
+        return diagnose()
+    if not_started():
+        return wrapper_fallback(lowering, ep_name, text)
+    return ExecutionError(f"onnxruntime could not create a {ep_name} session for {lowering.name}: {text}")

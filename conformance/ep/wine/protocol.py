@@ -1,9 +1,9 @@
 """The DirectML runner's framed protocol (dmlrunner.c is the other side), as bytes in and out: no process here.
 
-A frame is a little-endian u32 length and that many bytes. A request's first byte is its operation; a reply's first
-byte is its status (0 ok; 1 onnxruntime refused; 2 the EP could not be appended, its device was not created; 3 a
-request the runner could not serve), and an error reply holds one string, the message. Fields: u8, u32, u64, i64;
-a string is a u32 length and UTF-8 bytes; a blob is a u64 length and bytes.
+A frame is a little-endian u32 length and that many bytes. A request's first byte is its operation (``OP_*``); a
+reply's first byte is its status (``ST_*``), and an error reply holds one string, the message. Fields: u8, u32, u64,
+i64; a string is a u32 length and UTF-8 bytes; a blob is a u64 length and bytes. The constants are named as
+dmlrunner.c names them (tests/test_runner_protocol.py pins each to its twin there).
 
 - ready (sent by the runner once started, unasked): ok, the onnxruntime version string.
 - describe (1): u32 adapter index -> ok, a JSON object (adapters, D3D12 device, DirectML feature level, DLL versions).
@@ -12,8 +12,8 @@ a string is a u32 length and UTF-8 bytes; a blob is a u64 length and bytes.
   optimization level, u32 intra-op threads (0: default) -> ok, u32 session.
 - run (3): u32 session, u32 n + n inputs (string name, u32 ONNX element type, u32 rank, rank x i64 dims, blob
   bytes), u32 n + n output names -> ok, u32 n + n outputs (u32 type, u32 rank, dims, blob), string run
-  milliseconds, u8 whether a profile follows, and then a blob, the profile's JSON (the session's first run only:
-  profiling then ends) or u8 2 and a string saying why there is none.
+  milliseconds, and a u8: PROFILE_FOLLOWS and a blob, the profile's JSON (the session's first run only: profiling
+  then ends); PROFILE_MISSING and a string saying why there is none; or PROFILE_NONE.
 - close (4): u32 session -> ok.
 """
 
@@ -29,8 +29,12 @@ import numpy.typing as npt
 
 Array = npt.NDArray[Any]  # as ep/graph.py's, which imports onnx: describing a device must not
 
-DESCRIBE, OPEN, RUN, CLOSE = 1, 2, 3, 4
-OK, ORT_REFUSED, EP_NOT_APPENDED, BAD_REQUEST = 0, 1, 2, 3
+OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE = 1, 2, 3, 4
+ST_OK = 0
+ST_ORT = 1  # onnxruntime refused
+ST_EP = 2  # the EP could not be appended: its device was not created
+ST_BAD = 3  # a request the runner could not serve
+PROFILE_NONE, PROFILE_FOLLOWS, PROFILE_MISSING = 0, 1, 2  # after a run's outputs: whether its profile follows
 
 # ONNX element types (onnx.proto's TensorProto.DataType) <-> NumPy: what crosses the pipe.
 ELEMENT_TYPES: Mapping[int, np.dtype] = {
@@ -55,7 +59,7 @@ class ProtocolError(Exception):
 
 
 class Refused(Exception):
-    """An error reply: ``status`` says whose refusal (ORT_REFUSED, EP_NOT_APPENDED, BAD_REQUEST)."""
+    """An error reply: ``status`` says whose refusal (ST_ORT, ST_EP, ST_BAD)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -123,19 +127,19 @@ def checked(payload: bytes) -> Reader:
     """The reply's reader past an ok status; Refused for an error reply."""
     reader = Reader(payload)
     status = reader.u8()
-    if status != OK:
+    if status != ST_OK:
         raise Refused(status, reader.text())
     return reader
 
 
 def describe_request(adapter: int) -> bytes:
-    return Writer(DESCRIBE).u32(adapter).frame()
+    return Writer(OP_DESCRIBE).u32(adapter).frame()
 
 
 def open_request(
     model: bytes, ep_options: Mapping[str, str], config: Mapping[str, str], optimization_level: int, threads: int
 ) -> bytes:
-    return Writer(OPEN).blob(model).pairs(ep_options).pairs(config).u32(optimization_level).u32(threads).frame()
+    return Writer(OP_OPEN).blob(model).pairs(ep_options).pairs(config).u32(optimization_level).u32(threads).frame()
 
 
 def element_type(array: Array) -> int:
@@ -146,7 +150,7 @@ def element_type(array: Array) -> int:
 
 
 def run_request(session: int, feeds: Mapping[str, Array], names: Sequence[str]) -> bytes:
-    writer = Writer(RUN).u32(session).u32(len(feeds))
+    writer = Writer(OP_RUN).u32(session).u32(len(feeds))
     for name, value in feeds.items():
         array = np.ascontiguousarray(value)
         writer.text(name).u32(element_type(array)).u32(array.ndim)
@@ -159,7 +163,7 @@ def run_request(session: int, feeds: Mapping[str, Array], names: Sequence[str]) 
 
 
 def close_request(session: int) -> bytes:
-    return Writer(CLOSE).u32(session).frame()
+    return Writer(OP_CLOSE).u32(session).frame()
 
 
 @dataclass(frozen=True)
@@ -182,8 +186,8 @@ def read_run(payload: bytes) -> RunReply:
         outputs.append(np.frombuffer(bytes(data), ELEMENT_TYPES[code]).reshape(dims))
     milliseconds = float(reader.text())
     flag = reader.u8()
-    if flag == 1:
+    if flag == PROFILE_FOLLOWS:
         return RunReply(outputs, milliseconds, bytes(reader.blob()).decode("utf-8", "replace"))
-    if flag == 2:
+    if flag == PROFILE_MISSING:
         return RunReply(outputs, milliseconds, None, reader.text())
     return RunReply(outputs, milliseconds, None)

@@ -23,13 +23,11 @@ from conformance.ep.placement import PlacedNode, check_placement
 from conformance.ep.providers import DML, EpSpec
 from conformance.ep.rules import (
     DISABLE_OPTIMIZERS,
-    FALLBACK_REFUSED,
     KEEP_NODES,
     config_entries,
-    missing_kernel,
     one_line,
     optimization_level,
-    wrapper_fallback,
+    refusal,
 )
 from conformance.ep.sessions import Opened
 from conformance.ep.wine import protocol
@@ -114,15 +112,16 @@ def _diagnose(runner: Runner, lowering: Lowering, ep: EpSpec, text: str, threads
 
 
 def _refusal(runner: Runner, lowering: Lowering, ep: EpSpec, error: protocol.Refused, threads: int | None) -> Exception:
+    """What a refused session means (rules.refusal), told the runner's way: a session with fallback allowed, run
+    once, names the nodes left to the CPU; the runner's ST_EP status says the EP did not start."""
     text = one_line(error)
-    if error.status == protocol.EP_NOT_APPENDED:
-        return wrapper_fallback(lowering, DML, text)
-    missing = missing_kernel(text, lowering, DML)
-    if missing is not None:
-        return missing
-    if FALLBACK_REFUSED in text:
-        return _diagnose(runner, lowering, ep, text, threads)
-    return ExecutionError(f"onnxruntime could not create a {DML} session for {lowering.name}: {text}")
+    return refusal(
+        text,
+        lowering,
+        DML,
+        diagnose=lambda: _diagnose(runner, lowering, ep, text, threads),
+        not_started=lambda: error.status == protocol.ST_EP,
+    )
 
 
 def open_in_runner(lowering: Lowering, ep: EpSpec, runners: Runners, threads: int | None = None) -> Opened:
