@@ -260,6 +260,12 @@ FAULT_KINDS = {Status.CRASH: "worker_died", Status.TIMEOUT: "timeout", Status.DE
 EP_NOT_STARTED = "ep_not_started"
 
 
+# DirectML's own validation set against the spec's reading (the validator), through its operator API (ep/dmlop.py):
+# CreateOperator accepted a descriptor the spec forbids (a FAIL of the negative case), or refused one the spec allows
+# (a FAIL of the case). Both are findings about DirectML, waivable like any FAIL (docs/tolerances.md).
+DML_ACCEPTED_INVALID = "dml_accepted_invalid"
+DML_REJECTED_VALID = "dml_rejected_valid"
+
 # TOP_K1's failure kinds, most severe first: a sequence's kind is the first that applies (compare/top_k1.py), and a
 # kind that moves up this order between two runs is a regression (gate/diff.py).
 TOP_K1_FAILURE_KINDS = (

@@ -161,6 +161,9 @@ class Result:
     # Each run's verdict and output hashes, in order, where --repeat ran the case more than once (run/repeat.py);
     # empty for a case run once, and for one that was not executed (INVALID, NOT_SUPPORTED before a session, ...).
     repeats: tuple[Repeat, ...] = ()
+    # What DirectML's operator API answered (--ep dmlop): CreateOperator's and CompileOperator's HRESULTs, the
+    # execution flags, the compiled operator's binding properties, each step's milliseconds. Empty for other EPs.
+    directml: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         # Field by field rather than dataclasses.asdict, whose deep copy of every mapping was most of the cost of
@@ -173,8 +176,11 @@ class Result:
         data["parameters"] = dict(self.parameters)
         data["inputs_sha256"] = dict(self.inputs_sha256)
         data["outputs_sha256"] = dict(self.outputs_sha256)
-        # Written only where there are repeats: a run without --repeat writes what readers before the field read.
-        del data["repeats"]
+        # Written only where there are some: a run without --repeat (or --ep dmlop) writes what readers before the
+        # fields read.
+        del data["repeats"], data["directml"]
+        if self.directml:
+            data["directml"] = _json_value(self.directml)
         if self.repeats:
             data["repeats"] = [repeat.to_json() for repeat in self.repeats]
         return data

@@ -24,6 +24,7 @@ TWINS = {
     "OP_": PROTOCOL,  # request operations
     "ST_": PROTOCOL,  # reply statuses
     "PROFILE_": PROTOCOL,  # whether a run's profile follows
+    "DISPATCH_": PROTOCOL,  # a dispatch request's flags
     "SESSION_": RULES,  # every session's settings
 }
 ELEMENT = "ET_"  # ONNX element types: onnx.proto's names, protocol.ELEMENT_TYPES's codes, element_size's sizes
@@ -162,7 +163,7 @@ def _edit(root: Path, path: Path, old: str, new: str) -> None:
 @pytest.mark.parametrize(
     ("path", "old", "new", "said"),
     [
-        (RUNNER, "OP_CLOSE = 4 }", "OP_CLOSE = 4, OP_COMPILE = 5 }", "conformance/ep/wine/protocol.py: no OP_COMPILE"),
+        (RUNNER, "OP_DISPATCH = 5 }", "OP_DISPATCH = 5, OP_COMPILE = 6 }", "conformance/ep/wine/protocol.py: no OP_COMPILE"),
         (RUNNER, "OP_RUN = 3", "OP_RUN = 7", "OP_RUN: dmlrunner.c 7, conformance/ep/wine/protocol.py 3"),
         (RUNNER, "ST_BAD = 3", "ST_BAD = 4", "ST_BAD: dmlrunner.c 4"),
         (RUNNER, "PROFILE_MISSING = 2", "PROFILE_MISSING = 3", "PROFILE_MISSING: dmlrunner.c 3"),
@@ -178,8 +179,8 @@ def _edit(root: Path, path: Path, old: str, new: str) -> None:
         (RUNNER, "MAX_DIMS = 16 }", "MAX_DIMS = 16, CHUNK_BYTES = 4096 }", "CHUNK_BYTES is neither pinned"),
         (
             PROTOCOL,
-            "OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE = 1, 2, 3, 4",
-            "OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE, OP_SPARE = 1, 2, 3, 4, 9",
+            "OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE, OP_DISPATCH = 1, 2, 3, 4, 5",
+            "OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE, OP_DISPATCH, OP_SPARE = 1, 2, 3, 4, 5, 9",
             "dmlrunner.c: no OP_SPARE",
         ),
         (PROTOCOL, "ST_EP = 2", "ST_EP = 5", "ST_EP: dmlrunner.c 2, conformance/ep/wine/protocol.py 5"),

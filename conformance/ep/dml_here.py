@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from conformance.ep import directml as dml
-from conformance.ep.providers import DML, EpSpec
+from conformance.ep.providers import DMLOP, EpSpec, uses_directml
 
 if TYPE_CHECKING:  # the Wine client is imported only when a run names DirectML off Windows
     from conformance.ep.wine.client import Runners
@@ -15,15 +15,15 @@ if TYPE_CHECKING:  # the Wine client is imported only when a run names DirectML 
 
 def dml_through_wine(ep: EpSpec) -> bool:
     """DirectML is native on Windows (onnxruntime-directml in this process); elsewhere it runs in the DirectML
-    runner under Wine (conformance/ep/wine)."""
-    return ep.name == DML and sys.platform != "win32"
+    runner under Wine (conformance/ep/wine). DirectML's operator API (``dmlop``) is the runner's alone."""
+    return uses_directml(ep) and (sys.platform != "win32" or ep.name == DMLOP)
 
 
 def directml_for(eps: list[EpSpec]) -> dict[str, dml.DirectML]:
     """The DirectML each of ``eps`` that is DirectML uses (version, feature level), by its ``--ep`` text. On Windows,
     the installed onnxruntime-directml's; elsewhere the runner's under Wine for that EP's build, whose device answers
     the feature level (ChainMissing, one line, where a piece of that chain is absent: nothing has run yet)."""
-    chosen = [ep for ep in eps if ep.name == DML]
+    chosen = [ep for ep in eps if uses_directml(ep)]
     if not any(dml_through_wine(ep) for ep in chosen):
         return {ep.text: _installed(ep) for ep in chosen}
     from conformance.ep.wine.client import Runners

@@ -27,7 +27,9 @@ CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
 DML = "DmlExecutionProvider"
 WEBGPU = "WebGpuExecutionProvider"
-ALIASES: Mapping[str, str] = {"cpu": CPU, "cuda": CUDA, "dml": DML, "webgpu": WEBGPU}
+# Not an onnxruntime EP: DirectML's own operator API, each case's descriptor created as written (ep/dmlop.py).
+DMLOP = "DmlOperatorApi"
+ALIASES: Mapping[str, str] = {"cpu": CPU, "cuda": CUDA, "dml": DML, "webgpu": WEBGPU, "dmlop": DMLOP}
 WEBGPU_PACKAGE = "onnxruntime_ep_webgpu"
 _LIBRARY_SUFFIXES = (".so", ".dll", ".dylib")
 _OPTION_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
@@ -76,6 +78,15 @@ PROVIDER_OPTIONS: Mapping[str, Mapping[str, OptionValues]] = {
         "directml": dml.DIRECTML_VERSIONS,
         "ort": dml.ONNXRUNTIME_DLL_VERSIONS,
     },
+    # The DirectML operator API's settings: the adapter, the DLLs (as DML's), and the DML_EXECUTION_FLAGS that change
+    # results, given to CompileOperator.
+    DMLOP: {
+        "device_id": WHOLE_NUMBER,  # an IDXGIFactory::EnumAdapters1 index
+        "disable_metacommands": _FLAG,  # DML_EXECUTION_FLAG_DISABLE_META_COMMANDS
+        "allow_half_precision": _FLAG,  # DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION
+        "directml": dml.DIRECTML_VERSIONS,
+        "ort": dml.ONNXRUNTIME_DLL_VERSIONS,
+    },
     # webgpu_provider_options.h (the short names: onnxruntime prefixes them with "ep.webgpuexecutionprovider.").
     WEBGPU: {
         "deviceId": WHOLE_NUMBER,
@@ -104,7 +115,18 @@ PROVIDER_OPTIONS: Mapping[str, Mapping[str, OptionValues]] = {
         "maxNumPendingDispatches": WHOLE_NUMBER,
     },
 }
-EP_LABELS: Mapping[str, str] = {CPU: "CPU", CUDA: "CUDA", DML: "DirectML", WEBGPU: "WebGPU"}
+EP_LABELS: Mapping[str, str] = {
+    CPU: "CPU",
+    CUDA: "CUDA",
+    DML: "DirectML",
+    WEBGPU: "WebGPU",
+    DMLOP: "DirectML operator API",
+}
+
+
+def uses_directml(ep: EpSpec) -> bool:
+    """Whether ``ep`` runs on DirectML: onnxruntime's DirectML EP, or DirectML's own operator API."""
+    return ep.name in (DML, DMLOP)
 
 
 @dataclass(frozen=True)
@@ -185,7 +207,7 @@ def parse_ep(text: str) -> EpSpec:
     if re.fullmatch(r"[A-Za-z][A-Za-z0-9]*ExecutionProvider", head):
         return EpSpec(alias=head, name=head, options=options)
     raise ValueError(
-        f"unknown execution provider {head!r}: expected cpu, cuda, dml, webgpu, a full onnxruntime name "
+        f"unknown execution provider {head!r}: expected cpu, cuda, dml, dmlop, webgpu, a full onnxruntime name "
         "such as CUDAExecutionProvider, or the path of a plugin EP library"
     )
 

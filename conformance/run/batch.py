@@ -37,6 +37,7 @@ from typing import Protocol
 from conformance.cases.parse import Entry
 from conformance.ep.errors import InfrastructureError, ProcessDied, device_lost
 from conformance.ep.execute import open_session, run_session
+from conformance.ep.lower import Lowering
 from conformance.ep.pack import Unattributed, named_cases, opset_of, pack, packable, signature, unpack
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
@@ -88,9 +89,15 @@ class Split:
     lost: str = ""  # the packed session's error, where it says the device was lost
 
 
+def _onnx(prepared: Prepared) -> Lowering:
+    """A packed case's ONNX model: only those are packed (a DML descriptor, on --ep dmlop, never is)."""
+    assert isinstance(prepared.lowering, Lowering), "a DML operator descriptor in a pack"
+    return prepared.lowering
+
+
 def _blamed(group: Sequence[Prepared], named: set[int]) -> frozenset[int]:
     """The cases a refusal names, and every case of the same signature."""
-    signatures = [signature(p.lowering) for p in group]
+    signatures = [signature(_onnx(p)) for p in group]
     refused = {signatures[place] for place in named}
     return frozenset(place for place, sig in enumerate(signatures) if sig in refused)
 
@@ -98,7 +105,7 @@ def _blamed(group: Sequence[Prepared], named: set[int]) -> frozenset[int]:
 def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions) -> Split:
     """The group run in one packed session: the clean PASSes kept, and how the rest runs again."""
     start = time.perf_counter()
-    lowerings = [p.lowering for p in group]
+    lowerings = [_onnx(p) for p in group]
     half = Split(apart=frozenset(range(len(group) // 2)))
     try:
         packed = pack(lowerings)
@@ -241,7 +248,7 @@ def run_batch(
         if isinstance(prepared, Result):  # no execution: nothing to repeat
             results[index] = prepared
             watch.finished(index, prepared)
-        elif options.pack > 1 and packable(prepared.lowering):
+        elif options.pack > 1 and isinstance(prepared.lowering, Lowering) and packable(prepared.lowering):
             waiting.setdefault(opset_of(prepared.lowering), []).append((index, prepared))
         else:
             results[index] = _repeated([prepared], [index], ep, options, sessions, watch)[0]

@@ -30,7 +30,7 @@ from conformance.cases.suite import ShardOf
 from conformance.ep import device
 from conformance.ep.directml import DirectML, capi_folder, package_version
 from conformance.ep.installed import ONNXRUNTIME_PACKAGES, WEBGPU_DISTRIBUTION
-from conformance.ep.providers import CPU, DML, EpSpec, is_plugin, plugin_devices
+from conformance.ep.providers import CPU, EpSpec, is_plugin, plugin_devices, uses_directml
 from conformance.problems import Problem
 from conformance.run.options import RunOptions
 
@@ -166,7 +166,7 @@ def ep_record(ep: EpSpec, options: RunOptions, directml: Mapping[str, DirectML])
         "devices": devices,
         "target_feature_level": str(target) if target else None,
     }
-    if ep.name == DML and ep.text in directml:
+    if uses_directml(ep) and ep.text in directml:
         record["directml"] = directml[ep.text].to_json()
     return record
 
@@ -311,7 +311,7 @@ def executing(eps: Sequence[EpSpec], directml: Mapping[str, DirectML]) -> dict[s
     found: dict[str, dict[str, str]] = {}
     gpus: list[dict[str, str]] | None = None
     for ep in eps:
-        dml = directml.get(ep.text) if ep.name == DML else None
+        dml = directml.get(ep.text) if uses_directml(ep) else None
         chain = dml.identity if dml is not None else None
         parts: dict[str, str] = {}
         if chain is not None:

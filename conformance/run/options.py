@@ -30,7 +30,7 @@ from conformance.cases.limits import (
     DEFAULT_MAX_RUN_ELEMENTS,
     FileLimits,
 )
-from conformance.ep.providers import DML, EpSpec, parse_ep
+from conformance.ep.providers import EpSpec, parse_ep, uses_directml
 from conformance.model import FeatureLevel, Operator
 
 if TYPE_CHECKING:  # this module is imported by the pytest plugin's import, which must stay cheap
@@ -566,7 +566,7 @@ class RunOptions:
         """--feature-level where given; else, for DirectML, the installed DirectML's level; else none (all run)."""
         if self.feature_level is not None:
             return self.feature_level
-        return dict(self.directml_levels).get(ep.text) if ep.name == DML else None
+        return dict(self.directml_levels).get(ep.text) if uses_directml(ep) else None
 
 
 def distinct_eps(eps: Iterable[EpSpec]) -> list[EpSpec]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -17,6 +17,8 @@ from conformance.cases.parse import Entry, Rejected
 from conformance.cases.validate import validate
 from conformance.compare.golden import golden_differences
 from conformance.compare.outputs import compare
+from conformance.ep import dmlop
+from conformance.ep.dml_descriptor import DmlOperator, Inexpressible, describe_operator
 from conformance.ep.dml_operators import expected_dml_operators
 from conformance.ep.errors import (
     ExecutionError,
@@ -29,9 +31,11 @@ from conformance.ep.errors import (
 from conformance.ep.execute import Execution, execute
 from conformance.ep.lower import Lowering, NotExpressible, lower, same_for_every_ep
 from conformance.ep.pack import packable
-from conformance.ep.providers import DML, EpSpec
+from conformance.ep.providers import DML, DMLOP, EpSpec
 from conformance.ep.sessions import Sessions
-from conformance.model import FAULT_KINDS, Case, Status
+from conformance.ep.wine.protocol import failed
+from conformance.model import DML_ACCEPTED_INVALID, DML_REJECTED_VALID, FAULT_KINDS, Case, FeatureLevel, Status
+from conformance.problems import Problem
 from conformance.results import Result
 from conformance.run.artifacts import save_artifacts
 from conformance.run.options import RunOptions, repro_command
@@ -57,16 +61,69 @@ def base_result(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> 
     )
 
 
-def _negative(entry: Entry, base: Result, options: RunOptions) -> Result:
-    """A case marked ``expect: invalid``: INVALID when rejected (as it should be), FAIL when accepted."""
+def _negative(entry: Entry, base: Result, ep: EpSpec, options: RunOptions) -> Result | Prepared:
+    """A case marked ``expect: invalid``: INVALID when rejected (as it should be), FAIL when accepted. On
+    ``--ep dmlop`` a descriptor that can be written is then shown to DirectML's CreateOperator (``_shown``)."""
     problems = list(entry.problems) if isinstance(entry, Rejected) else validate(entry, options.max_elements)
     if problems:
-        return replace(base, status=Status.INVALID, message="\n".join(dict.fromkeys(str(p) for p in problems)))
+        verdict = replace(base, status=Status.INVALID, message="\n".join(dict.fromkeys(str(p) for p in problems)))
+    else:
+        verdict = replace(
+            base,
+            status=Status.FAIL,
+            failure_kind="validator_accepted",
+            message=f"marked expect: invalid ({entry.expect_invalid}) but the validator accepts it",
+        )
+    if ep.name != DMLOP or isinstance(entry, Rejected):
+        return verdict
+    why_not = _not_for_directml(entry, problems, options.target_level(ep), options)
+    if why_not is None:
+        try:
+            return Prepared(entry, {}, {}, describe_operator(entry), verdict)
+        except Inexpressible as inexpressible:
+            why_not = str(inexpressible)
+    return replace(verdict, message=f"{verdict.message}\n(not shown to DirectML: {why_not})")
+
+
+_NOT_DESCRIPTOR = ("Data", "Generator", "expected", "feature_level", "tolerance")
+
+
+def _not_for_directml(
+    case: Case, problems: Sequence[Problem], level: FeatureLevel | None, options: RunOptions
+) -> str | None:
+    """Why a negative case's descriptor says nothing DirectML's CreateOperator could judge, or None: a problem in its
+    data, expected outputs or feature level is not in the descriptor, and DirectML validates at its own feature
+    level, so a case forbidden only below that level (rank 3 at 2_1) is valid there."""
+    fields = [part for problem in problems for part in problem.field.split(".")]
+    if any(part in _NOT_DESCRIPTOR for part in fields):
+        return "its problem is not in the descriptor"
+    if (
+        level is not None
+        and level > case.feature_level
+        and not validate(replace(case, feature_level=level), options.max_elements)
+    ):
+        return f"DirectML validates at its own feature level, {level}, where the spec allows it"
+    return None
+
+
+def _shown(prepared: Prepared, hresult: int) -> Result:
+    """A negative case after DirectML's CreateOperator saw its descriptor: refused, as the spec says it must be, or
+    accepted (DML_ACCEPTED_INVALID, a finding about DirectML)."""
+    base, name = prepared.base, prepared.case.descriptor.__class__.__name__
+    operator = prepared.lowering.operator if isinstance(prepared.lowering, DmlOperator) else name
+    directml = {"create_hresult": f"0x{hresult:08X}"}
+    if failed(hresult):
+        said = f"DirectML's CreateOperator refused it too (HRESULT 0x{hresult:08X})"
+        return replace(base, message=f"{base.message}\n{said}", directml=directml)
+    if base.status is not Status.INVALID:  # the validator's own FAIL stands; DirectML's answer is added
+        return replace(base, message=f"{base.message}\nDirectML's CreateOperator accepted it too", directml=directml)
     return replace(
         base,
         status=Status.FAIL,
-        failure_kind="validator_accepted",
-        message=f"marked expect: invalid ({entry.expect_invalid}) but the validator accepts it",
+        failure_kind=DML_ACCEPTED_INVALID,
+        dml_operator=operator,
+        directml=directml,
+        message=f"DirectML's CreateOperator accepted {operator} though the spec forbids it: {base.message}",
     )
 
 
@@ -90,7 +147,7 @@ class Prepared:
     case: Case
     inputs: Mapping[str, np.ndarray]
     expected: Mapping[str, np.ndarray]
-    lowering: Lowering
+    lowering: Lowering | DmlOperator  # the ONNX model, or on --ep dmlop the DML operator descriptor
     base: Result
     seconds: float = 0.0  # spent preparing it
 
@@ -113,6 +170,12 @@ def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
     wrong = golden_differences(case, inputs, expected)
     if wrong:  # one self-contained line per output, so that the first (all a console shows) names where and what
         return replace(base, status=Status.ERROR, failure_kind="golden_mismatch", message="\n".join(wrong.values()))
+    if ep.name == DMLOP:
+        try:
+            operator = describe_operator(case)
+        except Inexpressible as why:
+            return replace(base, status=Status.NOT_EXPRESSIBLE, message=str(why))
+        return Prepared(case, inputs, expected, operator, replace(base, lowering=operator.operator))
     lowering = lower(case, inputs, ep.name)
     base = replace(base, dml_operator=_dml_operator(case, inputs, lowering, ep))
     if isinstance(lowering, NotExpressible):
@@ -120,7 +183,12 @@ def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
     return Prepared(case, inputs, expected, lowering, replace(base, lowering=lowering.name))
 
 
-def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, options: RunOptions) -> Result:
+# What executing a prepared case gave: onnxruntime's outputs, DirectML's operator API's, the HRESULT of a negative
+# case's CreateOperator, or the exception that replaced them.
+Outcome = Execution | dmlop.Dispatched | int | Exception
+
+
+def _judge(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions) -> Result:
     """The verdict on what the EP returned (or why it returned nothing)."""
     base = prepared.base
     if isinstance(outcome, ProcessDied):  # the process that ran it (the DirectML runner) died or hung, as a worker can
@@ -134,8 +202,21 @@ def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, optio
         return replace(base, status=Status.NOT_SUPPORTED, failure_kind=outcome.kind, message=str(outcome))
     if isinstance(outcome, ExecutionError):
         return replace(base, status=Status.ERROR, failure_kind="execution", message=str(outcome))
+    if isinstance(outcome, int):  # a negative case's descriptor, shown to CreateOperator
+        return _shown(prepared, outcome)
+    if isinstance(outcome, dmlop.DmlRefused):
+        return replace(
+            base,
+            status=Status.FAIL,
+            failure_kind=DML_REJECTED_VALID,
+            dml_operator=f"none: {outcome.step} refused it",
+            directml={f"{outcome.step.removesuffix('Operator').lower()}_hresult": f"0x{outcome.hresult:08X}"},
+            message=f"DirectML's {outcome} though the spec allows it",
+        )
     if isinstance(outcome, Exception):
         raise outcome
+    if isinstance(outcome, dmlop.Dispatched):
+        return _judge_dispatched(prepared, outcome)
     verdict = compare(prepared.case, prepared.inputs, prepared.expected, outcome.outputs)
     result = replace(
         base,
@@ -146,7 +227,7 @@ def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, optio
         details=dict(verdict.details),
         placement=dict(outcome.placement),
     )
-    if options.artifacts is not None and result.status is Status.FAIL:
+    if options.artifacts is not None and result.status is Status.FAIL and isinstance(prepared.lowering, Lowering):
         low = prepared.lowering
         try:
             outputs = outcome.outputs
@@ -155,6 +236,30 @@ def _judge(prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, optio
         except OSError as error:  # the verdict stands; the message says what could not be kept
             result = replace(result, message=f"{result.message}\n  (artifacts not saved: {error.strerror or error})")
     return result
+
+
+def _judge_dispatched(prepared: Prepared, outcome: dmlop.Dispatched) -> Result:
+    """The verdict on what DirectML's operator API wrote: the outputs compared as every EP's are."""
+    verdict = compare(prepared.case, prepared.inputs, prepared.expected, outcome.outputs)
+    reply = outcome.reply
+    directml = {
+        "create_hresult": f"0x{reply.create_hresult:08X}",
+        "compile_hresult": f"0x{reply.compile_hresult or 0:08X}",
+        "descriptors": reply.descriptors,
+        "temporary_bytes": reply.temporary_bytes,
+        "persistent_bytes": reply.persistent_bytes,
+        "milliseconds": dict(zip(("create", "compile", "execute"), reply.milliseconds, strict=False)),
+    }
+    return replace(
+        prepared.base,
+        status=verdict.status,
+        failure_kind=verdict.failure_kind,
+        message=verdict.message,
+        metrics=dict(verdict.metrics),
+        details=dict(verdict.details),
+        dml_operator=outcome.operator,
+        directml=directml,
+    )
 
 
 def _fallback_base(entry: Entry, ep: EpSpec) -> Result:
@@ -183,7 +288,7 @@ def prepare(entry: Entry, ep: EpSpec, options: RunOptions) -> Result | Prepared:
     try:
         base = base_result(entry, ep, options)
         if isinstance(entry, Rejected) or entry.expect_invalid is not None:
-            outcome: Result | Prepared = _negative(entry, base, options)
+            outcome: Result | Prepared = _negative(entry, base, ep, options)
         else:
             with np.errstate(all="ignore"):
                 outcome = _prepare(entry, ep, base, options)
@@ -195,16 +300,14 @@ def prepare(entry: Entry, ep: EpSpec, options: RunOptions) -> Result | Prepared:
     return replace(outcome, seconds=round(seconds, 6))
 
 
-def finish(
-    prepared: Prepared, outcome: Execution | Exception, ep: EpSpec, options: RunOptions, seconds: float
-) -> Result:
+def finish(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions, seconds: float) -> Result:
     """The Result for a prepared case given its execution (or the exception that replaced it); ``seconds`` is its
     share of the execution time. Never raises."""
     start = time.perf_counter()
     try:
         with np.errstate(all="ignore"):
             result = _judge(prepared, outcome, ep, options)
-        if isinstance(outcome, Execution):  # under --repeat, what repeat.py compares run by run
+        if isinstance(outcome, Execution | dmlop.Dispatched):  # under --repeat, what repeat.py compares run by run
             result = replace(result, outputs_sha256=tensor_hashes(outcome.outputs))
     except Exception as error:
         result = _harness_error(prepared.base, prepared.case, error)
@@ -215,9 +318,14 @@ def finish(
 def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessions: Sessions | None = None) -> Result:
     """A prepared case executed in a session of its own model (``sessions`` may hold one already)."""
     start = time.perf_counter()
+    sessions = sessions if sessions is not None else Sessions(capacity=0)
     try:
-        threads = options.session_threads(packable(prepared.lowering))
-        outcome: Execution | Exception = execute(prepared.lowering, ep, sessions, threads)
+        outcome: Outcome
+        if isinstance(prepared.lowering, DmlOperator):
+            outcome = _dispatch(prepared, prepared.lowering, ep, sessions)
+        else:
+            threads = options.session_threads(packable(prepared.lowering))
+            outcome = execute(prepared.lowering, ep, sessions, threads)
     except InfrastructureError:  # no verdict of this case: the run stops (pool.py)
         raise
     except Exception as error:  # judged in finish: NotSupported, ExecutionError, or a harness error
@@ -228,6 +336,14 @@ def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessio
         # An exception kept in this frame is in a cycle with its own traceback, which would hold the case's arrays
         # and onnxruntime's objects (a session, its thread pool) until a garbage collection.
         del outcome
+
+
+def _dispatch(prepared: Prepared, operator: DmlOperator, ep: EpSpec, sessions: Sessions) -> dmlop.Dispatched | int:
+    """On --ep dmlop: a negative case's descriptor shown to CreateOperator alone (its HRESULT), else the case's
+    operator dispatched on its inputs."""
+    if prepared.case.expect_invalid is not None:
+        return dmlop.create_only(operator, ep, sessions.runners)
+    return dmlop.dispatch(operator, ep, sessions.runners, prepared.inputs)
 
 
 def run_entry(entry: Entry, ep: EpSpec, options: RunOptions, sessions: Sessions | None = None) -> Result:

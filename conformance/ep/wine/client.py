@@ -277,6 +277,11 @@ class Runner:
     def run(self, session: int, feeds: Mapping[str, Array], names: Sequence[str]) -> protocol.RunReply:
         return protocol.read_run(self.request(protocol.run_request(session, feeds, names)))
 
+    def dispatch(self, frame: bytes, create_only: bool) -> protocol.DispatchReply:
+        """A DML operator created (and, unless ``create_only``, compiled and dispatched): protocol.dispatch_request's
+        ``frame``; protocol.Refused where a step after the compile failed."""
+        return protocol.read_dispatch(self.request(frame), create_only)
+
     def release(self, session: int) -> None:
         """Close ``session`` before the next request (safe to call from a finalizer: it only notes the number)."""
         self._closing.append(session)

@@ -133,8 +133,9 @@ static const int DML_LEVELS[] = {0x6400, 0x6300, 0x6200, 0x6100, 0x6000, 0x5200,
                                  0x4100, 0x4000, 0x3100, 0x3000, 0x2100, 0x2000, 0x1000};
 
 /* ---- frames ---- */
-enum { OP_DESCRIBE = 1, OP_OPEN = 2, OP_RUN = 3, OP_CLOSE = 4 };
-enum { ST_OK = 0, ST_ORT = 1, ST_EP = 2, ST_BAD = 3 };
+enum { OP_DESCRIBE = 1, OP_OPEN = 2, OP_RUN = 3, OP_CLOSE = 4, OP_DISPATCH = 5 };
+/* ST_D3D: a D3D12 or DirectML step after the operator was compiled failed (the message names it and its HRESULT). */
+enum { ST_OK = 0, ST_ORT = 1, ST_EP = 2, ST_BAD = 3, ST_D3D = 4 };
 /* ONNX element types (onnx.proto's TensorProto.DataType) that cross the pipe: protocol.py's ELEMENT_TYPES. */
 enum {
   ET_FLOAT = 1, ET_UINT8 = 2, ET_INT8 = 3, ET_UINT16 = 4, ET_INT16 = 5, ET_INT32 = 6, ET_INT64 = 7, ET_BOOL = 9,
@@ -153,6 +154,13 @@ static void die(const char *what) {
   fprintf(stderr, "dmlrunner: %s\n", what);
   fflush(stderr);
   ExitProcess(1);
+}
+
+/* Every allocation of the runner: zeroed, and the runner's end (with its reason) where there is no memory. */
+static void *checked_alloc(size_t size) {
+  void *p = calloc(1, size ? size : 1);
+  if (!p) die("out of memory");
+  return p;
 }
 
 static int read_exact(void *buffer, size_t size) { /* 1 = read, 0 = end of input before the first byte */
@@ -363,6 +371,18 @@ static const Shared *shared_device(int index, char *why, size_t size) {
   return slot;
 }
 
+/* A removed device is of no more use: its slot is emptied (the runner's references released; a session that
+ * holds the device keeps its own), so that the next request on that adapter makes a new one. */
+static void forget_device(const Shared *device) {
+  for (int i = 0; i < 8; i++) {
+    if (&shared[i] != device || !shared[i].dml) continue;
+    ((Release_t)((void **)*(void **)shared[i].dml)[2])(shared[i].dml);
+    ID3D12CommandQueue_Release(shared[i].queue);
+    ID3D12Device_Release(shared[i].device);
+    memset(&shared[i], 0, sizeof shared[i]);
+  }
+}
+
 static const char *d3d_level_text(D3D_FEATURE_LEVEL level) {
   switch ((int)level) {
     case 0xc200: return "12_2";
@@ -504,11 +524,11 @@ static void open_session(Frame *f) {
   const unsigned char *model = get_bytes(f, &model_size);
   uint32_t n_options = get_u32(f);
   if (n_options > MAX_NAMES) die("too many options");
-  char **keys = calloc(n_options + 1, sizeof *keys), **values = calloc(n_options + 1, sizeof *values);
+  char **keys = checked_alloc((n_options + 1) * sizeof *keys), **values = checked_alloc((n_options + 1) * sizeof *values);
   for (uint32_t i = 0; i < n_options; i++) { keys[i] = get_str(f); values[i] = get_str(f); }
   uint32_t n_config = get_u32(f);
   if (n_config > MAX_NAMES) die("too many config entries");
-  char **config = calloc(2 * (size_t)n_config + 1, sizeof *config);
+  char **config = checked_alloc((2 * (size_t)n_config + 1) * sizeof *config);
   for (uint32_t i = 0; i < 2 * n_config; i++) config[i] = get_str(f);
   uint32_t level = get_u32(f), threads = get_u32(f);
   int slot = -1;
@@ -620,9 +640,9 @@ static void run(Frame *f) {
   if (!slot) return;
   uint32_t n_in = get_u32(f);
   if (n_in > MAX_NAMES) die("too many inputs");
-  char **in_names = calloc(n_in + 1, sizeof *in_names);
-  OrtValue **in_values = calloc(n_in + 1, sizeof *in_values);
-  void **in_data = calloc(n_in + 1, sizeof *in_data);
+  char **in_names = checked_alloc((n_in + 1) * sizeof *in_names);
+  OrtValue **in_values = checked_alloc((n_in + 1) * sizeof *in_values);
+  void **in_data = checked_alloc((n_in + 1) * sizeof *in_data);
   uint32_t n_out = 0;
   char **out_names = NULL;
   OrtValue **out_values = NULL;
@@ -647,8 +667,8 @@ static void run(Frame *f) {
   if (!failed) {
     n_out = get_u32(f);
     if (n_out > MAX_NAMES) die("too many outputs");
-    out_names = calloc(n_out + 1, sizeof *out_names);
-    out_values = calloc(n_out + 1, sizeof *out_values);
+    out_names = checked_alloc((n_out + 1) * sizeof *out_names);
+    out_values = checked_alloc((n_out + 1) * sizeof *out_values);
     for (uint32_t i = 0; i < n_out; i++) out_names[i] = get_str(f);
     double t = now_ms();
     failed = ort_failed(ORT(Run)(slot->session, NULL, (const char *const *)in_names, (const OrtValue *const *)in_values,
@@ -721,6 +741,419 @@ static void close_session(Frame *f) {
   send_frame(&o);
 }
 
+/* ---- DirectML's operator API: one operator descriptor, created, compiled, initialized and dispatched ----
+ *
+ * What is declared here comes from DirectML.h's public facts, so that the runner needs no DirectML header: the
+ * interface IDs, and each method's vtable slot (IUnknown's 3, IDMLObject's 4, then the interface's own in the
+ * header's order). The descriptor's structs are not declared here at all: the harness lays them out
+ * (conformance/ep/dml_abi.py) in one block whose pointer fields hold offsets into the block, and the runner turns
+ * those into addresses. So the runner hands CreateOperator exactly the descriptor the case wrote, for any operator.
+ */
+DEFINE_GUID(IID_IDMLOperator_, 0x26caae7a, 0x3081, 0x4633, 0x95, 0x81, 0x22, 0x6f, 0xbe, 0x57, 0x69, 0x5d);
+DEFINE_GUID(IID_IDMLCompiledOperator_, 0x6b15e56a, 0xbf5c, 0x4902, 0x92, 0xd8, 0xda, 0x3a, 0x65, 0x0a, 0xfe, 0xa4);
+DEFINE_GUID(IID_IDMLOperatorInitializer_, 0x427c1113, 0x435c, 0x469c, 0x86, 0x76, 0x4d, 0x5d, 0xd0, 0x72, 0xf8, 0x13);
+DEFINE_GUID(IID_IDMLBindingTable_, 0x29c687dc, 0xde74, 0x4e3b, 0xab, 0x00, 0x11, 0x68, 0xf2, 0xfc, 0x3c, 0xfc);
+DEFINE_GUID(IID_IDMLCommandRecorder_, 0xe6857a76, 0x2e3e, 0x4fdd, 0xbf, 0xf4, 0x5d, 0x2b, 0xa1, 0x0f, 0xb4, 0x53);
+
+enum { /* vtable slots (DirectML.h) */
+  DML_SLOT_Release = 2,
+  DML_SLOT_CreateOperator = 8,            /* IDMLDevice */
+  DML_SLOT_CompileOperator = 9,
+  DML_SLOT_CreateOperatorInitializer = 10,
+  DML_SLOT_CreateCommandRecorder = 11,
+  DML_SLOT_CreateBindingTable = 12,
+  DML_SLOT_GetDeviceRemovedReason = 15,
+  DML_SLOT_GetBindingProperties = 8,      /* IDMLDispatchable */
+  DML_SLOT_BindInputs = 8,                /* IDMLBindingTable */
+  DML_SLOT_BindOutputs = 9,
+  DML_SLOT_BindTemporaryResource = 10,
+  DML_SLOT_BindPersistentResource = 11,
+  DML_SLOT_Reset = 12,
+  DML_SLOT_RecordDispatch = 8,            /* IDMLCommandRecorder */
+};
+enum { DML_BINDING_NONE = 0, DML_BINDING_BUFFER = 1 }; /* DML_BINDING_TYPE */
+enum { MAX_BINDINGS = 16 };
+/* Request flags (protocol.py's DISPATCH_*): compile nothing, only ask CreateOperator whether it takes the desc. */
+enum { DISPATCH_CREATE_ONLY = 1 };
+
+typedef struct { UINT RequiredDescriptorCount; UINT64 TemporaryResourceSize; UINT64 PersistentResourceSize; } DmlBindingProperties;
+typedef struct { void *Dispatchable; D3D12_CPU_DESCRIPTOR_HANDLE Cpu; D3D12_GPU_DESCRIPTOR_HANDLE Gpu; UINT Size; } DmlBindingTableDesc;
+typedef struct { int Type; const void *Desc; } DmlBindingDesc;
+typedef struct { ID3D12Resource *Buffer; UINT64 Offset; UINT64 SizeInBytes; } DmlBufferBinding;
+
+typedef HRESULT(STDMETHODCALLTYPE *CreateOperator_t)(void *, const void *desc, REFIID, void **);
+typedef HRESULT(STDMETHODCALLTYPE *CompileOperator_t)(void *, void *op, UINT flags, REFIID, void **);
+typedef HRESULT(STDMETHODCALLTYPE *CreateOperatorInitializer_t)(void *, UINT count, void *const *ops, REFIID, void **);
+typedef HRESULT(STDMETHODCALLTYPE *CreateCommandRecorder_t)(void *, REFIID, void **);
+typedef HRESULT(STDMETHODCALLTYPE *DmlRemovedReason_t)(void *);
+typedef HRESULT(STDMETHODCALLTYPE *CreateBindingTable_t)(void *, const DmlBindingTableDesc *, REFIID, void **);
+/* A COM method returning a struct returns it through a hidden pointer passed after ``this`` (the MSVC x64 ABI). */
+typedef DmlBindingProperties *(STDMETHODCALLTYPE *GetBindingProperties_t)(void *, DmlBindingProperties *);
+typedef void(STDMETHODCALLTYPE *BindMany_t)(void *, UINT count, const DmlBindingDesc *);
+typedef void(STDMETHODCALLTYPE *BindOne_t)(void *, const DmlBindingDesc *);
+typedef HRESULT(STDMETHODCALLTYPE *ResetTable_t)(void *, const DmlBindingTableDesc *);
+typedef void(STDMETHODCALLTYPE *RecordDispatch_t)(void *, ID3D12CommandList *, void *dispatchable, void *table);
+
+#define DML_METHOD(object, slot, type) ((type)((void **)*(void **)(object))[slot])
+static void dml_release(void *object) {
+  if (object) DML_METHOD(object, DML_SLOT_Release, Release_t)(object);
+}
+
+/* One binding's buffers: ``gpu`` (default heap, UAV) bound to DirectML, ``staging`` (upload heap) holding its
+ * initial bytes, ``readback`` (outputs) its bytes after the dispatch. ``size``: the resource's, ``bound``: the
+ * binding's (TotalTensorSizeInBytes); the bytes past ``bound`` are the guard region. */
+typedef struct { ID3D12Resource *gpu, *staging, *readback; uint64_t size, bound; int present; } Buffer;
+
+/* Everything one dispatch made, released together whatever step failed. */
+typedef struct {
+  void *op, *compiled, *initializer, *recorder, *init_table, *table;
+  ID3D12DescriptorHeap *heap;
+  ID3D12CommandAllocator *allocator;
+  ID3D12GraphicsCommandList *list;
+  ID3D12Fence *fence;
+  HANDLE event;
+  Buffer inputs[MAX_BINDINGS], outputs[MAX_BINDINGS], temporary, persistent;
+  uint32_t n_in, n_out;
+} Dispatch;
+
+static void release_buffer(Buffer *b) {
+  if (b->gpu) ID3D12Resource_Release(b->gpu);
+  if (b->staging) ID3D12Resource_Release(b->staging);
+  if (b->readback) ID3D12Resource_Release(b->readback);
+}
+
+static void release_dispatch(Dispatch *d) {
+  for (uint32_t i = 0; i < d->n_in; i++) release_buffer(&d->inputs[i]);
+  for (uint32_t i = 0; i < d->n_out; i++) release_buffer(&d->outputs[i]);
+  release_buffer(&d->temporary);
+  release_buffer(&d->persistent);
+  dml_release(d->table);
+  dml_release(d->init_table);
+  dml_release(d->recorder);
+  dml_release(d->initializer);
+  dml_release(d->compiled);
+  dml_release(d->op);
+  if (d->heap) ID3D12DescriptorHeap_Release(d->heap);
+  if (d->list) ID3D12GraphicsCommandList_Release(d->list);
+  if (d->allocator) ID3D12CommandAllocator_Release(d->allocator);
+  if (d->fence) ID3D12Fence_Release(d->fence);
+  if (d->event) CloseHandle(d->event);
+}
+
+static HRESULT make_buffer(ID3D12Device *device, D3D12_HEAP_TYPE heap, uint64_t size, D3D12_RESOURCE_STATES state,
+                           ID3D12Resource **out) {
+  D3D12_HEAP_PROPERTIES props = {0};
+  D3D12_RESOURCE_DESC desc = {0};
+  props.Type = heap;
+  desc.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
+  desc.Width = size ? size : 4;
+  desc.Height = desc.DepthOrArraySize = desc.MipLevels = 1;
+  desc.SampleDesc.Count = 1;
+  desc.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR;
+  desc.Flags = heap == D3D12_HEAP_TYPE_DEFAULT ? D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS : D3D12_RESOURCE_FLAG_NONE;
+  return ID3D12Device_CreateCommittedResource(device, &props, D3D12_HEAP_FLAG_NONE, &desc, state, NULL,
+                                              &IID_ID3D12Resource, (void **)out);
+}
+
+/* A binding's GPU buffer, and, where ``bytes`` are given, its staging buffer holding them. */
+static HRESULT make_binding(ID3D12Device *device, Buffer *b, const unsigned char *bytes, int readback) {
+  HRESULT hr = make_buffer(device, D3D12_HEAP_TYPE_DEFAULT, b->size, D3D12_RESOURCE_STATE_COMMON, &b->gpu);
+  if (SUCCEEDED(hr) && bytes) {
+    void *mapped = NULL;
+    D3D12_RANGE none = {0, 0};
+    hr = make_buffer(device, D3D12_HEAP_TYPE_UPLOAD, b->size, D3D12_RESOURCE_STATE_GENERIC_READ, &b->staging);
+    if (SUCCEEDED(hr)) hr = ID3D12Resource_Map(b->staging, 0, &none, &mapped);
+    if (SUCCEEDED(hr)) {
+      memcpy(mapped, bytes, (size_t)b->size);
+      ID3D12Resource_Unmap(b->staging, 0, NULL);
+    }
+  }
+  if (SUCCEEDED(hr) && readback)
+    hr = make_buffer(device, D3D12_HEAP_TYPE_READBACK, b->size, D3D12_RESOURCE_STATE_COPY_DEST, &b->readback);
+  return hr;
+}
+
+static void transition(ID3D12GraphicsCommandList *list, ID3D12Resource *resource, D3D12_RESOURCE_STATES from,
+                       D3D12_RESOURCE_STATES to) {
+  D3D12_RESOURCE_BARRIER barrier = {0};
+  barrier.Type = D3D12_RESOURCE_BARRIER_TYPE_TRANSITION;
+  barrier.Transition.pResource = resource;
+  barrier.Transition.Subresource = D3D12_RESOURCE_BARRIER_ALL_SUBRESOURCES;
+  barrier.Transition.StateBefore = from;
+  barrier.Transition.StateAfter = to;
+  ID3D12GraphicsCommandList_ResourceBarrier(list, 1, &barrier);
+}
+
+static void uav_barrier(ID3D12GraphicsCommandList *list) {
+  D3D12_RESOURCE_BARRIER barrier = {0};
+  barrier.Type = D3D12_RESOURCE_BARRIER_TYPE_UAV;
+  ID3D12GraphicsCommandList_ResourceBarrier(list, 1, &barrier);
+}
+
+/* The staging bytes into the GPU buffer, which is then left for DirectML to use (UNORDERED_ACCESS). */
+static void upload(ID3D12GraphicsCommandList *list, Buffer *b) {
+  if (!b->gpu) return;
+  if (b->staging) {
+    transition(list, b->gpu, D3D12_RESOURCE_STATE_COMMON, D3D12_RESOURCE_STATE_COPY_DEST);
+    ID3D12GraphicsCommandList_CopyBufferRegion(list, b->gpu, 0, b->staging, 0, b->size);
+    transition(list, b->gpu, D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+  } else {
+    transition(list, b->gpu, D3D12_RESOURCE_STATE_COMMON, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+  }
+}
+
+static DmlBufferBinding buffer_binding(const Buffer *b) {
+  DmlBufferBinding binding = {b->gpu, 0, b->bound};
+  return binding;
+}
+
+/* A binding table over the heap for ``dispatchable``. */
+static HRESULT make_table(void *dml, void *dispatchable, ID3D12DescriptorHeap *heap, UINT count, void **table) {
+  DmlBindingTableDesc desc;
+  desc.Dispatchable = dispatchable;
+  heap->lpVtbl->GetCPUDescriptorHandleForHeapStart(heap, &desc.Cpu);
+  heap->lpVtbl->GetGPUDescriptorHandleForHeapStart(heap, &desc.Gpu);
+  desc.Size = count;
+  return DML_METHOD(dml, DML_SLOT_CreateBindingTable, CreateBindingTable_t)(dml, &desc, &IID_IDMLBindingTable_, table);
+}
+
+/* A failed step as the reply: its name and HRESULT, with the device's removal reason where it was removed. */
+static void send_step_failed(const Shared *device, const char *step, HRESULT hr) {
+  char text[320];
+  HRESULT removed = ID3D12Device_GetDeviceRemovedReason(device->device);
+  HRESULT dml_removed = DML_METHOD(device->dml, DML_SLOT_GetDeviceRemovedReason, DmlRemovedReason_t)(device->dml);
+  int n = snprintf(text, sizeof text, "%s failed: HRESULT 0x%08lX", step, (unsigned long)hr);
+  if (FAILED(removed) && n > 0 && (size_t)n < sizeof text)
+    n += snprintf(text + n, sizeof text - (size_t)n, "; the D3D12 device was removed (reason 0x%08lX)", (unsigned long)removed);
+  else if (FAILED(dml_removed) && n > 0 && (size_t)n < sizeof text)
+    n += snprintf(text + n, sizeof text - (size_t)n, "; DirectML removed its device (reason 0x%08lX: a misuse of its API)",
+                  (unsigned long)dml_removed);
+  send_error(ST_D3D, text);
+  if (FAILED(removed) || FAILED(dml_removed)) forget_device(device); /* the next request makes a new one */
+}
+
+/* Record, submit and wait for: the inputs' upload, the initializer's dispatch, the operator's, the outputs'
+ * readback. */
+static HRESULT record_and_wait(const Shared *device, Dispatch *d, const DmlBindingProperties *props,
+                               const DmlBindingProperties *init_props, UINT descriptors, const char **step) {
+  ID3D12Device *dev = device->device;
+  HRESULT hr;
+  *step = "CreateCommandAllocator";
+  hr = ID3D12Device_CreateCommandAllocator(dev, D3D12_COMMAND_LIST_TYPE_DIRECT, &IID_ID3D12CommandAllocator,
+                                           (void **)&d->allocator);
+  if (FAILED(hr)) return hr;
+  *step = "CreateCommandList";
+  hr = ID3D12Device_CreateCommandList(dev, 0, D3D12_COMMAND_LIST_TYPE_DIRECT, d->allocator, NULL,
+                                      &IID_ID3D12GraphicsCommandList, (void **)&d->list);
+  if (FAILED(hr)) return hr;
+  *step = "CreateCommandRecorder";
+  hr = DML_METHOD(device->dml, DML_SLOT_CreateCommandRecorder, CreateCommandRecorder_t)(
+      device->dml, &IID_IDMLCommandRecorder_, &d->recorder);
+  if (FAILED(hr)) return hr;
+  ID3D12GraphicsCommandList *list = d->list;
+  for (uint32_t i = 0; i < d->n_in; i++) upload(list, &d->inputs[i]);
+  for (uint32_t i = 0; i < d->n_out; i++) upload(list, &d->outputs[i]);
+  upload(list, &d->temporary);
+  upload(list, &d->persistent);
+  ID3D12GraphicsCommandList_SetDescriptorHeaps(list, 1, &d->heap);
+
+  /* The initializer: the persistent resource is its output, the larger temporary its scratch. */
+  DmlBufferBinding persistent = buffer_binding(&d->persistent), temporary = buffer_binding(&d->temporary);
+  DmlBindingDesc persistent_desc = {DML_BINDING_BUFFER, &persistent}, temporary_desc = {DML_BINDING_BUFFER, &temporary};
+  *step = "CreateBindingTable (initializer)";
+  hr = make_table(device->dml, d->initializer, d->heap, descriptors, &d->init_table);
+  if (FAILED(hr)) return hr;
+  /* Only what each dispatchable asks for: DirectML removes its device on a binding it did not ask for (the Bind*
+   * methods return nothing, so a misuse is reported that way). */
+  if (init_props->TemporaryResourceSize)
+    DML_METHOD(d->init_table, DML_SLOT_BindTemporaryResource, BindOne_t)(d->init_table, &temporary_desc);
+  if (props->PersistentResourceSize) DML_METHOD(d->init_table, DML_SLOT_BindOutputs, BindMany_t)(d->init_table, 1, &persistent_desc);
+  DML_METHOD(d->recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(d->recorder, (ID3D12CommandList *)list,
+                                                                     d->initializer, d->init_table);
+  uav_barrier(list);
+
+  /* The operator: its inputs and outputs as the case laid them out (an absent optional tensor: NONE). */
+  DmlBufferBinding in_buffers[MAX_BINDINGS], out_buffers[MAX_BINDINGS];
+  DmlBindingDesc in_descs[MAX_BINDINGS], out_descs[MAX_BINDINGS];
+  for (uint32_t i = 0; i < d->n_in; i++) {
+    in_buffers[i] = buffer_binding(&d->inputs[i]);
+    in_descs[i].Type = d->inputs[i].present ? DML_BINDING_BUFFER : DML_BINDING_NONE;
+    in_descs[i].Desc = d->inputs[i].present ? &in_buffers[i] : NULL;
+  }
+  for (uint32_t i = 0; i < d->n_out; i++) {
+    out_buffers[i] = buffer_binding(&d->outputs[i]);
+    out_descs[i].Type = DML_BINDING_BUFFER;
+    out_descs[i].Desc = &out_buffers[i];
+  }
+  *step = "CreateBindingTable (operator)";
+  hr = make_table(device->dml, d->compiled, d->heap, descriptors, &d->table);
+  if (FAILED(hr)) return hr;
+  DML_METHOD(d->table, DML_SLOT_BindInputs, BindMany_t)(d->table, d->n_in, in_descs);
+  DML_METHOD(d->table, DML_SLOT_BindOutputs, BindMany_t)(d->table, d->n_out, out_descs);
+  if (props->TemporaryResourceSize) DML_METHOD(d->table, DML_SLOT_BindTemporaryResource, BindOne_t)(d->table, &temporary_desc);
+  if (props->PersistentResourceSize) DML_METHOD(d->table, DML_SLOT_BindPersistentResource, BindOne_t)(d->table, &persistent_desc);
+  DML_METHOD(d->recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(d->recorder, (ID3D12CommandList *)list,
+                                                                     d->compiled, d->table);
+  uav_barrier(list);
+  for (uint32_t i = 0; i < d->n_out; i++) {
+    transition(list, d->outputs[i].gpu, D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_SOURCE);
+    ID3D12GraphicsCommandList_CopyBufferRegion(list, d->outputs[i].readback, 0, d->outputs[i].gpu, 0, d->outputs[i].size);
+  }
+  *step = "Close (the command list)";
+  hr = ID3D12GraphicsCommandList_Close(list);
+  if (FAILED(hr)) return hr;
+  *step = "CreateFence";
+  hr = ID3D12Device_CreateFence(dev, 0, D3D12_FENCE_FLAG_NONE, &IID_ID3D12Fence, (void **)&d->fence);
+  if (FAILED(hr)) return hr;
+  d->event = CreateEventA(NULL, FALSE, FALSE, NULL);
+  if (!d->event) die("CreateEvent failed");
+  ID3D12CommandList *lists[1] = {(ID3D12CommandList *)list};
+  ID3D12CommandQueue_ExecuteCommandLists(device->queue, 1, lists);
+  *step = "Signal (the queue)";
+  hr = ID3D12CommandQueue_Signal(device->queue, d->fence, 1);
+  if (FAILED(hr)) return hr;
+  *step = "SetEventOnCompletion";
+  hr = ID3D12Fence_SetEventOnCompletion(d->fence, 1, d->event);
+  if (FAILED(hr)) return hr;
+  WaitForSingleObject(d->event, INFINITE); /* a GPU that never finishes is the harness's --case-timeout to end */
+  *step = "the dispatch (the device's state after it)";
+  return ID3D12Device_GetDeviceRemovedReason(dev);
+}
+
+/* dispatch: one DML operator descriptor, created on the adapter's shared DirectML device, compiled with the given
+ * execution flags, initialized and dispatched once on the given buffers; replies CreateOperator's HRESULT (and,
+ * where it succeeded and more was asked, CompileOperator's); after a dispatch, each output buffer's whole bytes and
+ * the compiled operator's binding properties. protocol.py says the fields. */
+static void dispatch(Frame *f) {
+  uint32_t adapter = get_u32(f), flags = get_u32(f), request = get_u32(f);
+  uint64_t arena_size;
+  const unsigned char *arena_bytes = get_bytes(f, &arena_size);
+  unsigned char *arena = checked_alloc((size_t)arena_size); /* its own copy, 16-byte aligned, patched below */
+  memcpy(arena, arena_bytes, (size_t)arena_size);
+  uint32_t n_reloc = get_u32(f);
+  for (uint32_t i = 0; i < n_reloc; i++) {
+    uint32_t at = get_u32(f);
+    uint64_t target;
+    if (at % 8 || (uint64_t)at + 8 > arena_size) die("a descriptor pointer outside its block");
+    memcpy(&target, arena + at, 8);
+    if (target >= arena_size) die("a descriptor pointer to outside its block");
+    void *address = arena + target;
+    memcpy(arena + at, &address, 8);
+  }
+  uint32_t desc_at = get_u32(f);
+  if (desc_at % 8 || (uint64_t)desc_at + 16 > arena_size) die("the operator desc outside its block");
+
+  Dispatch d;
+  memset(&d, 0, sizeof d);
+  d.n_in = get_u32(f);
+  if (d.n_in > MAX_BINDINGS) die("too many inputs");
+  const unsigned char *in_bytes[MAX_BINDINGS];
+  for (uint32_t i = 0; i < d.n_in; i++) {
+    d.inputs[i].present = (int)get_u32(f);
+    d.inputs[i].bound = get_u64(f);
+    in_bytes[i] = get_bytes(f, &d.inputs[i].size);
+    if (d.inputs[i].present && d.inputs[i].size < d.inputs[i].bound) die("an input buffer smaller than its binding");
+  }
+  d.n_out = get_u32(f);
+  if (d.n_out > MAX_BINDINGS) die("too many outputs");
+  const unsigned char *out_bytes[MAX_BINDINGS];
+  for (uint32_t i = 0; i < d.n_out; i++) {
+    d.outputs[i].present = 1;
+    d.outputs[i].bound = get_u64(f);
+    out_bytes[i] = get_bytes(f, &d.outputs[i].size);
+    if (d.outputs[i].size < d.outputs[i].bound) die("an output buffer smaller than its binding");
+  }
+
+  char why[160];
+  const Shared *device = shared_device((int)adapter, why, sizeof why);
+  if (!device) { send_error(ST_EP, why); free(arena); return; }
+  void *dml = device->dml;
+  Out o = {0};
+  double t0 = now_ms();
+  HRESULT hr = DML_METHOD(dml, DML_SLOT_CreateOperator, CreateOperator_t)(dml, arena + desc_at, &IID_IDMLOperator_, &d.op);
+  double created = now_ms();
+  put_u8(&o, ST_OK);
+  put_u32(&o, (uint32_t)hr);
+  if (FAILED(hr) || (request & DISPATCH_CREATE_ONLY)) {
+    send_frame(&o);
+    release_dispatch(&d);
+    free(arena);
+    return;
+  }
+  hr = DML_METHOD(dml, DML_SLOT_CompileOperator, CompileOperator_t)(dml, d.op, flags, &IID_IDMLCompiledOperator_, &d.compiled);
+  double compiled = now_ms();
+  put_u32(&o, (uint32_t)hr);
+  if (FAILED(hr)) {
+    send_frame(&o);
+    release_dispatch(&d);
+    free(arena);
+    return;
+  }
+  free(o.data); /* from here a failure is an error reply, a success the full one */
+  o = (Out){0};
+  const char *step = "CreateOperatorInitializer";
+  DmlBindingProperties props, init_props;
+  hr = DML_METHOD(dml, DML_SLOT_CreateOperatorInitializer, CreateOperatorInitializer_t)(
+      dml, 1, &d.compiled, &IID_IDMLOperatorInitializer_, &d.initializer);
+  if (SUCCEEDED(hr)) {
+    DML_METHOD(d.compiled, DML_SLOT_GetBindingProperties, GetBindingProperties_t)(d.compiled, &props);
+    DML_METHOD(d.initializer, DML_SLOT_GetBindingProperties, GetBindingProperties_t)(d.initializer, &init_props);
+    UINT descriptors = props.RequiredDescriptorCount > init_props.RequiredDescriptorCount
+                           ? props.RequiredDescriptorCount : init_props.RequiredDescriptorCount;
+    if (descriptors == 0) descriptors = 1;
+    d.temporary.size = d.temporary.bound = props.TemporaryResourceSize > init_props.TemporaryResourceSize
+                                               ? props.TemporaryResourceSize : init_props.TemporaryResourceSize;
+    d.persistent.size = d.persistent.bound = props.PersistentResourceSize;
+    D3D12_DESCRIPTOR_HEAP_DESC heap_desc = {D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV, descriptors,
+                                            D3D12_DESCRIPTOR_HEAP_FLAG_SHADER_VISIBLE, 0};
+    step = "CreateDescriptorHeap";
+    hr = ID3D12Device_CreateDescriptorHeap(device->device, &heap_desc, &IID_ID3D12DescriptorHeap, (void **)&d.heap);
+    step = "CreateCommittedResource (an input)";
+    for (uint32_t i = 0; i < d.n_in && SUCCEEDED(hr); i++)
+      if (d.inputs[i].present) hr = make_binding(device->device, &d.inputs[i], in_bytes[i], 0);
+    step = "CreateCommittedResource (an output)";
+    for (uint32_t i = 0; i < d.n_out && SUCCEEDED(hr); i++) hr = make_binding(device->device, &d.outputs[i], out_bytes[i], 1);
+    step = "CreateCommittedResource (temporary or persistent)";
+    if (SUCCEEDED(hr) && d.temporary.size) hr = make_binding(device->device, &d.temporary, NULL, 0);
+    if (SUCCEEDED(hr) && d.persistent.size) hr = make_binding(device->device, &d.persistent, NULL, 0);
+    if (SUCCEEDED(hr)) hr = record_and_wait(device, &d, &props, &init_props, descriptors, &step);
+  }
+  double ran = now_ms();
+  if (FAILED(hr)) {
+    send_step_failed(device, step, hr);
+    release_dispatch(&d);
+    free(arena);
+    return;
+  }
+  put_u8(&o, ST_OK);
+  put_u32(&o, 0); /* CreateOperator's and CompileOperator's HRESULTs: S_OK */
+  put_u32(&o, 0);
+  put_u32(&o, d.n_out);
+  for (uint32_t i = 0; i < d.n_out && SUCCEEDED(hr); i++) {
+    void *mapped = NULL;
+    D3D12_RANGE all = {0, (SIZE_T)d.outputs[i].size};
+    hr = ID3D12Resource_Map(d.outputs[i].readback, 0, &all, &mapped);
+    if (FAILED(hr)) break;
+    put_bytes(&o, mapped, d.outputs[i].size);
+    D3D12_RANGE none = {0, 0};
+    ID3D12Resource_Unmap(d.outputs[i].readback, 0, &none);
+  }
+  if (FAILED(hr)) {
+    free(o.data);
+    send_step_failed(device, "Map (an output's readback buffer)", hr);
+  } else {
+    put_u32(&o, props.RequiredDescriptorCount);
+    put_u64(&o, props.TemporaryResourceSize);
+    put_u64(&o, props.PersistentResourceSize);
+    char ms[96];
+    snprintf(ms, sizeof ms, "%.3f %.3f %.3f", created - t0, compiled - created, ran - compiled);
+    put_str(&o, ms);
+    send_frame(&o);
+  }
+  release_dispatch(&d);
+  free(arena);
+}
+
 int main(int argc, char **argv) {
   /* Keep the protocol's stdout for ourselves; everything else that writes to stdout goes to stderr. */
   HANDLE process = GetCurrentProcess();
@@ -773,6 +1206,7 @@ int main(int argc, char **argv) {
       case OP_OPEN: open_session(&f); break;
       case OP_RUN: run(&f); break;
       case OP_CLOSE: close_session(&f); break;
+      case OP_DISPATCH: dispatch(&f); break;
       default: die("unknown request");
     }
     free(f.data);

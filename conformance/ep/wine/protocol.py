@@ -15,6 +15,15 @@ dmlrunner.c names them (tests/test_runner_protocol.py pins each to its twin ther
   milliseconds, and a u8: PROFILE_FOLLOWS and a blob, the profile's JSON (the session's first run only: profiling
   then ends); PROFILE_MISSING and a string saying why there is none; or PROFILE_NONE.
 - close (4): u32 session -> ok.
+- dispatch (5): u32 adapter index, u32 DML_EXECUTION_FLAGS, u32 request flags (DISPATCH_CREATE_ONLY: ask
+  CreateOperator alone), blob descriptor block, u32 n + n u32 offsets of its pointer fields (each holds an offset into
+  the block, made an address by the runner), u32 offset of its DML_OPERATOR_DESC, u32 n + n inputs (u32 bound (0: an
+  optional tensor left unbound), u64 binding size, blob the buffer's bytes), u32 n + n outputs (u64 binding size,
+  blob the buffer's initial bytes, guard region included) -> ok, u32 CreateOperator's HRESULT; where it succeeded
+  and more was asked, u32 CompileOperator's; where that succeeded, u32 n + n blobs (each output buffer's bytes after
+  the dispatch), u32 descriptors, u64 temporary and u64 persistent resource sizes (the compiled operator's binding
+  properties), string milliseconds ("create compile execute"). A D3D12 or DirectML step that failed after the
+  compile is status 4, its message naming the step and HRESULT (and the device's removal reason).
 """
 
 from __future__ import annotations
@@ -29,11 +38,13 @@ import numpy.typing as npt
 
 Array = npt.NDArray[Any]  # as ep/graph.py's, which imports onnx: describing a device must not
 
-OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE = 1, 2, 3, 4
+OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE, OP_DISPATCH = 1, 2, 3, 4, 5
 ST_OK = 0
 ST_ORT = 1  # onnxruntime refused
 ST_EP = 2  # the EP could not be appended: its device was not created
 ST_BAD = 3  # a request the runner could not serve
+ST_D3D = 4  # a D3D12 or DirectML step after the operator's compile failed
+DISPATCH_CREATE_ONLY = 1  # a dispatch's request flag: ask CreateOperator alone
 PROFILE_NONE, PROFILE_FOLLOWS, PROFILE_MISSING = 0, 1, 2  # after a run's outputs: whether its profile follows
 
 # ONNX element types (onnx.proto's TensorProto.DataType) <-> NumPy: what crosses the pipe.
@@ -191,3 +202,72 @@ def read_run(payload: bytes) -> RunReply:
     if flag == PROFILE_MISSING:
         return RunReply(outputs, milliseconds, None, reader.text())
     return RunReply(outputs, milliseconds, None)
+
+
+@dataclass(frozen=True)
+class DispatchBuffer:
+    """A buffer of a dispatch: its bytes (for an output, the initial ones) and the binding's size, which may be
+    smaller (the bytes past it are a guard region); ``bound`` False: an optional input left unbound."""
+
+    data: bytes
+    binding_size: int
+    bound: bool = True
+
+
+def dispatch_request(
+    adapter: int,
+    flags: int,
+    create_only: bool,
+    block: bytes,
+    pointers: Sequence[int],
+    desc_at: int,
+    inputs: Sequence[DispatchBuffer],
+    outputs: Sequence[DispatchBuffer],
+) -> bytes:
+    writer = Writer(OP_DISPATCH).u32(adapter).u32(flags).u32(DISPATCH_CREATE_ONLY if create_only else 0).blob(block)
+    writer.u32(len(pointers))
+    for at in pointers:
+        writer.u32(at)
+    writer.u32(desc_at).u32(len(inputs))
+    for buffer in inputs:
+        writer.u32(int(buffer.bound)).parts.append(struct.pack("<Q", buffer.binding_size))
+        writer.blob(buffer.data)
+    writer.u32(len(outputs))
+    for buffer in outputs:
+        writer.parts.append(struct.pack("<Q", buffer.binding_size))
+        writer.blob(buffer.data)
+    return writer.frame()
+
+
+@dataclass(frozen=True)
+class DispatchReply:
+    """CreateOperator's HRESULT, CompileOperator's (None: not asked), and after a dispatch each output buffer's
+    bytes, the compiled operator's binding properties and the milliseconds each step took."""
+
+    create_hresult: int
+    compile_hresult: int | None = None
+    outputs: tuple[bytes, ...] = ()
+    descriptors: int = 0
+    temporary_bytes: int = 0
+    persistent_bytes: int = 0
+    milliseconds: tuple[float, ...] = ()
+
+
+def failed(hresult: int) -> bool:
+    """An HRESULT's severity bit: the call failed."""
+    return bool(hresult & 0x80000000)
+
+
+def read_dispatch(payload: bytes, create_only: bool) -> DispatchReply:
+    reader = checked(payload)
+    created = reader.u32()
+    if failed(created) or create_only:
+        return DispatchReply(created)
+    compiled = reader.u32()
+    if failed(compiled):
+        return DispatchReply(created, compiled)
+    outputs = tuple(bytes(reader.blob()) for _ in range(reader.u32()))
+    descriptors = reader.u32()
+    temporary, persistent = (int(struct.unpack("<Q", bytes(reader._take(8)))[0]) for _ in range(2))
+    milliseconds = tuple(float(part) for part in reader.text().split())
+    return DispatchReply(created, compiled, outputs, descriptors, temporary, persistent, milliseconds)

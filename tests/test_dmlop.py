@@ -1,0 +1,143 @@
+"""``--ep dmlop``: each case's DML operator descriptor as DirectML.h lays it out, created, compiled and dispatched
+through DirectML's own operator API in the runner; negative cases shown to CreateOperator.
+
+The layout tests compute each struct's offsets by hand from the x64 C rules (a field at the next multiple of its
+size; the struct padded to its largest field's), not from ctypes. The Wine tests run the genuine DirectML."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cases.suite import collect
+from conformance.ep import dml_abi as abi
+from conformance.ep.dml_descriptor import Inexpressible, describe_operator
+from conformance.ep.wine import protocol
+from conformance.model import Case
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _case(path: str, name: str) -> Case:
+    entries = [e for e in collect([str(REPO / path)]).entries if e.id.endswith(f"::{name}")]
+    assert len(entries) == 1 and isinstance(entries[0], Case)
+    return entries[0]
+
+
+def test_the_structs_have_directml_h_s_x64_layout() -> None:
+    # DML_BUFFER_TENSOR_DESC: 3 UINTs (0, 4, 8), Sizes at 16, Strides 24, UINT64 32, UINT 40, padded to 48.
+    assert (abi.BufferTensorDesc.Sizes.offset, abi.BufferTensorDesc.TotalTensorSizeInBytes.offset) == (16, 32)
+    assert (abi.BufferTensorDesc.GuaranteedBaseOffsetAlignment.offset, struct.calcsize("<IIIxxxxQQQIxxxx")) == (40, 48)
+    assert abi.ctypes.sizeof(abi.BufferTensorDesc) == 48
+    # DML_MEAN_VARIANCE_NORMALIZATION1_OPERATOR_DESC: 4 pointers, AxisCount 32, Axes 40, BOOL 48, FLOAT 52, 56.
+    offsets = [getattr(abi.Mvn1Desc, name).offset for name, _ in abi.Mvn1Desc._fields_]
+    assert offsets == [0, 8, 16, 24, 32, 40, 48, 52, 56] and abi.ctypes.sizeof(abi.Mvn1Desc) == 64
+    # DML_TOP_K1_OPERATOR_DESC: 3 pointers, Axis 24, K 28, AxisDirection 32, padded to 40.
+    assert [getattr(abi.TopK1Desc, n).offset for n, _ in abi.TopK1Desc._fields_] == [0, 8, 16, 24, 28, 32]
+    assert abi.ctypes.sizeof(abi.TopK1Desc) == 40
+    # DML_SLICE1_OPERATOR_DESC: 2 pointers, DimensionCount 16, three arrays at 24, 32, 40.
+    assert [getattr(abi.Slice1Desc, n).offset for n, _ in abi.Slice1Desc._fields_] == [0, 8, 16, 24, 32, 40]
+    # An activation: two NULL tensors, then its FLOATs.
+    shrink = abi.activation_struct(["Bias", "Threshold"])
+    assert (shrink.Bias.offset, shrink.Threshold.offset, abi.ctypes.sizeof(shrink)) == (16, 20, 24)  # type: ignore[attr-defined]
+
+
+def _field(block: bytes, at: int, fmt: str) -> Any:
+    return struct.unpack_from(fmt, block, at)[0]
+
+
+def test_the_top_k1_descriptor_says_the_case_field_by_field() -> None:
+    op = describe_operator(_case("cases/top_k1/spec_examples.yaml", "example-4-increasing"))
+    block, relocated = op.block, set(op.pointers)
+    assert op.operator == "DML_OPERATOR_TOP_K1" and _field(block, op.desc_at, "<I") == 112  # DirectML.h's value
+    desc = _field(block, op.desc_at + 8, "<Q")
+    assert op.desc_at + 8 in relocated and desc in range(16, len(block))
+    axis, k, direction = struct.unpack_from("<III", block, desc + 24)
+    assert (axis, k, direction) == (3, 3, 0)  # INCREASING is 0 in DML_AXIS_DIRECTION
+    index_tensor = _field(block, desc + 16, "<Q")
+    buffer_desc = _field(block, index_tensor + 8, "<Q")
+    data_type, flags, rank = struct.unpack_from("<III", block, buffer_desc)
+    assert (data_type, flags, rank) == (3, 0, 4)  # UINT32, as the spec says: not onnxruntime's int64
+    sizes = _field(block, buffer_desc + 16, "<Q")
+    assert struct.unpack_from("<4I", block, sizes) == (1, 1, 3, 3)
+    assert _field(block, buffer_desc + 24, "<Q") == 0  # no Strides given: NULL
+    assert _field(block, buffer_desc + 32, "<Q") == 36  # 9 UINT32s
+    for at in relocated:  # every relocated pointer lands inside the block
+        assert 16 <= _field(block, at, "<Q") < len(block)
+
+
+def test_mvn1_keeps_normalize_variance_false_scale_alone_and_gelu_fused() -> None:
+    op = describe_operator(_case("cases/mean_variance_normalization1/lowerings.yaml", "no-variance"))
+    desc = _field(op.block, op.desc_at + 8, "<Q")
+    assert _field(op.block, desc + 48, "<i") == 0  # NormalizeVariance FALSE
+    gelu = describe_operator(_case("cases/mean_variance_normalization1/lowerings.yaml", "fused-activation[GELU]"))
+    desc = _field(gelu.block, gelu.desc_at + 8, "<Q")
+    activation = _field(gelu.block, desc + 56, "<Q")
+    assert _field(gelu.block, activation, "<I") == 157  # DML_OPERATOR_ACTIVATION_GELU
+    fused = _field(gelu.block, activation + 8, "<Q")
+    assert struct.unpack_from("<QQ", gelu.block, fused) == (0, 0)  # a fused activation's tensors are NULL
+
+
+def test_what_a_descriptor_cannot_say_is_inexpressible() -> None:
+    prelu = _case("cases/mean_variance_normalization1/lowerings.yaml", "fused-activation[PARAMETERIZED_RELU]")
+    with pytest.raises(Inexpressible, match="its desc needs a tensor"):
+        describe_operator(prelu)
+
+
+def test_a_dispatch_reply_is_read_field_by_field() -> None:
+    refused = struct.pack("<BI", protocol.ST_OK, 0x80070057)
+    assert protocol.read_dispatch(refused, create_only=False) == protocol.DispatchReply(0x80070057)
+    done = (
+        struct.pack("<BIII", protocol.ST_OK, 0, 0, 1)
+        + struct.pack("<Q", 4)
+        + b"\x01\x02\x03\x04"
+        + struct.pack("<IQQ", 8, 256, 0)
+        + struct.pack("<I", 17)
+        + b"0.1 2.000 300.500"
+    )
+    reply = protocol.read_dispatch(done, create_only=False)
+    assert reply.outputs == (b"\x01\x02\x03\x04",) and (reply.descriptors, reply.temporary_bytes) == (8, 256)
+    assert reply.milliseconds == (0.1, 2.0, 300.5)
+
+
+# ---- the genuine DirectML under Wine ----
+
+wine = pytest.mark.skipif(sys.platform == "win32", reason="the Wine chain's tests")
+
+
+def _dmlconf(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "conformance", *args], cwd=REPO, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+@wine
+def test_the_spec_examples_pass_through_directml_s_operator_api(chain_ready: None, tmp_path: Path) -> None:
+    done = _dmlconf(
+        "run", "cases/top_k1/spec_examples.yaml", "cases/slice1/spec_examples.yaml", "--ep", "dmlop",
+        "--report-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["results"]
+    assert [r["status"] for r in results] == ["PASS"] * 6
+    assert {r["dml_operator"] for r in results} == {"DML_OPERATOR_TOP_K1", "DML_OPERATOR_SLICE1"}  # created, seen
+    assert all(r["directml"]["create_hresult"] == "0x00000000" for r in results)
+
+
+@wine
+def test_negative_cases_are_shown_to_directml(chain_ready: None, tmp_path: Path) -> None:
+    done = _dmlconf(
+        "run", "cases/top_k1/invalid.yaml", "-k", "axis-size", "--ep", "dmlop", "--report-dir", str(tmp_path)
+    )
+    results = {r["case"].rpartition("::")[2]: r for r in json.loads((tmp_path / "results.json").read_text())["results"]}
+    assert done.returncode == 1, done.stdout + done.stderr  # DirectML took a descriptor the spec forbids
+    refused, accepted = results["k-over-axis-size"], results["k-equals-axis-size"]
+    assert refused["status"] == "INVALID" and refused["directml"]["create_hresult"] == "0x80070057"  # E_INVALIDARG
+    assert (accepted["status"], accepted["failure_kind"]) == ("FAIL", "dml_accepted_invalid")
+    assert accepted["directml"]["create_hresult"] == "0x00000000" and "less than" in accepted["message"]
