@@ -424,3 +424,15 @@ def test_save_dxdispatch_writes_the_model_file(tmp_path: Path) -> None:
     path = save_dxdispatch(tmp_path / "f", case, case_inputs(case))
     assert path == tmp_path / "f" / "dxdispatch.json"
     jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), MODEL_SCHEMA)
+
+
+def test_a_case_without_a_dml_form_keeps_its_other_files_and_says_why(tmp_path: Path) -> None:
+    case = _mvn(Activation("PARAMETERIZED_RELU", {"alpha": 0.25}))
+    inputs = case_inputs(case)
+    result = _failure(case, "dml")
+    folder = Path(
+        save_artifacts(str(tmp_path), result, b"", inputs, {}, {}, "DmlExecutionProvider", None, case, inputs)
+    )
+    assert not (folder / "dxdispatch.json").exists() and (folder / "input_InputTensor.npy").exists()
+    readme = (folder / "README.txt").read_text(encoding="utf-8")
+    assert "No DxDispatch model: PARAMETERIZED_RELU's scalar slope has no DML form" in readme

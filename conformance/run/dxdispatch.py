@@ -12,8 +12,9 @@ float tensor is written as numbers (readable), infinities as "inf"/"-inf". NaN i
 written as its bit patterns under the unsigned type of the same width instead, which DxDispatch copies as they are
 ("initializers don't restrict the usage of the resource", Guide.md). Integers are exact as JSON integers.
 
-Outputs start as NaN (floats) or all ones (integers), so that an element DirectML never wrote stands out in the
-print. Tensor descs are written by ``tensor_desc`` alone, so that strides and a buffer's total size slot in there.
+Outputs start as NaN (floats) or the type's largest value (integers), so that an element DirectML never wrote stands
+out in the print. Tensor descs are written by ``tensor_desc`` alone, so that strides and a buffer's total size slot
+in there.
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ def initial_values(array: np.ndarray, data_type: DataType) -> dict[str, object]:
 
 
 def _output_resource(data_type: DataType, sizes: Sequence[int]) -> dict[str, object]:
-    """An output buffer of the tensor's element count, filled with a value DirectML writes for no element: NaN, or
-    all ones for an integer type (never an index TOP_K1 can return)."""
+    """An output buffer of the tensor's element count, filled with NaN, or the largest value of an integer type
+    (never an index TOP_K1 can return), so that an element DirectML never wrote shows."""
     count = max(math.prod(sizes), 1)
     fill: object = "nan" if data_type.is_float else int(np.iinfo(numpy_dtype(data_type)).max)
     return {"initialValuesDataType": data_type_name(data_type), "initialValues": {"valueCount": count, "value": fill}}
@@ -288,6 +289,6 @@ with the case's exact inputs, whatever an execution provider made of it. From th
 
     {dxdispatch_command(case, model_file)}
 
-It prints each output (an element still NaN, or 4294967295 for an integer, was never written) and writes it as
-{output_file("<output>")} in its shape: compare with expected_*.npy.
+It prints each output and writes it as {output_file("<output>")} in its shape: compare with expected_*.npy. Outputs
+start as NaN, or an integer type's largest value (no index TOP_K1 can return), so an element never written shows.
 """
