@@ -38,6 +38,7 @@ from conformance.run.dxdispatch import (
     dxdispatch_text,
     initial_values,
     save_dxdispatch,
+    tensor_desc,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -436,3 +437,18 @@ def test_a_case_without_a_dml_form_keeps_its_other_files_and_says_why(tmp_path: 
     assert not (folder / "dxdispatch.json").exists() and (folder / "input_InputTensor.npy").exists()
     readme = (folder / "README.txt").read_text(encoding="utf-8")
     assert "No DxDispatch model: PARAMETERIZED_RELU's scalar slope has no DML form" in readme
+
+
+def test_a_tensor_desc_takes_strides_and_a_total_size() -> None:
+    # Guide.md's "fully defined DML_TENSOR_DESC" example, field for field.
+    assert tensor_desc(DataType.FLOAT32, (1, 1, 2, 3), (6, 6, 3, 1), 24) == {
+        "Type": "DML_TENSOR_TYPE_BUFFER",
+        "Desc": {
+            "DataType": "DML_TENSOR_DATA_TYPE_FLOAT32",
+            "Flags": "DML_TENSOR_FLAG_NONE",
+            "DimensionCount": 4,
+            "Sizes": [1, 1, 2, 3],
+            "Strides": [6, 6, 3, 1],
+            "TotalTensorSizeInBytes": 24,
+        },
+    }

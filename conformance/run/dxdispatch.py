@@ -68,19 +68,24 @@ def data_type_name(data_type: DataType) -> str:
     return f"DML_TENSOR_DATA_TYPE_{data_type.value}"
 
 
-def tensor_desc(data_type: DataType, sizes: Sequence[int]) -> dict[str, object]:
+def tensor_desc(
+    data_type: DataType, sizes: Sequence[int], strides: Sequence[int] | None = None, total_bytes: int | None = None
+) -> dict[str, object]:
     """A DML_TENSOR_DESC of type DML_TENSOR_TYPE_BUFFER as DxDispatch reads it: the DML_BUFFER_TENSOR_DESC's fields
-    (Guide.md, "DML_TENSOR_DESC"); what is left out DxDispatch derives as DirectML does for a packed tensor (no
-    Strides, TotalTensorSizeInBytes from DMLCalcBufferTensorSize, Flags NONE, GuaranteedBaseOffsetAlignment 0)."""
-    return {
-        "Type": "DML_TENSOR_TYPE_BUFFER",
-        "Desc": {
-            "DataType": data_type_name(data_type),
-            "Flags": "DML_TENSOR_FLAG_NONE",
-            "DimensionCount": len(sizes),
-            "Sizes": list(sizes),
-        },
+    (Guide.md, "DML_TENSOR_DESC"). ``strides`` (in elements) and ``total_bytes`` (TotalTensorSizeInBytes) where the
+    case gives them; left out, DxDispatch derives them as DirectML does for a packed tensor (no Strides,
+    DMLCalcBufferTensorSize), and GuaranteedBaseOffsetAlignment is 0."""
+    desc: dict[str, object] = {
+        "DataType": data_type_name(data_type),
+        "Flags": "DML_TENSOR_FLAG_NONE",
+        "DimensionCount": len(sizes),
+        "Sizes": list(sizes),
     }
+    if strides is not None:
+        desc["Strides"] = list(strides)
+    if total_bytes is not None:
+        desc["TotalTensorSizeInBytes"] = total_bytes
+    return {"Type": "DML_TENSOR_TYPE_BUFFER", "Desc": desc}
 
 
 def _number(value: float) -> float | str:
