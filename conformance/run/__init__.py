@@ -2,8 +2,8 @@
 
 ``options`` is the one option table, ``RunOptions`` and its builder; ``runner`` prepares, executes and judges one
 case; ``batch`` packs small cases into shared sessions and runs each group --repeat times; ``repeat`` makes a case's
-runs one result (FLAKY where they differ); ``artifacts`` keeps a FAIL's files; ``identity`` records
-what was tested with what.
+runs one result (FLAKY where they differ); ``artifacts`` keeps a FAIL's files, ``dxdispatch`` among them the case as
+a model of Microsoft's DxDispatch; ``identity`` records what was tested with what.
 
 May import: the core, cases, ep, compare.
 """

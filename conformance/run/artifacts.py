@@ -9,15 +9,18 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from conformance.environment import DirectMLRecord, Environment, EpRecord, ran_on
 from conformance.ep.directml import DirectML
 from conformance.ep.providers import DML
+from conformance.model import Case
 from conformance.problems import first_line
 from conformance.records import RecordError, read_record
 from conformance.results import Result, write_text_atomic
+from conformance.run.dxdispatch import NotExpressibleInDml, dxdispatch_readme, save_dxdispatch
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]+")
 MAX_NAME = 150  # a folder name well under every file system's limit
@@ -54,6 +57,7 @@ def _readme(
     outputs: Sequence[str],
     ep_name: str,
     executed_by: str | None,
+    dxdispatch: str = "",
 ) -> str:
     """What the folder holds and how to run its model again: with the harness, with onnxruntime alone, and for
     DirectML off Windows through the harness's runner under Wine (onnxruntime-directml is a Windows package)."""
@@ -78,6 +82,7 @@ Without it (Python, numpy and onnxruntime with {ep_name}):
         return text
     return (
         text
+        + dxdispatch
         + f"""
 onnxruntime-directml is a Windows package. On Linux, DirectML runs in the harness's runner under Wine
 (docs/directml-on-linux.md): with the harness installed (pip install -e . in its checkout) and the chain set up
@@ -107,9 +112,13 @@ def save_artifacts(
     actual: Mapping[str, np.ndarray],
     ep_name: str,
     executed_by: str | None = None,
+    case: Case | None = None,
+    inputs: Mapping[str, np.ndarray] | None = None,
 ) -> str:
     """Write one failing result's files under ``directory``; the folder written. ``executed_by``: the DirectML
-    build and device that ran it (``directml_text``), where the EP is DirectML."""
+    build and device that ran it (``directml_text``), where the EP is DirectML. ``case`` and its ``inputs`` (the
+    case's own, not the model's feeds): where the EP is DirectML, the case as a DxDispatch model too
+    (dxdispatch.json), so that DirectML's operator runs it without onnxruntime."""
     folder = os.path.join(directory, folder_name(result.case, result.ep))
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "model.onnx"), "wb") as handle:
@@ -117,6 +126,13 @@ def save_artifacts(
     for prefix, arrays in (("input", feeds), ("expected", expected), ("actual", actual)):
         for name, array in arrays.items():
             np.save(os.path.join(folder, f"{prefix}_{_UNSAFE.sub('_', name)}.npy"), np.asarray(array))
-    readme = _readme(result, feeds, list(expected), ep_name, executed_by)
+    dxdispatch = ""
+    if ep_name == DML and case is not None and inputs is not None:
+        try:
+            save_dxdispatch(Path(folder), case, inputs)
+            dxdispatch = "\n" + dxdispatch_readme(case)
+        except NotExpressibleInDml as error:
+            dxdispatch = f"\nNo DxDispatch model: {error}.\n"
+    readme = _readme(result, feeds, list(expected), ep_name, executed_by, dxdispatch)
     write_text_atomic(os.path.join(folder, "README.txt"), readme)
     return folder

@@ -232,7 +232,10 @@ def _judge(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
         try:
             outputs = outcome.outputs
             by = options.executed_by(ep)
-            save_artifacts(options.artifacts, result, low.model, low.feeds, prepared.expected, outputs, ep.name, by)
+            expected, case, inputs = prepared.expected, prepared.case, prepared.inputs  # case: dxdispatch.json on DML
+            save_artifacts(
+                options.artifacts, result, low.model, low.feeds, expected, outputs, ep.name, by, case, inputs
+            )
         except OSError as error:  # the verdict stands; the message says what could not be kept
             result = replace(result, message=f"{result.message}\n  (artifacts not saved: {error.strerror or error})")
     return result

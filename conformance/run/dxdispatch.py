@@ -1,0 +1,299 @@
+"""A case as a model of DxDispatch, Microsoft's command-line tool that runs DirectML operators from JSON
+(github.com/microsoft/DirectML, DxDispatch/doc/Guide.md): the operator's DML_*_OPERATOR_DESC exactly as the case
+writes it, its inputs with the case's exact values, its outputs, then a dispatch, a print and a writeFile of each
+output. A Windows user runs a failing case with `dxdispatch.exe dxdispatch.json --dml_feature_level X.Y`, without
+the harness and without onnxruntime, so that a mismatch is shown to be DirectML's own.
+
+Exact inputs: DxDispatch reads a JSON number as a double (rapidjson, full precision) and casts it to float, then
+to half for FLOAT16 (JsonParsers.cpp, ParseFloatingPointNumber / ParseFloat16). The shortest decimal of a float16 or
+float32 value's double (Python's repr) reads back as that double exactly, and every cast after it is exact, so a
+float tensor is written as numbers (readable), infinities as "inf"/"-inf". NaN is the one value no decimal holds:
+"nan" gives the quiet NaN (0x7FC00000, 0x7E00 as half), so a tensor holding any other NaN (a sign or a payload) is
+written as its bit patterns under the unsigned type of the same width instead, which DxDispatch copies as they are
+("initializers don't restrict the usage of the resource", Guide.md). Integers are exact as JSON integers.
+
+Outputs start as NaN (floats) or the type's largest value (integers), so that an element DirectML never wrote stands
+out in the print. Tensor descs are written by ``tensor_desc`` alone, so that strides and a buffer's total size slot
+in there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from conformance.dtypes import numpy_dtype
+from conformance.model import (
+    ACTIVATION_PARAMS,
+    BIAS_TENSOR,
+    INPUT_TENSOR,
+    OUTPUT_INDEX_TENSOR,
+    OUTPUT_TENSOR,
+    OUTPUT_VALUE_TENSOR,
+    SCALE_TENSOR,
+    Activation,
+    Case,
+    DataType,
+    FeatureLevel,
+    Mvn1Desc,
+    Slice1Desc,
+    TensorSpec,
+    TopK1Desc,
+)
+from conformance.results import write_text_atomic
+
+DXDISPATCH_FILE = "dxdispatch.json"
+# DML_EXECUTION_FLAGS a dispatchable may carry ("executionFlags": DxDispatch's models/_schema.json).
+EXECUTION_FLAGS = (
+    "DML_EXECUTION_FLAG_NONE",
+    "DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION",
+    "DML_EXECUTION_FLAG_DISABLE_META_COMMANDS",
+    "DML_EXECUTION_FLAG_DESCRIPTORS_VOLATILE",
+)
+# The NaN DxDispatch writes for "nan": std::numeric_limits<float>::quiet_NaN(), and that float as half_float's half.
+_CANONICAL_NAN = {DataType.FLOAT32: 0x7FC00000, DataType.FLOAT16: 0x7E00}
+_BITS = {DataType.FLOAT32: DataType.UINT32, DataType.FLOAT16: DataType.UINT16}
+
+
+class NotExpressibleInDml(ValueError):
+    """The case holds something no DML operator desc can say (PARAMETERIZED_RELU's scalar slope)."""
+
+
+def data_type_name(data_type: DataType) -> str:
+    """DirectML.h's name of a DML_TENSOR_DATA_TYPE, which DxDispatch reads (as it does the name without prefix)."""
+    return f"DML_TENSOR_DATA_TYPE_{data_type.value}"
+
+
+def tensor_desc(
+    data_type: DataType, sizes: Sequence[int], strides: Sequence[int] | None = None, total_bytes: int | None = None
+) -> dict[str, object]:
+    """A DML_TENSOR_DESC of type DML_TENSOR_TYPE_BUFFER as DxDispatch reads it: the DML_BUFFER_TENSOR_DESC's fields
+    (Guide.md, "DML_TENSOR_DESC"). ``strides`` (in elements) and ``total_bytes`` (TotalTensorSizeInBytes) where the
+    case gives them; left out, DxDispatch derives them as DirectML does for a packed tensor (no Strides,
+    DMLCalcBufferTensorSize), and GuaranteedBaseOffsetAlignment is 0."""
+    desc: dict[str, object] = {
+        "DataType": data_type_name(data_type),
+        "Flags": "DML_TENSOR_FLAG_NONE",
+        "DimensionCount": len(sizes),
+        "Sizes": list(sizes),
+    }
+    if strides is not None:
+        desc["Strides"] = list(strides)
+    if total_bytes is not None:
+        desc["TotalTensorSizeInBytes"] = total_bytes
+    return {"Type": "DML_TENSOR_TYPE_BUFFER", "Desc": desc}
+
+
+def _number(value: float) -> float | str:
+    """One float element as DxDispatch reads it back exactly: the shortest decimal, or its words for infinities and
+    NaN (JSON has no literal for them)."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def initial_values(array: np.ndarray, data_type: DataType) -> dict[str, object]:
+    """A buffer resource holding ``array`` (C order) bit for bit: numbers under its own type, or, for a float tensor
+    with a NaN other than the one DxDispatch writes for "nan", each element's bits under the unsigned type of its
+    width. An empty tensor is one zero element (DxDispatch refuses an empty initializer)."""
+    flat = np.ascontiguousarray(array, dtype=numpy_dtype(data_type)).reshape(-1)
+    if flat.size == 0:
+        return {"initialValuesDataType": data_type_name(data_type), "initialValues": {"valueCount": 1, "value": 0}}
+    if data_type.is_float:
+        bits = flat.view(numpy_dtype(_BITS[data_type]))
+        if np.any(np.isnan(flat) & (bits != _CANONICAL_NAN[data_type])):
+            return {"initialValuesDataType": data_type_name(_BITS[data_type]), "initialValues": bits.tolist()}
+        values: list[object] = [_number(float(v)) for v in flat.tolist()]
+    else:
+        values = [int(v) for v in flat.tolist()]
+    return {"initialValuesDataType": data_type_name(data_type), "initialValues": values}
+
+
+def _output_resource(data_type: DataType, sizes: Sequence[int]) -> dict[str, object]:
+    """An output buffer of the tensor's element count, filled with NaN, or the largest value of an integer type
+    (never an index TOP_K1 can return), so that an element DirectML never wrote shows."""
+    count = max(math.prod(sizes), 1)
+    fill: object = "nan" if data_type.is_float else int(np.iinfo(numpy_dtype(data_type)).max)
+    return {"initialValuesDataType": data_type_name(data_type), "initialValues": {"valueCount": count, "value": fill}}
+
+
+def field_name(key: str) -> str:
+    """An activation parameter's DirectML.h field name from the oracle's key: alpha -> Alpha,
+    sigmoid_input_scale -> SigmoidInputScale."""
+    return "".join(part.capitalize() for part in key.split("_"))
+
+
+def activation_desc(activation: Activation) -> dict[str, object]:
+    """The fused DML_OPERATOR_DESC: the activation's type and its FLOAT fields (a fused activation's tensors are
+    null, so none is written). The case's values, else the defaults the case format gives (model.ACTIVATION_PARAMS).
+    """
+    if activation.type == "PARAMETERIZED_RELU":
+        raise NotExpressibleInDml(
+            "PARAMETERIZED_RELU's scalar slope has no DML form: DML_ACTIVATION_PARAMETERIZED_RELU_OPERATOR_DESC holds "
+            "a SlopeTensor, null when fused"
+        )
+    params = {**ACTIVATION_PARAMS[activation.type], **activation.params}
+    return {
+        "Type": f"DML_OPERATOR_ACTIVATION_{activation.type}",
+        "Desc": {field_name(key): _number(float(value)) for key, value in params.items()},
+    }
+
+
+def _output_spec(case: Case, name: str, data_type: DataType, sizes: Sequence[int]) -> tuple[DataType, list[int]]:
+    """An output's DataType and Sizes as the case writes them, else as the spec derives them."""
+    given = case.outputs.get(name)
+    written_type = given.data_type if given is not None else None
+    written_sizes = given.sizes if given is not None else None
+    return written_type or data_type, list(written_sizes if written_sizes is not None else sizes)
+
+
+OperatorParts = tuple[str, dict[str, object], dict[str, TensorSpec], dict[str, tuple[DataType, list[int]]]]
+
+
+def _top_k1(case: Case, d: TopK1Desc) -> OperatorParts:
+    value_type, value_sizes = _output_spec(case, OUTPUT_VALUE_TENSOR, d.input.data_type, d.output_sizes)
+    index_type, index_sizes = _output_spec(case, OUTPUT_INDEX_TENSOR, DataType.UINT32, d.output_sizes)
+    desc: dict[str, object] = {
+        INPUT_TENSOR: tensor_desc(d.input.data_type, d.input.sizes),
+        OUTPUT_VALUE_TENSOR: tensor_desc(value_type, value_sizes),
+        OUTPUT_INDEX_TENSOR: tensor_desc(index_type, index_sizes),
+        "Axis": d.axis,
+        "K": d.k,
+        "AxisDirection": f"DML_AXIS_DIRECTION_{d.axis_direction.value}",
+    }
+    outputs = {OUTPUT_VALUE_TENSOR: (value_type, value_sizes), OUTPUT_INDEX_TENSOR: (index_type, index_sizes)}
+    return "DML_OPERATOR_TOP_K1", desc, {INPUT_TENSOR: d.input}, outputs
+
+
+def _mvn1(case: Case, d: Mvn1Desc) -> OperatorParts:
+    tensors = {INPUT_TENSOR: d.input, SCALE_TENSOR: d.scale, BIAS_TENSOR: d.bias}
+    bound = {name: spec for name, spec in tensors.items() if spec is not None}
+    output = _output_spec(case, OUTPUT_TENSOR, d.input.data_type, d.input.sizes)
+    desc: dict[str, object] = {name: tensor_desc(spec.data_type, spec.sizes) for name, spec in bound.items()}
+    desc[OUTPUT_TENSOR] = tensor_desc(*output)
+    desc["AxisCount"] = len(d.axes)
+    desc["Axes"] = list(d.axes)
+    desc["NormalizeVariance"] = d.normalize_variance
+    desc["Epsilon"] = _number(d.epsilon)
+    if d.fused_activation is not None:
+        desc["FusedActivation"] = activation_desc(d.fused_activation)
+    return "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1", desc, bound, {OUTPUT_TENSOR: output}
+
+
+def _slice1(case: Case, d: Slice1Desc) -> OperatorParts:
+    output = _output_spec(case, OUTPUT_TENSOR, d.input.data_type, d.output_sizes)
+    desc: dict[str, object] = {
+        INPUT_TENSOR: tensor_desc(d.input.data_type, d.input.sizes),
+        OUTPUT_TENSOR: tensor_desc(*output),
+        "DimensionCount": len(d.input.sizes),
+        "InputWindowOffsets": list(d.offsets),
+        "InputWindowSizes": list(d.sizes),
+        "InputWindowStrides": list(d.strides),
+    }
+    return "DML_OPERATOR_SLICE1", desc, {INPUT_TENSOR: d.input}, {OUTPUT_TENSOR: output}
+
+
+def _parts(case: Case) -> OperatorParts:
+    d = case.descriptor
+    if isinstance(d, TopK1Desc):
+        return _top_k1(case, d)
+    if isinstance(d, Mvn1Desc):
+        return _mvn1(case, d)
+    return _slice1(case, d)
+
+
+def output_file(name: str) -> str:
+    """The .npy DxDispatch's writeFile command writes an output to, beside the model."""
+    return f"dxdispatch_{name}.npy"
+
+
+def dxdispatch_model(
+    case: Case, inputs: Mapping[str, np.ndarray], execution_flags: Sequence[str] = ()
+) -> dict[str, object]:
+    """The case as a DxDispatch model (Guide.md, "Models"): a resource per tensor named as the descriptor names it,
+    one dispatchable (the operator desc, compiled with ``execution_flags``: DML_EXECUTION_FLAG_* names, NONE when
+    empty), and the commands: dispatch, print each output, write each output as .npy in its shape.
+    ``inputs`` are the case's input arrays by tensor name (cases.generate.case_inputs). Raises NotExpressibleInDml
+    for a case no DML desc can say, ValueError for an unknown execution flag."""
+    unknown = [flag for flag in execution_flags if flag not in EXECUTION_FLAGS]
+    if unknown:
+        raise ValueError(f"unknown DML execution flag {unknown[0]!r} (known: {', '.join(EXECUTION_FLAGS)})")
+    operator, desc, bound, outputs = _parts(case)
+    resources: dict[str, object] = {name: initial_values(inputs[name], spec.data_type) for name, spec in bound.items()}
+    resources.update({name: _output_resource(data_type, sizes) for name, (data_type, sizes) in outputs.items()})
+    dispatchable = case.operator.value
+    commands: list[object] = [
+        {"type": "dispatch", "dispatchable": dispatchable, "bindings": {name: name for name in (*bound, *outputs)}}
+    ]
+    commands += [{"type": "print", "resource": name} for name in outputs]
+    commands += [
+        {"type": "writeFile", "resource": name, "targetPath": output_file(name), "dimensions": sizes}
+        for name, (_, sizes) in outputs.items()
+    ]
+    flags = list(execution_flags) or ["DML_EXECUTION_FLAG_NONE"]
+    return {
+        # DxDispatch reads the three members below by name and nothing else: this one says where the model came from
+        # and how to run it (the feature level is DxDispatch's command-line option, not part of a model).
+        "dmlconf": {"case": case.id, "featureLevel": str(case.feature_level), "run": dxdispatch_command(case)},
+        "resources": resources,
+        "dispatchables": {dispatchable: {"type": operator, "desc": desc, "executionFlags": flags}},
+        "commands": commands,
+    }
+
+
+def dml_feature_level_option(level: FeatureLevel) -> str:
+    """DxDispatch's --dml_feature_level value for a feature level: "major.minor" (CommandLineArgs.cpp reads it with
+    atof), the level DirectML's device is created with."""
+    return f"{level.major}.{level.minor}"
+
+
+def dxdispatch_command(case: Case, model_file: str = DXDISPATCH_FILE) -> str:
+    """The command line that runs a case's model with DxDispatch on Windows, at the case's feature level."""
+    return f"dxdispatch.exe {model_file} --dml_feature_level {dml_feature_level_option(case.feature_level)}"
+
+
+def _json(value: object, depth: int = 0) -> str:
+    """``value`` as JSON, an object's members one a line and an array of numbers or texts on one line."""
+    pad = "  " * (depth + 1)
+    if isinstance(value, Mapping) and value:
+        members = [f"{pad}{json.dumps(key)}: {_json(item, depth + 1)}" for key, item in value.items()]
+        return "{\n" + ",\n".join(members) + "\n" + "  " * depth + "}"
+    if isinstance(value, list) and any(isinstance(item, Mapping | list) for item in value):
+        return "[\n" + ",\n".join(pad + _json(item, depth + 1) for item in value) + "\n" + "  " * depth + "]"
+    return json.dumps(value, allow_nan=False)
+
+
+def dxdispatch_text(model: Mapping[str, object]) -> str:
+    """The model as the file holds it: JSON with the descriptor readable and each value array on one line."""
+    return _json(model) + "\n"
+
+
+def save_dxdispatch(
+    folder: Path, case: Case, inputs: Mapping[str, np.ndarray], execution_flags: Sequence[str] = ()
+) -> Path:
+    """Write the case's DxDispatch model as ``folder``/dxdispatch.json; the file written. Raises
+    NotExpressibleInDml where no DML desc can say the case (nothing is written then)."""
+    text = dxdispatch_text(dxdispatch_model(case, inputs, execution_flags))
+    path = Path(folder) / DXDISPATCH_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(str(path), text)
+    return path
+
+
+def dxdispatch_readme(case: Case, model_file: str = DXDISPATCH_FILE) -> str:
+    """The artifacts README's paragraph on the DxDispatch model: what it holds and the line that runs it."""
+    return f"""With DirectML alone, on Windows, through DxDispatch (Microsoft's tool: github.com/microsoft/DirectML,
+folder DxDispatch): {model_file} is the case as the DML operator it describes, the descriptor as the case writes it
+with the case's exact inputs, whatever an execution provider made of it. From this folder:
+
+    {dxdispatch_command(case, model_file)}
+
+It prints each output and writes it as {output_file("<output>")} in its shape: compare with expected_*.npy. Outputs
+start as NaN, or an integer type's largest value (no index TOP_K1 can return), so an element never written shows.
+"""
