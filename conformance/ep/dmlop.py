@@ -38,6 +38,14 @@ def execution_flags(ep: EpSpec) -> int:
     return flags
 
 
+def execution_flag_names(ep: EpSpec) -> tuple[str, ...]:
+    """The EP's DML_EXECUTION_FLAGS by DirectML.h's names (a result's record, a DxDispatch model's)."""
+    flags = execution_flags(ep)
+    names = ((abi.ALLOW_HALF_PRECISION_COMPUTATION, "ALLOW_HALF_PRECISION_COMPUTATION"),
+             (abi.DISABLE_META_COMMANDS, "DISABLE_META_COMMANDS"))  # fmt: skip
+    return tuple(f"DML_EXECUTION_FLAG_{name}" for bit, name in names if flags & bit) or ("DML_EXECUTION_FLAG_NONE",)
+
+
 def adapter_index(ep: EpSpec) -> int:
     return int(ep.options.get("device_id", "0"))
 

@@ -136,3 +136,45 @@ def save_artifacts(
     readme = _readme(result, feeds, list(expected), ep_name, executed_by, dxdispatch)
     write_text_atomic(os.path.join(folder, "README.txt"), readme)
     return folder
+
+
+def save_operator_artifacts(
+    directory: str,
+    result: Result,
+    case: Case,
+    inputs: Mapping[str, np.ndarray],
+    expected: Mapping[str, np.ndarray],
+    actual: Mapping[str, np.ndarray],
+    buffers: Mapping[str, bytes],
+    execution_flags: Sequence[str],
+    executed_by: str | None = None,
+) -> str:
+    """A failing ``--ep dmlop`` result's files: no ONNX model (none ran), the case's inputs, the spec's and
+    DirectML's outputs, each output buffer's whole bytes (guard region included: buffer_*.bin), and the case as a
+    DxDispatch model, so that Microsoft's own tool runs the same descriptor on Windows."""
+    folder = os.path.join(directory, folder_name(result.case, result.ep))
+    os.makedirs(folder, exist_ok=True)
+    for prefix, arrays in (("input", inputs), ("expected", expected), ("actual", actual)):
+        for name, array in arrays.items():
+            np.save(os.path.join(folder, f"{prefix}_{_UNSAFE.sub('_', name)}.npy"), np.asarray(array))
+    for name, data in buffers.items():
+        with open(os.path.join(folder, f"buffer_{_UNSAFE.sub('_', name)}.bin"), "wb") as handle:
+            handle.write(data)
+    try:
+        save_dxdispatch(Path(folder), case, inputs, execution_flags)
+        dxdispatch = dxdispatch_readme(case)
+    except NotExpressibleInDml as error:
+        dxdispatch = f"No DxDispatch model: {error}.\n"
+    ran = f"\nExecuted by: DirectML's operator API: {executed_by}\n" if executed_by else ""
+    readme = f"""{result.status.value} ({result.failure_kind}) {result.case} on {result.ep}
+
+{first_line(result.message, None)}
+{ran}
+With the harness: {result.repro}
+
+{dxdispatch}
+buffer_*.bin hold each output buffer as DirectML left it: its binding (TotalTensorSizeInBytes) and the guard
+region past it, both filled with the canary pattern before the dispatch.
+"""
+    write_text_atomic(os.path.join(folder, "README.txt"), readme)
+    return folder

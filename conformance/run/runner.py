@@ -37,7 +37,7 @@ from conformance.ep.wine.protocol import failed
 from conformance.model import DML_ACCEPTED_INVALID, DML_REJECTED_VALID, FAULT_KINDS, Case, FeatureLevel, Status
 from conformance.problems import Problem
 from conformance.results import Result
-from conformance.run.artifacts import save_artifacts
+from conformance.run.artifacts import save_artifacts, save_operator_artifacts
 from conformance.run.options import RunOptions, repro_command
 
 log = logging.getLogger(__name__)
@@ -216,7 +216,7 @@ def _judge(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
     if isinstance(outcome, Exception):
         raise outcome
     if isinstance(outcome, dmlop.Dispatched):
-        return _judge_dispatched(prepared, outcome)
+        return _judge_dispatched(prepared, outcome, ep, options)
     verdict = compare(prepared.case, prepared.inputs, prepared.expected, outcome.outputs)
     result = replace(
         base,
@@ -241,11 +241,14 @@ def _judge(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
     return result
 
 
-def _judge_dispatched(prepared: Prepared, outcome: dmlop.Dispatched) -> Result:
-    """The verdict on what DirectML's operator API wrote: the outputs compared as every EP's are."""
+def _judge_dispatched(prepared: Prepared, outcome: dmlop.Dispatched, ep: EpSpec, options: RunOptions) -> Result:
+    """The verdict on what DirectML's operator API wrote: the outputs compared as every EP's are; a failure's
+    artifacts (--artifacts) hold the case as a DxDispatch model."""
     verdict = compare(prepared.case, prepared.inputs, prepared.expected, outcome.outputs)
     reply = outcome.reply
+    flags = dmlop.execution_flag_names(ep)
     directml = {
+        "execution_flags": list(flags),
         "create_hresult": f"0x{reply.create_hresult:08X}",
         "compile_hresult": f"0x{reply.compile_hresult or 0:08X}",
         "descriptors": reply.descriptors,
@@ -253,7 +256,7 @@ def _judge_dispatched(prepared: Prepared, outcome: dmlop.Dispatched) -> Result:
         "persistent_bytes": reply.persistent_bytes,
         "milliseconds": dict(zip(("create", "compile", "execute"), reply.milliseconds, strict=False)),
     }
-    return replace(
+    result = replace(
         prepared.base,
         status=verdict.status,
         failure_kind=verdict.failure_kind,
@@ -263,6 +266,15 @@ def _judge_dispatched(prepared: Prepared, outcome: dmlop.Dispatched) -> Result:
         dml_operator=outcome.operator,
         directml=directml,
     )
+    if options.artifacts is not None and result.status is Status.FAIL:
+        try:
+            save_operator_artifacts(
+                options.artifacts, result, prepared.case, prepared.inputs, prepared.expected, outcome.outputs,
+                outcome.buffers, flags, options.executed_by(ep),
+            )  # fmt: skip
+        except OSError as error:  # the verdict stands; the message says what could not be kept
+            result = replace(result, message=f"{result.message}\n  (artifacts not saved: {error.strerror or error})")
+    return result
 
 
 def _fallback_base(entry: Entry, ep: EpSpec) -> Result:
