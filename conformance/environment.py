@@ -75,6 +75,18 @@ class Vkd3dProton:
 
 
 @dataclass(frozen=True)
+class RunnerBuild:
+    """The runner that executed DirectML under Wine: the C compiler that built it (mingw or zig), its program and
+    version, why that one was chosen (ep/wine/chain.py's find_compiler), and the runner's SHA-256."""
+
+    compiler: str | None = None
+    version: str | None = None
+    program: str | None = None
+    chosen: str | None = None
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
 class Chain:
     """Everything between DirectML and the hardware under Wine, and the device as DirectML saw it
     (ep/wine/device.py's chain_identity)."""
@@ -94,6 +106,7 @@ class Chain:
     onnxruntime: str | None = None
     wheel: str | None = None
     directml_wheel: str | None = None
+    runner: RunnerBuild | None = None
     error: str | None = None
     feature_level_by_version_table: str | None = None
 

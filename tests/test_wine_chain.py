@@ -9,8 +9,12 @@ CI (CI=true) an absent chain is a failure, never a skip.
 from __future__ import annotations
 
 import gc
+import hashlib
+import importlib.metadata
+import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +27,7 @@ import pytest
 from conformance.ep.directml import DIRECTML_VERSIONS, feature_level_for
 from conformance.ep.dml_here import directml_for
 from conformance.ep.providers import parse_ep
-from conformance.ep.wine.chain import find_chain
+from conformance.ep.wine.chain import MINGW, RUNNER_CC, find_chain
 from conformance.ep.wine.client import Runner, RunnerDied, Runners
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,10 +37,11 @@ DML = "DmlExecutionProvider"
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="DirectML is native on Windows: no Wine chain")
 
 
-def _dmlconf(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+def _dmlconf(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "conformance", *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
-    )
+        [sys.executable, "-m", "conformance", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+        check=False,
+    )  # fmt: skip
 
 
 def _results(folder: Path) -> dict[str, Any]:
@@ -75,6 +80,31 @@ def test_the_spec_examples_pass_on_directml(chain_ready: None, tmp_path: Path) -
     assert chain["dml_feature_level"] == found["environment"]["eps"][0]["target_feature_level"]
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert "wine+vkd3d-proton" in summary and chain["adapter"]["description"] in summary
+    if shutil.which(MINGW) and not os.environ.get(RUNNER_CC):  # the default compiler where mingw-w64 is there
+        assert chain["runner"]["compiler"] == "mingw"
+
+
+def test_the_runner_built_by_zig_passes_the_spec_examples(chain_ready: None, tmp_path: Path) -> None:
+    """The runner as a machine without mingw-w64 builds it (zig from the ziglang distribution, as on Windows), under
+    the same Wine: the spec's examples to their expected outputs, and the run's identity names that build."""
+    if importlib.util.find_spec("ziglang") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must build the runner with zig too: pip install -e '.[test]' brings ziglang")
+        pytest.skip("ziglang is not installed (pip install ziglang)")
+    env = dict(os.environ, **{RUNNER_CC: "zig"})
+    done = _dmlconf("run", *SPEC_EXAMPLES, "--ep", "dml", "--report-dir", str(tmp_path), env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    found = _results(tmp_path)
+    assert [(r["case"].rpartition("::")[2], r["status"]) for r in found["results"]] == [
+        ("example-1", "PASS"), ("example-2-different-axis", "PASS"), ("example-3-tied-values", "PASS"),
+        ("example-4-increasing", "PASS"), ("example-1-positive-strides", "PASS"),
+        ("example-2-negative-strides", "PASS"),
+    ]  # fmt: skip
+    runner = found["environment"]["eps"][0]["directml"]["chain"]["runner"]
+    assert (runner["compiler"], runner["chosen"]) == ("zig", f"{RUNNER_CC}=zig")
+    assert runner["version"] == importlib.metadata.version("ziglang")
+    staged = find_chain(env).folder / "dmlrunner.exe"  # the program that ran, beside the DLLs
+    assert runner["sha256"] == hashlib.sha256(staged.read_bytes()).hexdigest()
 
 
 OLDEST = "dml:directml=1.13.1,ort=1.19.0"  # the oldest DirectML.dll beside the oldest onnxruntime.dll

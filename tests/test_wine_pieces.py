@@ -23,6 +23,7 @@ import pytest
 from chain_fakes import pe_file
 
 from conformance.ep.directml import NEWEST_BUILD
+from conformance.ep.wine import chain
 from conformance.ep.wine.diagnose import likely_cause, named_hresults
 from conformance.ep.wine.doctor import Link, links
 
@@ -30,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 CASES = "cases/top_k1/spec_examples.yaml"
 WHEEL_NAME = f"onnxruntime_directml-{NEWEST_BUILD.onnxruntime}-cp312-cp312-win_amd64.whl"
 WHEEL_DLLS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll", "DirectML.dll")
+MINGW = "x86_64-w64-mingw32-gcc"
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="DirectML is native on Windows: no Wine chain")
 
@@ -65,6 +67,30 @@ def _damaged(wheel: Path) -> Path:
     return damaged
 
 
+def _stand_in_mingw(bin_dir: Path) -> None:
+    """A mingw-w64 gcc that says its version and writes "MZ" where -o says."""
+    _script(
+        bin_dir / MINGW,
+        '[ "$1" = -dumpversion ] && { echo 12-stand-in; exit 0; }\n'
+        'while [ $# -gt 1 ]; do [ "$1" = -o ] && printf MZ > "$2"; shift; done',
+    )
+
+
+def _stand_in_ziglang(folder: Path) -> Path:
+    """A ziglang distribution (0.0.1) whose ``python -m ziglang cc`` writes "MZ zig" where -o says; ``folder`` is
+    for PYTHONPATH, before any real one."""
+    (folder / "ziglang").mkdir(parents=True)
+    (folder / "ziglang" / "__init__.py").write_text("", encoding="utf-8")
+    (folder / "ziglang" / "__main__.py").write_text(
+        "import sys\nargs = sys.argv[1:]\nopen(args[args.index('-o') + 1], 'wb').write(b'MZ zig')\n", encoding="utf-8"
+    )
+    (folder / "ziglang-0.0.1.dist-info").mkdir()
+    (folder / "ziglang-0.0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: ziglang\nVersion: 0.0.1\n", encoding="utf-8"
+    )
+    return folder
+
+
 @pytest.fixture
 def stand_ins(tmp_path: Path) -> dict[str, str]:
     """The environment of a chain made of stand-ins: every piece there and of the right kind."""
@@ -72,7 +98,7 @@ def stand_ins(tmp_path: Path) -> dict[str, str]:
     bin_dir.mkdir()
     vkd3d.mkdir()
     _script(bin_dir / "wine", 'echo "wine-9.0 (stand-in)"')
-    _script(bin_dir / "x86_64-w64-mingw32-gcc", 'while [ $# -gt 1 ]; do [ "$1" = -o ] && printf MZ > "$2"; shift; done')
+    _stand_in_mingw(bin_dir)
     for name in ("d3d12.dll", "d3d12core.dll"):
         (vkd3d / name).write_bytes(pe_file(text=VKD3D_TEXT))
     env = {key: value for key, value in os.environ.items() if not key.startswith(("DMLCONF_", "WINE"))}
@@ -239,6 +265,90 @@ def test_the_real_vkd3d_proton_s_version_is_named(stand_ins: dict[str, str]) -> 
         assert "v" + version.group(1) == _recipe_fact("tag")
     else:
         assert re.fullmatch(r"\d+\.\d+\.\d+", version.group(1))
+
+
+# The runner's compiler: mingw-w64's gcc where it is on PATH, else zig from the ziglang distribution (a compiler from
+# pip alone, as on Windows), DMLCONF_RUNNER_CC naming one; none is one line naming both ways to get one.
+
+
+def test_the_runner_s_compiler_is_mingw_on_path_else_zig_else_one_line_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_mingw, without = tmp_path / "with", tmp_path / "without"
+    with_mingw.mkdir()
+    without.mkdir()
+    _stand_in_mingw(with_mingw)
+    monkeypatch.setattr(chain, "_ziglang_installed", lambda: True)
+    found = chain.find_compiler({"PATH": str(with_mingw)})
+    assert (found.name, found.command, found.version, found.why) == (
+        "mingw", (str(with_mingw / MINGW),), "12-stand-in", f"{MINGW} is on PATH",
+    )  # fmt: skip
+    found = chain.find_compiler({"PATH": str(without)})
+    assert (found.name, found.command, found.why) == (
+        "zig", (sys.executable, "-m", "ziglang", "cc", "-target", "x86_64-windows-gnu"),
+        f"{MINGW} is not on PATH and ziglang is installed",
+    )  # fmt: skip
+    monkeypatch.setattr(chain, "_ziglang_installed", lambda: False)
+    with pytest.raises(chain.ChainMissing) as missing:
+        chain.find_compiler({"PATH": str(without)})
+    assert str(missing.value) == (
+        f"no C compiler for the runner (it is built once): {MINGW} is not on PATH and the ziglang module is not "
+        "installed: apt-get install gcc-mingw-w64-x86-64, or pip install ziglang"
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("zig", "DMLCONF_RUNNER_CC=zig: the ziglang module is not installed: pip install ziglang"),
+        ("mingw", f"DMLCONF_RUNNER_CC=mingw: {MINGW} is not on PATH: apt-get install gcc-mingw-w64-x86-64"),
+        ("gcc", "DMLCONF_RUNNER_CC=gcc: not one of mingw, zig"),
+    ],
+)
+def test_a_named_compiler_that_is_not_there_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str, expected: str
+) -> None:
+    monkeypatch.setattr(chain, "_ziglang_installed", lambda: given != "zig")
+    with pytest.raises(chain.ChainMissing) as missing:
+        chain.find_compiler({"PATH": str(tmp_path), "DMLCONF_RUNNER_CC": given})
+    assert str(missing.value) == expected
+
+
+def test_a_compiler_the_harness_does_not_know_is_refused_by_run_and_doctor(
+    stand_ins: dict[str, str], tmp_path: Path
+) -> None:
+    env = stand_ins | {"DMLCONF_RUNNER_CC": "gcc"}
+    _run_refuses(env, tmp_path, "DMLCONF_RUNNER_CC=gcc: not one of mingw, zig")
+    _doctor_fails_at(env, "runner", "DMLCONF_RUNNER_CC=gcc: not one of mingw, zig")
+
+
+def _runner_line(env: dict[str, str]) -> tuple[Path, str]:
+    """doctor's runner link: the runner's path and what it says of its build."""
+    done = _dmlconf(env, "doctor")
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("ok   runner: ")]
+    found = re.fullmatch(r"ok   runner: +(\S+) \((.*)\)", line)
+    assert found, line
+    return Path(found.group(1)), found.group(2)
+
+
+def test_doctor_names_the_compiler_that_built_the_runner_and_why(stand_ins: dict[str, str], tmp_path: Path) -> None:
+    mingw_built, said = _runner_line(stand_ins)
+    assert (
+        said
+        == f"built with {MINGW} 12-stand-in, since {MINGW} is on PATH; cached by its source's hash and the compiler"
+    )
+    assert mingw_built.read_bytes() == b"MZ"  # what the stand-in gcc wrote
+    zig = stand_ins | {
+        "DMLCONF_RUNNER_CC": "zig",
+        "PYTHONPATH": f"{_stand_in_ziglang(tmp_path / 'ziglang')}{os.pathsep}{REPO}",
+    }
+    zig_built, said = _runner_line(zig)
+    assert said == (
+        "built with zig cc 0.0.1 (python -m ziglang, -target x86_64-windows-gnu), since DMLCONF_RUNNER_CC=zig; "
+        "cached by its source's hash and the compiler"
+    )
+    assert zig_built.read_bytes() == b"MZ zig"  # not the runner gcc built, found in the cache
+    assert zig_built.parent.parent == mingw_built.parent.parent == tmp_path / "cache" / "runner"
 
 
 # Vulkan and the D3D12 device: a broken one says what the loader, Wine and vkd3d-proton said, and the likely cause.

@@ -12,7 +12,10 @@ Where each piece comes from (docs/directml-on-linux.md says why each is needed):
   machine without network is given them in ``$DMLCONF_CACHE/wheels``).
 - ``DISPLAY``: Wine reaches Vulkan through its X11 driver, so an X server (Xvfb will do) must be there.
 - ``WINEPREFIX``: default, a prefix in the cache, made with ``wineboot -i`` on first use.
-- ``x86_64-w64-mingw32-gcc`` builds the runner once; the cache keeps it by the source's hash.
+- ``DMLCONF_RUNNER_CC``: the C compiler that builds the runner once (the cache keeps it by the source's hash and the
+  compiler): ``mingw`` (``x86_64-w64-mingw32-gcc`` on PATH) or ``zig`` (``python -m ziglang cc``, the ``ziglang``
+  distribution's clang with its own MinGW headers and libraries: a compiler from pip alone, where no mingw-w64 package
+  is, as on Windows); default, mingw-w64 where it is on PATH, else zig where the ziglang module is installed.
 
 The cache is ``DMLCONF_CACHE``, default ``$XDG_CACHE_HOME/dml-conformance`` (``~/.cache/dml-conformance``). A missing
 piece is a ``ChainMissing``: one line naming it and what to do, which the CLI turns into a usage error; so is a piece
@@ -22,6 +25,8 @@ that is there but unusable (a cache or prefix that cannot be created, a damaged 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import importlib.util
 import logging
 import os
 import shutil
@@ -41,7 +46,12 @@ log = logging.getLogger(__name__)
 
 RUNNER_SOURCE = "dmlrunner.c"
 RUNNER = "dmlrunner.exe"
-COMPILER = "x86_64-w64-mingw32-gcc"
+MINGW = "x86_64-w64-mingw32-gcc"
+ZIG_TARGET = "x86_64-windows-gnu"  # zig cc's name for mingw-w64's target: the same headers, CRT and import libraries
+RUNNER_CC = "DMLCONF_RUNNER_CC"
+COMPILERS = ("mingw", "zig")
+_RUNNER_FLAGS = ("-O2", "-s")
+_RUNNER_LIBRARIES = ("-lversion",)  # d3d12, dxgi, DirectML and onnxruntime are loaded at run time (LoadLibrary)
 ONNXRUNTIME_DLLS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll")  # from the ort= wheel
 DIRECTML_DLL = "DirectML.dll"  # from the directml= wheel
 WHEEL_DLLS = (*ONNXRUNTIME_DLLS, DIRECTML_DLL)
@@ -50,11 +60,33 @@ DLL_OVERRIDE = "d3d12,d3d12core=n"
 TRANSPORT = "wine+vkd3d-proton"
 _PE_X86_64 = 0x8664  # IMAGE_FILE_MACHINE_AMD64
 _WINEBOOT_SECONDS = 300
-_BUILD_SECONDS = 120
+_BUILD_SECONDS = 600  # zig's first build also compiles the MinGW C runtime into its cache: a minute on 2 cores
+_VERSION_SECONDS = 30
 
 
 class ChainMissing(ValueError):
     """A piece of the chain is absent or unusable: one line naming it and what to do."""
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """The C compiler that builds the runner: its ``name`` as DMLCONF_RUNNER_CC says it, the command that runs it, its
+    version (part of the cached runner's key: another compiler's runner is another program) and why it was chosen."""
+
+    name: str
+    command: tuple[str, ...]
+    version: str
+    why: str
+
+    def __str__(self) -> str:
+        """How doctor and the identity name it: the program and its version."""
+        if self.name == "zig":
+            return f"zig cc {self.version} (python -m ziglang, -target {ZIG_TARGET})"
+        return f"{MINGW} {self.version}"
+
+    def record(self) -> dict[str, str]:
+        """The compiler in a run's DirectML chain identity (device.py's ``runner``)."""
+        return {"compiler": self.name, "version": self.version, "program": str(self), "chosen": self.why}
 
 
 @dataclass(frozen=True)
@@ -71,6 +103,7 @@ class Chain:
     build: Build = NEWEST_BUILD
     directml_wheel: Path | None = None  # None: ``wheel``'s own DirectML.dll
     winedebug: str | None = None  # None: the user's WINEDEBUG, else none of Wine's messages
+    compiler: Compiler | None = None  # the one that built the runner; None: not known (a chain made by hand)
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         """The runner's environment: ``base`` with the prefix, the display and the DLL override that keeps Wine's
@@ -249,28 +282,99 @@ def file_digest(path: Path) -> bytes:
         return hashlib.file_digest(file, "sha256").digest()
 
 
-def build_runner(cache: Path) -> Path:
-    """dmlrunner.exe built from the shipped source, kept in the cache by the source's hash."""
+def _ziglang_installed() -> bool:
+    """Whether this Python can run ``-m ziglang`` (the ziglang distribution's zig)."""
+    return importlib.util.find_spec("ziglang") is not None
+
+
+def _mingw_version(program: str) -> str:
+    try:
+        done = subprocess.run(
+            [program, "-dumpversion"], capture_output=True, text=True, timeout=_VERSION_SECONDS, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "version unknown"
+    return done.stdout.strip() or "version unknown"
+
+
+def _zig_version() -> str:
+    try:
+        return importlib.metadata.version("ziglang")
+    except importlib.metadata.PackageNotFoundError:
+        return "version unknown"
+
+
+def _mingw(environ: Mapping[str, str], why: str) -> Compiler | None:
+    found = shutil.which(MINGW, path=environ.get("PATH", os.defpath))
+    return Compiler("mingw", (found,), _mingw_version(found), why) if found else None
+
+
+def _zig(why: str) -> Compiler | None:
+    if not _ziglang_installed():
+        return None
+    return Compiler("zig", (sys.executable, "-m", "ziglang", "cc", "-target", ZIG_TARGET), _zig_version(), why)
+
+
+def find_compiler(environ: Mapping[str, str]) -> Compiler:
+    """The compiler that builds the runner, chosen here only: the one DMLCONF_RUNNER_CC names; else mingw-w64's gcc
+    where it is on PATH; else zig where the ziglang module is installed; else ChainMissing naming both ways to get
+    one."""
+    given = environ.get(RUNNER_CC, "")
+    if given == "mingw":
+        named = _mingw(environ, f"{RUNNER_CC}=mingw")
+        if named is None:
+            raise ChainMissing(f"{RUNNER_CC}=mingw: {MINGW} is not on PATH: apt-get install gcc-mingw-w64-x86-64")
+        return named
+    if given == "zig":
+        named = _zig(f"{RUNNER_CC}=zig")
+        if named is None:
+            raise ChainMissing(f"{RUNNER_CC}=zig: the ziglang module is not installed: pip install ziglang")
+        return named
+    if given:
+        raise ChainMissing(f"{RUNNER_CC}={given}: not one of {', '.join(COMPILERS)}")
+    found = _mingw(environ, f"{MINGW} is on PATH") or _zig(f"{MINGW} is not on PATH and ziglang is installed")
+    if found is None:
+        raise ChainMissing(
+            f"no C compiler for the runner (it is built once): {MINGW} is not on PATH and the ziglang module is not "
+            f"installed: apt-get install gcc-mingw-w64-x86-64, or pip install ziglang"
+        )
+    return found
+
+
+def compile_runner(
+    compiler: Compiler, work: Path, cache: Path, flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``work``'s dmlrunner.c compiled there into dmlrunner.exe, with ``flags`` besides the build's own (a test's
+    warning flags); zig keeps what it builds once (the MinGW C runtime) in the harness's cache unless the user named
+    a zig cache."""
+    command = [*compiler.command, *_RUNNER_FLAGS, *flags, RUNNER_SOURCE, "-o", RUNNER, *_RUNNER_LIBRARIES]
+    env = dict(os.environ)
+    if compiler.name == "zig":
+        env.setdefault("ZIG_GLOBAL_CACHE_DIR", str(cache / "zig"))
+        env.setdefault("ZIG_LOCAL_CACHE_DIR", str(cache / "zig"))
+    try:
+        return subprocess.run(
+            command, cwd=work, env=env, capture_output=True, text=True, timeout=_BUILD_SECONDS, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise ChainMissing(f"{compiler} did not build the runner in {_BUILD_SECONDS} s") from None
+
+
+def build_runner(cache: Path, compiler: Compiler) -> Path:
+    """dmlrunner.exe built from the shipped source by ``compiler``, kept in the cache by the source's hash and the
+    compiler."""
     source = _runner_source()
-    built = cache / "runner" / _digest(source) / RUNNER
+    built = cache / "runner" / _digest(source, f"{compiler.name} {compiler.version}".encode()) / RUNNER
     if built.is_file():
         return built
-    compiler = shutil.which(COMPILER)
-    if compiler is None:
-        raise ChainMissing(
-            f"{COMPILER} is not installed (it builds the runner once): apt-get install gcc-mingw-w64-x86-64"
-        )
     make_folder(built.parent)
     try:
         with tempfile.TemporaryDirectory(dir=built.parent) as work:
             (Path(work) / RUNNER_SOURCE).write_bytes(source)
-            command = [compiler, "-O2", "-s", RUNNER_SOURCE, "-o", RUNNER, "-lversion"]
-            done = subprocess.run(
-                command, cwd=work, capture_output=True, text=True, timeout=_BUILD_SECONDS, check=False
-            )
+            done = compile_runner(compiler, Path(work), cache)
             if done.returncode != 0:
                 last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-                raise ChainMissing(f"{COMPILER} could not build the runner: {last}")
+                raise ChainMissing(f"{compiler} could not build the runner: {last}")
             os.replace(Path(work) / RUNNER, built)
     except OSError as error:  # a full disk or a read-only cache
         raise ChainMissing(f"{built.parent}: cannot build the runner there: {error.strerror or error}") from None
@@ -361,7 +465,8 @@ def find_chain(environ: Mapping[str, str] | None = None, build: Build = NEWEST_B
     same = build.directml_wheel == build.onnxruntime  # both DLLs from one wheel, as in the newest build
     directml_wheel = wheel if same else find_wheel(env, cache, True, build.directml_wheel)
     prefix = Path(env.get("WINEPREFIX") or cache / "wine-prefix")
-    runner = build_runner(cache)
+    compiler = find_compiler(env)
+    runner = build_runner(cache, compiler)
     folder = _stage(runner, wheel, directml_wheel, vkd3d, cache)
     ensure_prefix(wine, prefix, env)
-    return Chain(wine, vkd3d, wheel, display, prefix, folder, build, directml_wheel)
+    return Chain(wine, vkd3d, wheel, display, prefix, folder, build, directml_wheel, compiler=compiler)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.ep.directml import DirectML, feature_level_for
-from conformance.ep.wine.chain import TRANSPORT, VKD3D_DLLS, WHEEL_DLLS, Chain, file_digest
+from conformance.ep.wine.chain import RUNNER, TRANSPORT, VKD3D_DLLS, WHEEL_DLLS, Chain, file_digest
 from conformance.model import FeatureLevel
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,18 @@ def _staged_digests(folder: Path) -> dict[str, str]:
     return found
 
 
+def _runner_build(chain: Chain) -> dict[str, str] | None:
+    """The runner as built: the compiler that built it, why that one, and the program's SHA-256."""
+    if chain.compiler is None:
+        return None
+    try:
+        digest = file_digest(chain.folder / RUNNER).hex()
+    except OSError as error:
+        log.debug("cannot hash %s: %s", chain.folder / RUNNER, error)
+        return chain.compiler.record()
+    return chain.compiler.record() | {"sha256": digest}
+
+
 def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]:
     """Everything that stands between DirectML and the hardware, and the device as DirectML saw it."""
     index = described.get("adapter_index", 0)
@@ -117,6 +129,7 @@ def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]
         "onnxruntime": described.get("onnxruntime"),
         "wheel": chain.wheel.name,
         "directml_wheel": (chain.directml_wheel or chain.wheel).name,  # the wheel DirectML.dll came from
+        "runner": _runner_build(chain),
         "error": described.get("error"),
     }
 

@@ -151,7 +151,9 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
         return str(wheel)
 
     def runner_build() -> str:
-        return f"{parts.build_runner(cache)} (built with {parts.COMPILER}, cached by its source's hash)"
+        compiler = parts.find_compiler(env)
+        built = parts.build_runner(cache, compiler)
+        return f"{built} (built with {compiler}, since {compiler.why}; cached by its source's hash and the compiler)"
 
     def prefix() -> str:
         where = Path(env.get("WINEPREFIX") or cache / "wine-prefix")
