@@ -163,7 +163,12 @@ def _edit(root: Path, path: Path, old: str, new: str) -> None:
 @pytest.mark.parametrize(
     ("path", "old", "new", "said"),
     [
-        (RUNNER, "OP_DISPATCH = 5 }", "OP_DISPATCH = 5, OP_COMPILE = 6 }", "conformance/ep/wine/protocol.py: no OP_COMPILE"),
+        (
+            RUNNER,
+            "OP_DISPATCH = 5 }",
+            "OP_DISPATCH = 5, OP_COMPILE = 6 }",
+            "conformance/ep/wine/protocol.py: no OP_COMPILE",
+        ),
         (RUNNER, "OP_RUN = 3", "OP_RUN = 7", "OP_RUN: dmlrunner.c 7, conformance/ep/wine/protocol.py 3"),
         (RUNNER, "ST_BAD = 3", "ST_BAD = 4", "ST_BAD: dmlrunner.c 4"),
         (RUNNER, "PROFILE_MISSING = 2", "PROFILE_MISSING = 3", "PROFILE_MISSING: dmlrunner.c 3"),

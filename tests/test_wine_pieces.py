@@ -290,11 +290,30 @@ def test_the_runner_s_compiler_is_mingw_on_path_else_zig_else_one_line_naming_bo
     )  # fmt: skip
     monkeypatch.setattr(chain, "_ziglang_installed", lambda: False)
     with pytest.raises(chain.ChainMissing) as missing:
-        chain.find_compiler({"PATH": str(without)})
+        chain.find_compiler({"PATH": str(without), "DMLCONF_CACHE": str(tmp_path / "cache")})
     assert str(missing.value) == (
         f"no C compiler for the runner (it is built once): {MINGW} is not on PATH and the ziglang module is not "
         "installed: apt-get install gcc-mingw-w64-x86-64, or pip install ziglang"
     )
+
+
+def test_without_a_compiler_a_runner_built_elsewhere_from_this_source_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GPU machine has no compiler: the runner built on another machine, copied into its cache, serves."""
+    monkeypatch.setattr(chain, "_ziglang_installed", lambda: False)
+    cache, source = tmp_path / "cache", (REPO / "conformance/ep/wine/dmlrunner.c").read_bytes()
+    built = cache / "runner" / "from-elsewhere"
+    built.mkdir(parents=True)
+    (built / "dmlrunner.exe").write_bytes(b"MZ stand-in")
+    (built / "built-by.txt").write_text(f"{hashlib.sha256(source + b' ').hexdigest()}\ngcc 12\n")  # another source
+    environ = {"PATH": str(tmp_path), "DMLCONF_CACHE": str(cache)}
+    with pytest.raises(chain.ChainMissing, match="no C compiler"):
+        chain.find_compiler(environ)
+    (built / "built-by.txt").write_text(f"{hashlib.sha256(source).hexdigest()}\n{MINGW} 12-win32\n")
+    found = chain.find_compiler(environ)
+    assert (found.name, str(found)) == ("cached", f"{MINGW} 12-win32") and "built from this source" in found.why
+    assert chain.build_runner(cache, found) == built / "dmlrunner.exe"
 
 
 @pytest.mark.parametrize(

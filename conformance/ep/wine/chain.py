@@ -82,6 +82,8 @@ class Compiler:
         """How doctor and the identity name it: the program and its version."""
         if self.name == "zig":
             return f"zig cc {self.version} (python -m ziglang, -target {ZIG_TARGET})"
+        if self.name == "cached":  # the version is the text of the compiler that built it elsewhere
+            return self.version
         return f"{MINGW} {self.version}"
 
     def record(self) -> dict[str, str]:
@@ -333,12 +335,28 @@ def find_compiler(environ: Mapping[str, str]) -> Compiler:
     if given:
         raise ChainMissing(f"{RUNNER_CC}={given}: not one of {', '.join(COMPILERS)}")
     found = _mingw(environ, f"{MINGW} is on PATH") or _zig(f"{MINGW} is not on PATH and ziglang is installed")
+    found = found or _built_elsewhere(make_cache(environ))
     if found is None:
         raise ChainMissing(
             f"no C compiler for the runner (it is built once): {MINGW} is not on PATH and the ziglang module is not "
             f"installed: apt-get install gcc-mingw-w64-x86-64, or pip install ziglang"
         )
     return found
+
+
+BUILT_BY = "built-by.txt"  # beside a cached runner: its source's SHA-256, then the compiler that built it
+
+
+def _built_elsewhere(cache: Path) -> Compiler | None:
+    """Where no compiler is here (a GPU machine, say): a runner built from this very source on another machine and
+    copied into this cache's runner folder (its built-by.txt names the source's hash), used as it is."""
+    digest = hashlib.sha256(_runner_source()).hexdigest()
+    for record in sorted((cache / "runner").glob(f"*/{BUILT_BY}")):
+        lines = record.read_text(encoding="utf-8", errors="replace").splitlines()
+        if len(lines) >= 2 and lines[0] == digest and (record.parent / RUNNER).is_file():
+            why = f"no compiler here; a runner built from this source by {lines[1]} is in the cache"
+            return Compiler("cached", (), lines[1], why)
+    return None
 
 
 def compile_runner(
@@ -364,6 +382,11 @@ def build_runner(cache: Path, compiler: Compiler) -> Path:
     """dmlrunner.exe built from the shipped source by ``compiler``, kept in the cache by the source's hash and the
     compiler."""
     source = _runner_source()
+    if compiler.name == "cached":  # built elsewhere from this source (_built_elsewhere)
+        digest = hashlib.sha256(source).hexdigest()
+        for record in sorted((cache / "runner").glob(f"*/{BUILT_BY}")):
+            if record.read_text(encoding="utf-8", errors="replace").splitlines()[:1] == [digest]:
+                return record.parent / RUNNER
     built = cache / "runner" / _digest(source, f"{compiler.name} {compiler.version}".encode()) / RUNNER
     if built.is_file():
         return built
@@ -376,6 +399,9 @@ def build_runner(cache: Path, compiler: Compiler) -> Path:
                 last = (done.stderr.strip().splitlines() or ["no message"])[-1]
                 raise ChainMissing(f"{compiler} could not build the runner: {last}")
             os.replace(Path(work) / RUNNER, built)
+            (built.parent / BUILT_BY).write_text(
+                f"{hashlib.sha256(source).hexdigest()}\n{compiler}\n", encoding="utf-8"
+            )
     except OSError as error:  # a full disk or a read-only cache
         raise ChainMissing(f"{built.parent}: cannot build the runner there: {error.strerror or error}") from None
     return built
