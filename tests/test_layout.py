@@ -15,6 +15,9 @@ from conformance.cases.load import load_document
 from conformance.cases.parameters import describe
 from conformance.cases.parse import parse_document
 from conformance.cases.validate import validate
+from conformance.coverage.layouts import BROADCAST, LARGER, PADDED, PERMUTED, REJECTED, STRIDED_OUTPUT
+from conformance.coverage.mapping import build_map, case_coverage
+from conformance.coverage.markdown import render_coverage
 from conformance.model import Case, DataType
 from reference.layout import (
     calc_buffer_tensor_size,
@@ -210,10 +213,33 @@ def test_outputs_get_derived_sizes_and_types_with_the_case_layout(tmp_path: Path
 def test_a_case_with_layouts_says_what_onnxruntime_leaves_out(tmp_path: Path) -> None:
     case = _case(tmp_path, "      Strides: [4, 1]\n", "    OutputTensor: {Strides: [1, 2]}\n")
     assert packed_note(case) == (
-        "layouts not exercised through onnxruntime: InputTensor fed packed (the values its strides read); "
-        "OutputTensor read packed (its strides and padding not checked)"
+        "layouts not exercised through onnxruntime: InputTensor fed packed (the values read through the strides); "
+        "OutputTensor read packed (strides and padding not checked)"
     )
     assert packed_note(_case(tmp_path)) == ""
     described = describe(case.descriptor, case.outputs)
     assert described["InputTensor"] == "[2, 3] FLOAT32, Data, Strides [4, 1]"
     assert described["OutputTensor"] == "Strides [1, 2]"
+
+
+def test_coverage_reads_each_layout_off_the_case(tmp_path: Path) -> None:
+    padded = _case(tmp_path, "      Strides: [4, 1]\n      TotalTensorSizeInBytes: 64\n")
+    transposed_out = _case(tmp_path, output="    OutputTensor: {Strides: [1, 2]}\n")
+    broadcast = _case(tmp_path, "      Strides: [0, 1]\n").descriptor.input
+    assert case_coverage(padded).layouts == {PADDED, LARGER}
+    assert case_coverage(transposed_out).layouts == {PERMUTED, STRIDED_OUTPUT}
+    assert case_coverage(_case(tmp_path)).layouts == frozenset()
+    assert broadcast.strides == (0, 1)  # (its Data disagrees: refused below, as a negative case)
+    negative = tmp_path / "n.yaml"
+    negative.write_text(
+        SLICE.format(input="      Strides: [0, 1]\n", output="", dtype="FLOAT32").replace(
+            "  - id: c\n", "  - id: c\n    expect: invalid\n"
+        ),
+        encoding="utf-8",
+    )
+    (entry,), _ = parse_document(load_document(str(negative)))
+    assert case_coverage(entry).layouts == {REJECTED}
+    coverage = build_map([case_coverage(padded), case_coverage(entry)])
+    assert coverage.layouts[("SLICE1", PADDED)] == (padded.id,)
+    assert coverage.layouts[("SLICE1", BROADCAST)] == ()
+    assert "## Tensor layouts" in render_coverage(coverage, "t", "c")

@@ -22,7 +22,7 @@ from conformance.model import (
     TensorSpec,
     TopK1Desc,
 )
-from reference.layout import buffer_size
+from reference.layout import buffer_size, calc_buffer_tensor_size, index_of_last_element
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,16 @@ class Layout:
     def buffer_bytes(self) -> int:
         """TotalTensorSizeInBytes as DirectML is given it: the case's, else the minimum."""
         return buffer_size(self.element_size, self.sizes, self.strides, self.total_bytes)
+
+    @property
+    def minimum_bytes(self) -> int:
+        """DMLCalcBufferTensorSize's minimum for these Sizes and Strides."""
+        return calc_buffer_tensor_size(self.element_size, self.sizes, self.strides)
+
+    @property
+    def spanned_elements(self) -> int:
+        """The elements from the buffer's first to its last element's, both included (packed: the element count)."""
+        return index_of_last_element(self.sizes, self.strides) + 1
 
     @property
     def given(self) -> bool:
@@ -101,7 +111,7 @@ def packed_note(case: Case) -> str:
     outputs = [name for name, layout in output_layouts(case).items() if layout.given]
     parts = []
     if inputs:
-        parts.append(f"{', '.join(inputs)} fed packed (the values its strides read)")
+        parts.append(f"{', '.join(inputs)} fed packed (the values read through the strides)")
     if outputs:
-        parts.append(f"{', '.join(outputs)} read packed (its strides and padding not checked)")
+        parts.append(f"{', '.join(outputs)} read packed (strides and padding not checked)")
     return f"layouts not exercised through onnxruntime: {'; '.join(parts)}" if parts else ""

@@ -23,6 +23,8 @@ from reference.layout import (
     through_buffer,
 )
 
+SHARED_ADDRESS = "at one address"  # in each message about elements that strides put at one place
+
 
 def _ints(values: tuple[int, ...]) -> str:
     return "[" + ", ".join(map(str, values)) + "]"
@@ -89,7 +91,7 @@ def _no_overlap(c: Checker, name: str, sizes: tuple[int, ...], strides: tuple[in
     why = f"a zero stride in dimension {zero}" if zero is not None else "the strides alias"
     c.fail(
         f"{name}.Strides",
-        f"put output elements {list(first)} and {list(second)} at one address ({why}): an output's elements "
+        f"put output elements {list(first)} and {list(second)} {SHARED_ADDRESS} ({why}): an output's elements "
         f"must not overlap",
     )
 
@@ -109,5 +111,5 @@ def check_broadcast_data(c: Checker, name: str, tensor: TensorSpec) -> None:
         c.fail(
             f"{name}.Data",
             f"gives {values[index].item()!r} at {list(index)}, where the strides {_ints(tensor.strides)} place an "
-            f"earlier element holding {kept[index].item()!r}: elements at one address must hold one value",
+            f"earlier element holding {kept[index].item()!r}: elements {SHARED_ADDRESS} must hold one value",
         )
