@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conformance.cases.generate import case_inputs
-from conformance.cases.layouts import output_layouts, packed_note
+from conformance.cases.layouts import input_layouts, output_layouts, packed_note
 from conformance.cases.load import load_document
 from conformance.cases.parameters import describe
 from conformance.cases.parse import parse_document
@@ -243,3 +243,14 @@ def test_coverage_reads_each_layout_off_the_case(tmp_path: Path) -> None:
     assert coverage.layouts[("SLICE1", PADDED)] == (padded.id,)
     assert coverage.layouts[("SLICE1", BROADCAST)] == ()
     assert "## Tensor layouts" in render_coverage(coverage, "t", "c")
+
+
+def test_a_layout_writes_its_buffer_and_reads_it_back(tmp_path: Path) -> None:
+    case = _case(tmp_path, "      Strides: [1, 2]\n      TotalTensorSizeInBytes: 32\n", dtype="INT16")
+    layout = input_layouts(case)["InputTensor"]
+    array = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int16)
+    buffer = layout.buffer(array, fill=b"\xa5\xc3")
+    # Column-major: 1 4 2 5 3 6 (12 bytes), then the fill up to 32 bytes.
+    assert buffer[:12] == np.array([1, 4, 2, 5, 3, 6], dtype=np.int16).tobytes()
+    assert buffer[12:] == b"\xa5\xc3" * 10
+    assert layout.read(buffer + b"guard").tolist() == array.tolist()

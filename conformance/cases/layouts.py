@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from conformance.dtypes import numpy_dtype
 from conformance.model import (
     BIAS_TENSOR,
@@ -22,7 +24,7 @@ from conformance.model import (
     TensorSpec,
     TopK1Desc,
 )
-from reference.layout import buffer_size, calc_buffer_tensor_size, index_of_last_element
+from reference.layout import buffer_size, calc_buffer_tensor_size, index_of_last_element, read_strided, write_strided
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,22 @@ class Layout:
     def spanned_elements(self) -> int:
         """The elements from the buffer's first to its last element's, both included (packed: the element count)."""
         return index_of_last_element(self.sizes, self.strides) + 1
+
+    def buffer(self, array: np.ndarray, fill: bytes = b"\0") -> bytes:
+        """The tensor's buffer (``buffer_bytes`` long) holding ``array`` (shape Sizes) through the strides; the bytes
+        no element addresses hold ``fill`` repeated from the buffer's start. Several elements at one address (a zero
+        stride): the first in row-major order is written (reference/layout.py)."""
+        if array.shape != self.sizes or array.dtype.itemsize != self.element_size:
+            raise ValueError(f"{self.name}: an array {array.dtype}{array.shape} for Sizes {list(self.sizes)}")
+        size = self.buffer_bytes
+        pattern = np.frombuffer((fill * (size // max(len(fill), 1) + 1))[:size], dtype=np.uint8).copy()
+        return write_strided(pattern, array, self.strides).tobytes()
+
+    def read(self, buffer: bytes | np.ndarray) -> np.ndarray:
+        """The tensor (shape Sizes, the DataType's NumPy dtype) that ``buffer``'s bytes hold through the strides;
+        bytes past ``buffer_bytes`` (a guard region) are ignored."""
+        raw = np.frombuffer(buffer, dtype=np.uint8) if isinstance(buffer, bytes | bytearray) else buffer
+        return read_strided(raw[: self.buffer_bytes], numpy_dtype(self.data_type), self.sizes, self.strides)
 
     @property
     def given(self) -> bool:
