@@ -85,9 +85,14 @@ def _disjoint_by_extents(sizes: Sequence[int], strides: Sequence[int]) -> bool:
 
 def first_alias(sizes: Sequence[int], strides: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """Two elements (indices, the first in logical order first) that the strides put at one offset; None when every
-    element has an offset of its own. An output must have none (two results cannot be written to one place)."""
+    element has an offset of its own. An output must have none (two results cannot be written to one place). With a
+    zero stride, the first element and the next one along the innermost broadcast dimension; else the pair whose
+    second element comes first in logical order."""
     if _disjoint_by_extents(sizes, strides):
         return None
+    zero = [axis for axis, (size, stride) in enumerate(zip(sizes, strides, strict=True)) if size > 1 and not stride]
+    if zero:  # the first element and the next along the innermost broadcast dimension: no need to list them all
+        return (0,) * len(sizes), tuple(int(axis == zero[-1]) for axis in range(len(sizes)))
     flat = element_offsets(sizes, strides).ravel()
     order = np.argsort(flat, kind="stable")
     same = np.flatnonzero(flat[order][1:] == flat[order][:-1])
