@@ -112,6 +112,8 @@ class TensorSpec:
 
     ``data`` is the row-major flattening of the YAML nested lists; ``data_shape`` is the nesting
     the YAML had, so that validation can say "Data has shape (3, 4), Sizes say (1, 1, 3, 4)".
+    ``strides`` and ``total_bytes`` are DML_BUFFER_TENSOR_DESC's Strides (in elements; None: packed) and
+    TotalTensorSizeInBytes (None: DMLCalcBufferTensorSize's minimum), as the case gives them (reference/layout.py).
     """
 
     sizes: tuple[int, ...]
@@ -119,6 +121,8 @@ class TensorSpec:
     data: tuple[float, ...] | None = None
     data_shape: tuple[int, ...] | None = None
     generator: Generator | None = None
+    strides: tuple[int, ...] | None = None
+    total_bytes: int | None = None
 
     @property
     def element_count(self) -> int:
@@ -130,10 +134,13 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class OutputDesc:
-    """An output tensor's DML_TENSOR_DESC as a case wrote it (each part optional: derived when omitted)."""
+    """An output tensor's DML_TENSOR_DESC as a case wrote it (each part optional: derived when omitted; Strides None:
+    packed, TotalTensorSizeInBytes None: DMLCalcBufferTensorSize's minimum)."""
 
     sizes: tuple[int, ...] | None = None
     data_type: DataType | None = None
+    strides: tuple[int, ...] | None = None
+    total_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -265,6 +272,11 @@ EP_NOT_STARTED = "ep_not_started"
 # (a FAIL of the case). Both are findings about DirectML, waivable like any FAIL (docs/tolerances.md).
 DML_ACCEPTED_INVALID = "dml_accepted_invalid"
 DML_REJECTED_VALID = "dml_rejected_valid"
+
+# FAIL's failure kind where the EP wrote an output buffer's bytes that no element of the output's strides addresses
+# (padding between strided elements, bytes up to TotalTensorSizeInBytes) or the guard bytes past its end
+# (compare/canary.py). It ranks above every operator's own kinds (gate/diff.py): memory the operator does not own.
+OUT_OF_BOUNDS_WRITE = "out_of_bounds_write"
 
 # TOP_K1's failure kinds, most severe first: a sequence's kind is the first that applies (compare/top_k1.py), and a
 # kind that moves up this order between two runs is a regression (gate/diff.py).

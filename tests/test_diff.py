@@ -112,6 +112,16 @@ def test_fix_and_drift_alone_do_not_regress() -> None:
     assert not diff_runs(old, new).regressed
 
 
+def test_an_out_of_bounds_write_ranks_above_every_other_failure_kind() -> None:
+    # An MVN1 tolerance failure (a kind TOP_K1's order does not rank) that now also writes outside its tensor is
+    # worse; the way back is a change, not a regression.
+    old = [result("a", F, "tolerance"), result("b", F, "index_out_of_range"), result("c", F, "out_of_bounds_write")]
+    new = [result("a", F, "out_of_bounds_write"), result("b", F, "out_of_bounds_write"), result("c", F, "tolerance")]
+    found = diff_runs(old, new)
+    assert keys(found.regressions) == [("a", "dml"), ("b", "dml")]
+    assert keys(found.other_changes) == [("c", "dml")]
+
+
 def test_two_results_for_one_key_are_refused() -> None:
     with pytest.raises(ValueError, match="two results for a"):
         diff_runs([result("a", P), result("a", F)], [])

@@ -300,6 +300,23 @@ def test_max_case_bytes_is_a_bound_the_estimate_may_reach(tmp_path: Path, capsys
     assert line.startswith(f"{path}:5:19: InputTensor.Sizes: the case would take an estimated {estimate} bytes")
 
 
+def test_a_padded_buffer_counts_in_the_estimate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cases.memory import BYTES_PER_ELEMENT
+    from conformance.model import Operator
+
+    # 4 elements, but rows 2**20 elements apart: the oracle writes them into a buffer of 2**20 + 2 floats.
+    padded = OK_CASE.replace("Data: [[1, 2], [3, 4]]}", "Data: [[1, 2], [3, 4]], Strides: [1048576, 1]}")
+    path = write(tmp_path, padded)
+    estimate = 4 * BYTES_PER_ELEMENT[Operator.SLICE1] + (2**20 + 2) * 4
+    assert main(["validate", str(path), "--max-case-bytes", str(estimate)]) == 0
+    capsys.readouterr()
+    (line,) = refused(capsys, "validate", str(path), "--max-case-bytes", str(estimate - 1))
+    assert line.startswith(
+        f"{path}:5:19: InputTensor.Sizes: the case would take an estimated 4.0 MiB (4 elements x 28 bytes for SLICE1 "
+        "plus 4.0 MiB of buffers with layouts)"
+    )
+
+
 def test_run_j_counts_the_cases_that_may_run_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from conformance.cases.memory import BYTES_PER_ELEMENT
     from conformance.model import Operator

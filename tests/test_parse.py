@@ -144,7 +144,8 @@ def test_a_description_or_reason_that_is_not_text_is_refused(tmp_path: Path, fie
 def test_unknown_tensor_field(tmp_path: Path) -> None:
     text = TOPK_HEADER + GOOD_TOPK.replace("Data: [1, 2, 3, 4]}", "Data: [1, 2, 3, 4], Foo: 1}")
     path, lines = rejected(tmp_path, text)
-    assert lines == [f"{path}:5:73: InputTensor.Foo: unknown field (expected one of: Sizes, DataType, Data, Generator)"]
+    allowed = "Sizes, DataType, Data, Generator, Strides, TotalTensorSizeInBytes"
+    assert lines == [f"{path}:5:73: InputTensor.Foo: unknown field (expected one of: {allowed})"]
 
 
 def test_unknown_expected_output(tmp_path: Path) -> None:

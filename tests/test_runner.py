@@ -55,6 +55,17 @@ cases:
     InputTensor: {Sizes: [1, 1, 1, 4], DataType: FLOAT32, Data: [[[[1, 2, 3, 4]]]]}
     Axis: 3
     K: 0
+  - id: strided
+    InputTensor:
+      Sizes: [1, 1, 3, 4]
+      DataType: FLOAT32
+      Data: [[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]]
+      Strides: [12, 12, 1, 3]
+    Axis: 3
+    K: 2
+    OutputIndexTensor: {Strides: [6, 6, 1, 3]}
+    expected:
+      OutputValueTensor: [[[[11, 10], [9, 8], [7, 6]]]]
   - id: not-really-invalid
     expect: invalid
     reason: it is valid
@@ -75,6 +86,17 @@ def entries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Entry]:
 
 def _raise(*_: Any, **__: Any) -> NoReturn:
     raise RuntimeError("stage exploded\nsecond line of detail")
+
+
+def test_a_case_with_layouts_passes_on_cpu_and_says_what_was_not_exercised(entries: dict[str, Entry]) -> None:
+    result = run_entry(entries["strided"], CPU, RunOptions())
+    assert result.status is Status.PASS
+    assert result.message == (
+        "layouts not exercised through onnxruntime: InputTensor fed packed (the values read through the strides); "
+        "OutputIndexTensor read packed (strides and padding not checked)"
+    )
+    assert result.parameters["InputTensor"] == "[1, 1, 3, 4] FLOAT32, Data, Strides [12, 12, 1, 3]"
+    assert result.parameters["OutputIndexTensor"] == "Strides [6, 6, 1, 3]"
 
 
 def test_spec_example_passes_on_cpu(entries: dict[str, Entry]) -> None:

@@ -3,7 +3,8 @@ execution provider.
 
 ``load`` and ``load_file`` read YAML safely within ``limits``; ``fields``, ``parse``, ``parse_descriptor``,
 ``parse_tensor`` and ``sweep`` make frozen cases, of the keys ``keys`` lists (``schema`` renders them as the JSON
-Schema editors read); ``validate`` (with ``validate_checker``) applies the spec pages;
+Schema editors read); ``validate`` (with ``validate_checker``) applies the spec pages, ``validate_layout`` DirectML's
+buffer-tensor rules to the tensors' layouts (``layouts``: each tensor's Sizes, DataType, Strides and buffer);
 ``generate`` (with ``generate_streams``) makes the inputs; ``oracle`` calls ``reference/``; ``fingerprint`` hashes
 inputs; ``parameters`` describes a descriptor for reports; ``memory`` what a case holds and its estimated memory
 (--max-run-elements, --max-case-bytes); ``suite`` finds, reads, filters and shards case files, ``ids`` says how

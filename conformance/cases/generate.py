@@ -47,6 +47,7 @@ from conformance.model import (
     Mvn1Desc,
     TensorSpec,
 )
+from reference.layout import through_buffer
 
 GENERATOR_KINDS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
@@ -79,14 +80,19 @@ def materialize(tensor: TensorSpec, name: str = INPUT_TENSOR) -> np.ndarray:
 
 
 def case_inputs(case: Case) -> dict[str, np.ndarray]:
-    """The case's input tensors keyed by DML name: InputTensor, plus ScaleTensor/BiasTensor for MVN when present."""
+    """The case's input tensors keyed by DML name: InputTensor, plus ScaleTensor/BiasTensor for MVN when present.
+
+    Each is the logical array the operator reads (shape Sizes). A tensor given Strides is first written into its
+    buffer through them and read back the same way (reference/layout.py), so that where a zero stride puts several
+    elements at one address, every one of them holds the value DirectML reads there: the first written."""
     desc = case.descriptor
-    inputs = {INPUT_TENSOR: materialize(desc.input, INPUT_TENSOR)}
+    tensors = {INPUT_TENSOR: desc.input}
     if isinstance(desc, Mvn1Desc):
-        if desc.scale is not None:
-            inputs[SCALE_TENSOR] = materialize(desc.scale, SCALE_TENSOR)
-        if desc.bias is not None:
-            inputs[BIAS_TENSOR] = materialize(desc.bias, BIAS_TENSOR)
+        tensors |= {name: t for name, t in ((SCALE_TENSOR, desc.scale), (BIAS_TENSOR, desc.bias)) if t is not None}
+    inputs = {}
+    for name, tensor in tensors.items():
+        values = materialize(tensor, name)
+        inputs[name] = values if tensor.strides is None else through_buffer(values, tensor.strides, tensor.total_bytes)
     return inputs
 
 

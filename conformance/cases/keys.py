@@ -24,6 +24,7 @@ class Kind(enum.Enum):
     TEXT = "text"  # Fields.text: a string, or a number read as its text
     ID = "id"  # TEXT that is not blank
     UINT = "UINT"  # Fields.uint: an integer in [0, 2**32 - 1]
+    UINT64 = "UINT64"  # Fields.integer: an integer in [0, 2**64 - 1]
     SIZES = "sizes"  # a list of at least one UINT
     UINTS = "UINTs"  # Fields.int_list: a list of UINT
     INTS = "INTs"  # Fields.int_list(signed=True): a list of INT, [-2**31, 2**31 - 1]
@@ -163,17 +164,36 @@ OPERATOR_KEYS: Mapping[Operator, tuple[Key, ...]] = MappingProxyType(
     }
 )
 
+UINT64_MAX = 2**64 - 1
+# DML_BUFFER_TENSOR_DESC's layout, of any input or output tensor (reference/layout.py; validate_layout.py).
+_LAYOUT = (
+    Key(
+        "Strides",
+        Kind.UINTS,
+        "Elements to step over to the next element of each dimension, as DML_BUFFER_TENSOR_DESC.Strides "
+        "(default: packed); 0 broadcasts an input.",
+    ),
+    Key(
+        "TotalTensorSizeInBytes",
+        Kind.UINT64,
+        "The buffer's size in bytes: at least DMLCalcBufferTensorSize's, a multiple of 4 (default: that minimum).",
+    ),
+)
+LAYOUT_KEYS = tuple(key.name for key in _LAYOUT)
+
 TENSOR_KEYS = (
     Key("Sizes", Kind.SIZES, "The tensor's sizes, outermost first (its DimensionCount is their number).", True),
     _data_type("The DML_TENSOR_DATA_TYPE.", required=True),
     Key("Data", Kind.VALUES, "The values, nested like Sizes or flat (.nan, .inf, -.inf allowed); or a Generator."),
     Key("Generator", Kind.GENERATOR, "Seeded values (conformance/cases/generate.py); or Data."),
+    *_LAYOUT,
 )
 DATA_OR_GENERATOR = ("Data", "Generator")  # a tensor has exactly one of them
 
 OUTPUT_KEYS = (
     Key("Sizes", Kind.SIZES, "The output's sizes (checked against what the operator derives)."),
     _data_type("The output's DML_TENSOR_DATA_TYPE.", required=False),
+    *_LAYOUT,
 )
 
 GENERATOR_KEYS = (

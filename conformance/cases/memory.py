@@ -8,6 +8,8 @@ its outputs, the EP's copies of inputs and outputs, the comparison's float64 err
 Each figure is the largest peak, per InputTensor element, that ``benchmarks/case_memory.py`` measured for the
 operator over its data types and shapes (8 M-element inputs on the CPU EP, whose buffers share the process with the
 oracle's: the most memory a case takes in one process), rounded up by about a sixth (docs/case-format.md#limits).
+A tensor given a layout (Strides, TotalTensorSizeInBytes) adds its buffer's bytes: the oracle writes an input into
+it and reads it back (case_inputs), and a padded buffer can be far larger than its elements.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import math
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from conformance.cases.layouts import input_layouts, output_layouts
 from conformance.cases.parse import Entry, Rejected
 from conformance.model import Mvn1Desc, Operator, TopK1Desc
 from conformance.problems import Problem
@@ -51,7 +54,16 @@ def case_bytes(entry: Entry) -> int:
     allocates nothing. For a case that validates."""
     if isinstance(entry, Rejected) or entry.expect_invalid is not None:
         return 0
-    return BYTES_PER_ELEMENT[entry.operator] * math.prod(entry.descriptor.input.sizes)
+    return BYTES_PER_ELEMENT[entry.operator] * math.prod(entry.descriptor.input.sizes) + layout_bytes(entry)
+
+
+def layout_bytes(entry: Entry) -> int:
+    """The buffers' bytes of a case's tensors that give a layout of their own (0 for packed ones, and for an
+    ``expect: invalid`` case). For a case that validates."""
+    if isinstance(entry, Rejected) or entry.expect_invalid is not None:
+        return 0
+    layouts = (*input_layouts(entry).values(), *output_layouts(entry).values())
+    return sum(layout.buffer_bytes for layout in layouts if layout.given)
 
 
 def size_text(count: int) -> str:
@@ -70,8 +82,10 @@ def memory_problem(entry: Entry, max_case_bytes: int) -> Problem | None:
         return None
     elements = math.prod(entry.descriptor.input.sizes)
     per = BYTES_PER_ELEMENT[entry.operator]
+    buffers = layout_bytes(entry)
+    layouts = f" plus {size_text(buffers)} of buffers with layouts" if buffers else ""
     message = (
         f"the case would take an estimated {size_text(estimate)} ({elements} elements x {per} bytes for "
-        f"{entry.operator.value}), over --max-case-bytes {max_case_bytes} ({size_text(max_case_bytes)})"
+        f"{entry.operator.value}{layouts}), over --max-case-bytes {max_case_bytes} ({size_text(max_case_bytes)})"
     )
     return Problem(entry.pos("InputTensor.Sizes"), "InputTensor.Sizes", message)

@@ -3,7 +3,9 @@ ties seed 102"): every result carries them, so a report can say what ran without
 
 from __future__ import annotations
 
-from conformance.model import Descriptor, Mvn1Desc, Slice1Desc, TensorSpec, TopK1Desc
+from collections.abc import Mapping
+
+from conformance.model import Descriptor, Mvn1Desc, OutputDesc, Slice1Desc, TensorSpec, TopK1Desc
 
 Parameters = dict[str, str]
 
@@ -15,15 +17,22 @@ def _tensor(spec: TensorSpec) -> str:
         source = f"{spec.generator.kind} seed {spec.generator.seed}{knobs}"
     else:
         source = "Data"
-    return f"{sizes} {spec.data_type.value}, {source}"
+    return f"{sizes} {spec.data_type.value}, {source}{_layout(spec.strides, spec.total_bytes)}"
+
+
+def _layout(strides: tuple[int, ...] | None, total_bytes: int | None) -> str:
+    """A tensor's DML_BUFFER_TENSOR_DESC layout where the case gives one: ", Strides [4, 1], 64 bytes"."""
+    text = f", Strides {_ints(strides)}" if strides is not None else ""
+    return text + (f", TotalTensorSizeInBytes {total_bytes}" if total_bytes is not None else "")
 
 
 def _ints(values: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(v) for v in values) + "]"
 
 
-def describe(descriptor: Descriptor) -> Parameters:
-    """The descriptor's fields as texts, in the order the spec's struct lists them."""
+def describe(descriptor: Descriptor, outputs: Mapping[str, OutputDesc] | None = None) -> Parameters:
+    """The descriptor's fields as texts, in the order the spec's struct lists them; then each output the case gives a
+    layout (``outputs``: ``Case.outputs``), as its Strides and TotalTensorSizeInBytes."""
     described: Parameters = {"InputTensor": _tensor(descriptor.input)}
     if isinstance(descriptor, TopK1Desc):
         described |= {
@@ -53,4 +62,8 @@ def describe(descriptor: Descriptor) -> Parameters:
         }
         if descriptor.given_output_sizes is not None:
             described["OutputSizes"] = _ints(descriptor.given_output_sizes)
+    for name, output in (outputs or {}).items():
+        layout = _layout(output.strides, output.total_bytes)
+        if layout:
+            described[name] = layout.removeprefix(", ")
     return described

@@ -14,6 +14,7 @@ from conformance.cases.keys import (
     SEED_MAX,
     SEEDLESS_KINDS,
     TENSOR_KEYS,
+    UINT64_MAX,
     names,
 )
 from conformance.model import DataType, Generator, OutputDesc, TensorSpec
@@ -89,9 +90,21 @@ def read_generator(fields: Fields) -> Generator | None:
     return Generator(kind=kind.lower(), seed=seed, params=params)
 
 
+def read_layout(fields: Fields) -> tuple[bool, tuple[int, ...] | None, int | None]:
+    """A tensor's Strides and TotalTensorSizeInBytes (each None where not given), and whether both could be read.
+    What they must be is validate_layout.py's to say, at their positions."""
+    strides = fields.int_list("Strides", required=False)
+    total = fields.integer("TotalTensorSizeInBytes", 0, UINT64_MAX, required=False, what=" (UINT64)")
+    readable = (strides is not None or not fields.has("Strides")) and (
+        total is not None or not fields.has("TotalTensorSizeInBytes")
+    )
+    return readable, strides, total
+
+
 def read_tensor(fields: Fields) -> TensorSpec | None:
     """A tensor mapping; None (with problems recorded) when it cannot be read."""
     fields.check_known(TENSOR_FIELDS)
+    readable, strides, total = read_layout(fields)
     sizes = fields.int_list("Sizes")
     if sizes is not None and not sizes:
         fields.problem("Sizes", "must list at least one dimension")
@@ -101,18 +114,20 @@ def read_tensor(fields: Fields) -> TensorSpec | None:
     if has_data == has_generator:
         fields.problem("", "needs exactly one of Data or Generator")
         return None
-    if sizes is None or data_type is None:
+    if sizes is None or data_type is None or not readable:
         return None
     if has_generator:
         sub = fields.sub("Generator")
         generator = read_generator(sub) if sub is not None else None
-        return TensorSpec(sizes, data_type, generator=generator) if generator is not None else None
+        if generator is None:
+            return None
+        return TensorSpec(sizes, data_type, generator=generator, strides=strides, total_bytes=total)
     flat = flatten(fields.raw["Data"])
     if isinstance(flat, str):
         fields.problem("Data", flat)
         return None
     values, shape = flat
-    return TensorSpec(sizes, data_type, data=tuple(values), data_shape=shape)
+    return TensorSpec(sizes, data_type, data=tuple(values), data_shape=shape, strides=strides, total_bytes=total)
 
 
 def read_values(fields: Fields, name: str) -> tuple[tuple[float, ...], tuple[int, ...]] | None:
@@ -126,16 +141,18 @@ def read_values(fields: Fields, name: str) -> tuple[tuple[float, ...], tuple[int
 
 
 def read_output(fields: Fields) -> OutputDesc | None:
-    """An output tensor's descriptor: optional Sizes and DataType (no data: the operator writes it)."""
+    """An output tensor's descriptor: optional Sizes, DataType, Strides and TotalTensorSizeInBytes (no data: the
+    operator writes it)."""
     fields.check_known(names(OUTPUT_KEYS))
+    readable, strides, total = read_layout(fields)
     sizes = fields.int_list("Sizes", required=False)
     if sizes is not None and not sizes:
         fields.problem("Sizes", "must list at least one dimension")
         return None
     data_type = fields.choice("DataType", DataType, required=False, strip=DATA_TYPE_PREFIX)
-    if (fields.has("Sizes") and sizes is None) or (fields.has("DataType") and data_type is None):
+    if (fields.has("Sizes") and sizes is None) or (fields.has("DataType") and data_type is None) or not readable:
         return None
-    return OutputDesc(sizes, data_type)
+    return OutputDesc(sizes, data_type, strides, total)
 
 
 def read_outputs(fields: Fields, names: Sequence[str]) -> dict[str, OutputDesc]:

@@ -7,8 +7,10 @@ spec is ambiguous are marked DECISION and documented in docs/tolerances.md#spec-
 
 from __future__ import annotations
 
+from conformance.cases.layouts import input_tensors, output_layouts
 from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.validate_checker import Checker, DimensionRule, OutputRules
+from conformance.cases.validate_layout import check_broadcast_data, check_layout
 from conformance.model import (
     BIAS_TENSOR,
     INPUT_TENSOR,
@@ -234,4 +236,22 @@ def validate(case: Case, max_elements: int = DEFAULT_MAX_ELEMENTS) -> list[Probl
         _mvn(checker, d)
     else:
         _slice(checker, d)
+    _layouts(checker)
     return checker.problems
+
+
+def _layouts(c: Checker) -> None:
+    """DirectML's buffer-tensor rules on every tensor the case gives a layout. An input's once its Sizes are usable;
+    the outputs' once the rest of the case is valid (their Sizes are derived from it)."""
+    for name, tensor in input_tensors(c.case).items():
+        if (tensor.strides is None and tensor.total_bytes is None) or any(size < 1 for size in tensor.sizes):
+            continue
+        readable = not any(p.field.startswith(f"{name}.") for p in c.problems)  # its Data can be materialized
+        laid_out = check_layout(c, name, tensor.sizes, tensor.data_type, tensor.strides, tensor.total_bytes, False)
+        if laid_out and readable:
+            check_broadcast_data(c, name, tensor)
+    if c.problems:
+        return
+    for name, layout in output_layouts(c.case).items():
+        if layout.given:
+            check_layout(c, name, layout.sizes, layout.data_type, layout.strides, layout.total_bytes, output=True)

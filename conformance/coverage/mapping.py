@@ -8,7 +8,7 @@ Nothing is taken from a case's id or description, so a case cannot claim coverag
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from types import ModuleType
 
@@ -22,6 +22,7 @@ from conformance.coverage import slice1 as coverage_slice1
 from conformance.coverage import top_k1 as coverage_top_k1
 from conformance.coverage.clauses import Clause, all_clauses
 from conformance.coverage.facts import ANY
+from conformance.coverage.layouts import LAYOUT_FACETS, REJECTED, breaks_layout, layout_facets
 from conformance.model import Case, Operator
 
 RULES: Mapping[Operator, ModuleType] = {
@@ -39,10 +40,14 @@ class CaseCoverage:
     case_id: str
     positive: Mapping[str, frozenset[str]]
     negative: frozenset[str]
+    layouts: frozenset[str] = frozenset()  # coverage/layouts.py's facets: what its tensors' layouts show
+    operator: str = ""
 
     def items(self) -> set[tuple[str, str]]:
-        """(clause id, facet) pairs, with (clause id, NEGATIVE) for each clause it is a negative case of."""
-        return {(c, f) for c, facets in self.positive.items() for f in facets} | {(c, NEGATIVE) for c in self.negative}
+        """(clause id, facet) pairs, with (clause id, NEGATIVE) for each clause it is a negative case of, and
+        ("<operator> layout: <facet>", ANY) for each layout facet it shows (so that quick keeps one case of each)."""
+        pairs = {(c, f) for c, facets in self.positive.items() for f in facets} | {(c, NEGATIVE) for c in self.negative}
+        return pairs | {(f"{self.operator} layout: {facet}", ANY) for facet in self.layouts}
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class CoverageMap:
     clauses: tuple[ClauseCoverage, ...]
     cases: int
     unknown: tuple[str, ...]  # clause ids cited by a rule or the validator that no catalogue has (a bug)
+    # (operator, layout facet) -> the cases that show it, for every operator and facet (coverage/layouts.py)
+    layouts: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def uncovered(self) -> tuple[ClauseCoverage, ...]:
@@ -73,12 +80,16 @@ def case_coverage(entry: Entry, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Cas
     if not isinstance(entry, Case):
         return CaseCoverage(entry.id, {}, frozenset())
     problems = validate(entry, max_elements)
+    operator = entry.operator.value
     if entry.expect_invalid is not None or problems:
-        cited = {c for p in problems for c in p.clauses} if entry.expect_invalid is not None else set()
-        return CaseCoverage(entry.id, {}, frozenset(cited))
-    prefix = f"{entry.operator.value}."
+        negative = entry.expect_invalid is not None
+        cited = {c for p in problems for c in p.clauses} if negative else set()
+        rejected = frozenset({REJECTED}) if negative and breaks_layout(problems) else frozenset()
+        return CaseCoverage(entry.id, {}, frozenset(cited), rejected, operator)
+    prefix = f"{operator}."
     facets = RULES[entry.operator].exercised(entry, case_inputs(entry))
-    return CaseCoverage(entry.id, {prefix + name: frozenset(seen) for name, seen in facets.items()}, frozenset())
+    positive = {prefix + name: frozenset(seen) for name, seen in facets.items()}
+    return CaseCoverage(entry.id, positive, frozenset(), layout_facets(entry), operator)
 
 
 def required_facets() -> dict[str, frozenset[str]]:
@@ -87,7 +98,8 @@ def required_facets() -> dict[str, frozenset[str]]:
 
 
 def build_map(coverages: Sequence[CaseCoverage], operators: Iterable[Operator] = tuple(Operator)) -> CoverageMap:
-    clauses = {cid: c for cid, c in all_clauses().items() if c.operator in set(operators)}
+    wanted = set(operators)
+    clauses = {cid: c for cid, c in all_clauses().items() if c.operator in wanted}
     required = required_facets()
     positive: dict[str, list[str]] = {cid: [] for cid in clauses}
     negative: dict[str, list[str]] = {cid: [] for cid in clauses}
@@ -115,7 +127,13 @@ def build_map(coverages: Sequence[CaseCoverage], operators: Iterable[Operator] =
         )
         for cid, clause in clauses.items()
     )
-    return CoverageMap(rows, len(coverages), tuple(sorted(unknown)))
+    layouts = {
+        (op.value, facet): tuple(c.case_id for c in coverages if c.operator == op.value and facet in c.layouts)
+        for op in Operator
+        if op in wanted
+        for facet in LAYOUT_FACETS
+    }
+    return CoverageMap(rows, len(coverages), tuple(sorted(unknown)), layouts)
 
 
 def quick_selection(coverages: Sequence[CaseCoverage], always: Iterable[str] = ()) -> list[str]:

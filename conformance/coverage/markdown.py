@@ -63,4 +63,23 @@ def render_coverage(coverage: CoverageMap, title: str, command: str) -> str:
         done = sum(r.covered for r in rows)
         lines += [f"## {operator.value}", "", f"{done} of {len(rows)} clause(s) covered.", ""]
         lines += [tabulate([_row(r) for r in rows], headers=headers, tablefmt="github"), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + _layouts(coverage))
+
+
+def _layouts(coverage: CoverageMap) -> list[str]:
+    """The tensor layouts section: per layout facet, the cases of each operator that show it."""
+    operators = list(dict.fromkeys(op for op, _ in coverage.layouts))
+    if not operators:
+        return []
+    facets = list(dict.fromkeys(facet for _, facet in coverage.layouts))
+    rows = [[facet, *(_cases(coverage.layouts[(op, facet)]) for op in operators)] for facet in facets]
+    return [
+        "## Tensor layouts",
+        "",
+        "The DML_BUFFER_TENSOR_DESC layouts the cases give their tensors (Strides, TotalTensorSizeInBytes:",
+        "docs/case-format.md#tensor-layouts), and the negative cases that break a buffer-tensor rule. Through",
+        "onnxruntime these layouts are fed packed and not checked; DirectML's operator API binds them as given.",
+        "",
+        tabulate(rows, headers=["layout", *operators], tablefmt="github"),
+        "",
+    ]

@@ -6,8 +6,10 @@ Results are matched by (case, EP). The rules, in the order they apply to a (case
   ``results.FAILING``: FAIL, FLAKY, ERROR, CRASH, TIMEOUT, DEVICE_LOST; or NOT_SUPPORTED ``ep_not_started``, a case
   the EP could not open a session for: a device that went away mid-run turns every later PASS into it); or failing
   in both runs with a failure kind that got more severe in TOP_K1's order (``model.TOP_K1_FAILURE_KINDS``, most
-  severe first: index_out_of_range > duplicate_indices > values > wrong_elements > not_sorted > tie_order). Kinds
-  outside that order (tolerance, execution...) are not ranked, so a change between them is no regression.
+  severe first: index_out_of_range > duplicate_indices > values > wrong_elements > not_sorted > tie_order), or
+  failing now with ``out_of_bounds_write`` (``model.OUT_OF_BOUNDS_WRITE``: bytes of an output's buffer no element
+  owns were written), which ranks above every other kind of every operator. Other kinds (tolerance, execution...)
+  are not ranked, so a change between them is no regression.
 * fix: failing before and PASS, QUALITY_WARNING or INVALID now.
 * other change: any other change of status or failure kind (PASS -> NOT_SUPPORTED for a case the EP declines,
   NOT_SUPPORTED -> FAIL, FAIL -> ERROR, a kind getting less severe...): a gate shows it and does not fail on it.
@@ -52,7 +54,7 @@ from conformance.gate.summary import (
     ran_on_line_name,
     unwaivable,
 )
-from conformance.model import TOP_K1_FAILURE_KINDS, Status
+from conformance.model import OUT_OF_BOUNDS_WRITE, TOP_K1_FAILURE_KINDS, Status
 from conformance.results import FAILING, Result, differing_tensors, ep_not_started
 
 # Statuses that count as working: a negative case rejected as it should be (INVALID) works too.
@@ -184,9 +186,12 @@ def failing(r: Result) -> bool:
 
 
 def more_severe(old: Result, new: Result) -> bool:
-    """Both failing, both kinds in TOP_K1's order, and the new kind ranks before the old one."""
+    """Both failing, and the new kind ranks before the old one: ``out_of_bounds_write`` before any other kind (a
+    write outside the tensor corrupts memory the operator does not own), then TOP_K1's order."""
     if not failing(old) or not failing(new):
         return False
+    if OUT_OF_BOUNDS_WRITE in (old.failure_kind, new.failure_kind):
+        return new.failure_kind == OUT_OF_BOUNDS_WRITE != old.failure_kind
     old_rank, new_rank = _SEVERITY.get(old.failure_kind or ""), _SEVERITY.get(new.failure_kind or "")
     return old_rank is not None and new_rank is not None and new_rank < old_rank
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from conformance.cases.fingerprint import tensor_hashes
 from conformance.cases.generate import case_inputs
+from conformance.cases.layouts import packed_note
 from conformance.cases.oracle import expected_outputs
 from conformance.cases.parameters import describe
 from conformance.cases.parse import Entry, Rejected
@@ -57,7 +58,7 @@ def base_result(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> 
         data_type=entry.descriptor.input.data_type.value,
         feature_level=str(entry.feature_level),
         repro=repro,
-        parameters=describe(entry.descriptor),
+        parameters=describe(entry.descriptor, entry.outputs),
     )
 
 
@@ -218,11 +219,12 @@ def _judge(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
     if isinstance(outcome, dmlop.Dispatched):
         return _judge_dispatched(prepared, outcome, ep, options)
     verdict = compare(prepared.case, prepared.inputs, prepared.expected, outcome.outputs)
+    note = packed_note(prepared.case)  # onnxruntime's tensors are packed: a case's layouts were not exercised
     result = replace(
         base,
         status=verdict.status,
         failure_kind=verdict.failure_kind,
-        message=verdict.message,
+        message="\n".join(part for part in (verdict.message, note) if part),
         metrics=dict(verdict.metrics),
         details=dict(verdict.details),
         placement=dict(outcome.placement),

@@ -1,0 +1,84 @@
+"""Out-of-bounds writes, benchdnn-style: an output buffer starts filled with a canary pattern over its whole size and
+a guard region past its end; after the operator ran, any byte that no element of the output's strides addresses
+(padding between strided elements, bytes up to TotalTensorSizeInBytes, the guard) and that changed is a FAIL
+``out_of_bounds_write``: the operator wrote memory it does not own.
+
+The pattern is the 4 bytes ``A5 C3 5A E7`` repeated from the buffer's start (offset 0 is 16-byte aligned, so every
+element of 1, 2 or 4 bytes sees the same bytes at every position):
+
+* no 0x00 and no 0xFF byte: what a cleared buffer, a memset to -1 or an all-ones NaN hold, the commonest stray writes;
+* four different bytes: a write shifted by 1 to 3 bytes, or an element of another width, changes what it covers;
+* finite and no NaN in every element type (float32 -1.03e24; float16 -3.82 and -1882; int8 -91, -61, 90, -25): a
+  kernel that copies padding through float registers (a read-modify-write of a vector) gives back the same bits,
+  where a signaling NaN could come back quieted and be reported as a write it was not;
+* float32 -1.03e24 is no value the three operators produce from the library's inputs.
+
+GUARD_BYTES is 64 bytes: four 16-byte vector stores (DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT) past the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from conformance.compare.common import Verdict
+from conformance.model import OUT_OF_BOUNDS_WRITE, Status
+from reference.layout import addressed_bytes
+
+CANARY = bytes((0xA5, 0xC3, 0x5A, 0xE7))
+GUARD_BYTES = 64
+SHOWN = 8  # offsets listed per message
+
+
+def canary_bytes(size: int) -> bytes:
+    """``size`` bytes of the canary pattern, from its first byte."""
+    return (CANARY * (size // len(CANARY) + 1))[:size]
+
+
+def initial_output_bytes(buffer_bytes: int) -> bytes:
+    """An output buffer's bytes before the operator runs: the canary over its ``buffer_bytes`` (its
+    TotalTensorSizeInBytes) and over the GUARD_BYTES past them. Bind ``[0, buffer_bytes)``; the guard lies beyond."""
+    return canary_bytes(buffer_bytes + GUARD_BYTES)
+
+
+def stray_writes(
+    name: str,
+    read_back: bytes | np.ndarray,
+    sizes: Sequence[int],
+    strides: Sequence[int] | None,
+    element_size: int,
+    buffer_bytes: int,
+) -> str:
+    """What changed in ``read_back`` (the whole buffer, guard included, after the operator ran) that no element of
+    ``name`` addresses through ``strides``: one message, "" when nothing did."""
+    raw = np.frombuffer(read_back, dtype=np.uint8) if isinstance(read_back, bytes | bytearray) else read_back
+    expected = np.frombuffer(initial_output_bytes(buffer_bytes), dtype=np.uint8)
+    if raw.size != expected.size:
+        return f"{name}: read back {raw.size} bytes, the buffer and its guard hold {expected.size}"
+    owned = np.zeros(raw.size, dtype=bool)
+    owned[:buffer_bytes] = addressed_bytes(sizes, strides, element_size, buffer_bytes)
+    changed = np.flatnonzero((raw != expected) & ~owned)
+    if not changed.size:
+        return ""
+    inside = changed[changed < buffer_bytes]
+    guard = changed[changed >= buffer_bytes]
+    parts = []
+    if inside.size:
+        parts.append(f"{inside.size} byte(s) no element addresses in its {buffer_bytes}-byte buffer")
+    if guard.size:
+        parts.append(f"{guard.size} of the {GUARD_BYTES} guard byte(s) past its end")
+    first = ", ".join(
+        f"{int(offset)} (0x{int(raw[offset]):02x}, was 0x{int(expected[offset]):02x})" for offset in changed[:SHOWN]
+    )
+    more = ", ..." if changed.size > SHOWN else ""
+    return f"{name}: the operator wrote {' and '.join(parts)}; first at byte offset(s) {first}{more}"
+
+
+def canary_verdict(messages: Sequence[str]) -> Verdict | None:
+    """FAIL ``out_of_bounds_write`` for the outputs' ``stray_writes`` messages (those not empty), else None: it
+    stands whatever the values compare to, since memory outside the tensor is the worse fault."""
+    found = [message for message in messages if message]
+    if not found:
+        return None
+    return Verdict(Status.FAIL, OUT_OF_BOUNDS_WRITE, "\n".join(found), {"out_of_bounds_outputs": len(found)})
