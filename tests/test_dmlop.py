@@ -13,13 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from conformance.cases.suite import collect
 from conformance.ep import dml_abi as abi
-from conformance.ep.dml_descriptor import Inexpressible, describe_operator
+from conformance.ep.dml_descriptor import Inexpressible
 from conformance.ep.wine import protocol
-from conformance.model import Case
+from conformance.model import Case, Status
+from conformance.run.operator_api import describe as describe_operator
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -141,3 +143,65 @@ def test_negative_cases_are_shown_to_directml(chain_ready: None, tmp_path: Path)
     assert refused["status"] == "INVALID" and refused["directml"]["create_hresult"] == "0x80070057"  # E_INVALIDARG
     assert (accepted["status"], accepted["failure_kind"]) == ("FAIL", "dml_accepted_invalid")
     assert accepted["directml"]["create_hresult"] == "0x00000000" and "less than" in accepted["message"]
+
+
+def test_a_negative_case_s_own_output_sizes_are_the_descriptor_s() -> None:
+    case = _case("cases/top_k1/invalid.yaml", "value-sizes-not-k-along-axis")
+    op = describe_operator(case)
+    written = case.outputs["OutputValueTensor"].sizes
+    assert written is not None and op.outputs[0].sizes == written  # not the sizes the spec would derive
+
+
+STRIDED = [
+    ("cases/top_k1/layouts.yaml", "total-size-above-minimum"),  # bytes past the elements, up to the total
+    ("cases/slice1/layouts.yaml", "strided-output[4x1]"),  # padded rows
+    ("cases/mean_variance_normalization1/layouts.yaml", "strided-output"),  # NHWC, a total above the minimum
+]
+
+
+@wine
+@pytest.mark.parametrize(("path", "name"), STRIDED, ids=[p.split("/")[1] for p, _ in STRIDED])
+def test_a_strided_output_passes_and_a_corrupted_guard_or_padding_byte_fails(
+    chain_ready: None, path: str, name: str
+) -> None:
+    """One real dispatch per operator of a case with a strided output; the canary check judges its buffers as they
+    came back (PASS), then with one guard byte, and then one padding byte, changed (FAIL out_of_bounds_write)."""
+    from dataclasses import replace
+
+    from conformance.cases.generate import case_inputs
+    from conformance.cases.oracle import expected_outputs
+    from conformance.compare.canary import CANARY
+    from conformance.ep.providers import parse_ep
+    from conformance.ep.wine.client import Runners
+    from conformance.results import Result
+    from conformance.run import operator_api
+    from reference.layout import addressed_bytes
+
+    case, ep, runners = _case(path, name), parse_ep("dmlop"), Runners()
+    try:
+        inputs = case_inputs(case)
+        expected = expected_outputs(case, inputs)
+        done = operator_api.dispatch(case, describe_operator(case), inputs, ep, runners)
+    finally:
+        runners.close()
+    base = Result(case.id, case.operator.value, "dmlop", Status.PASS)
+
+    def judged(buffers: dict[str, bytes]) -> Result:
+        return operator_api.judge(case, inputs, expected, base, replace(done, buffers=buffers), ep, None, None)
+
+    assert judged(dict(done.buffers)).status is Status.PASS
+    layout = operator_api.layouts(case)[next(iter(case.outputs))]
+    guard = bytearray(done.buffers[layout.name])
+    guard[layout.buffer_bytes + 5] ^= 0xFF  # a write past TotalTensorSizeInBytes
+    found = judged({**done.buffers, layout.name: bytes(guard)})
+    assert (found.status, found.failure_kind) == (Status.FAIL, "out_of_bounds_write") and "guard" in found.message
+    owned = addressed_bytes(layout.sizes, layout.strides, layout.element_size, layout.buffer_bytes)
+    padding = int(np.flatnonzero(~owned)[0])  # a byte between the strided elements
+    assert done.buffers[layout.name][padding] == CANARY[padding % 4]  # DirectML left it alone
+    hole = bytearray(done.buffers[layout.name])
+    hole[padding] ^= 0xFF
+    found = judged({**done.buffers, layout.name: bytes(hole)})
+    assert (found.status, found.failure_kind) == (
+        Status.FAIL,
+        "out_of_bounds_write",
+    ) and "no element addresses" in found.message

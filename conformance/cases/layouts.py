@@ -96,9 +96,10 @@ def input_layouts(case: Case) -> dict[str, Layout]:
 
 
 def output_layouts(case: Case) -> dict[str, Layout]:
-    """Every output tensor's layout, by DML name: the Sizes and DataType the descriptor gives it ("InputTensor and
-    OutputValueTensor must have the same DataType", OutputIndexTensor UINT32, MVN1's and SLICE1's output the input's
-    DataType), with the Strides and TotalTensorSizeInBytes the case writes. Meaningful for a valid case."""
+    """Every output tensor's layout, by DML name: the Sizes and DataType the case writes, else those the descriptor
+    gives it ("InputTensor and OutputValueTensor must have the same DataType", OutputIndexTensor UINT32, MVN1's and
+    SLICE1's output the input's DataType; a valid case's written ones are these), with the Strides and
+    TotalTensorSizeInBytes the case writes."""
     d = case.descriptor
     if isinstance(d, TopK1Desc):
         derived = {
@@ -112,8 +113,12 @@ def output_layouts(case: Case) -> dict[str, Layout]:
     layouts = {}
     for name, (sizes, data_type) in derived.items():
         given = case.outputs.get(name)
-        strides, total = (given.strides, given.total_bytes) if given is not None else (None, None)
-        layouts[name] = Layout(name, tuple(sizes), data_type, strides, total)
+        if given is None:
+            layouts[name] = Layout(name, tuple(sizes), data_type)
+            continue
+        sizes = given.sizes if given.sizes is not None else sizes  # a negative case's own, the descriptor's as written
+        data_type = given.data_type if given.data_type is not None else data_type
+        layouts[name] = Layout(name, tuple(sizes), data_type, given.strides, given.total_bytes)
     return layouts
 
 

@@ -10,13 +10,10 @@ makes the case NOT_EXPRESSIBLE here: no descriptor can say it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-import numpy as np
-
-from conformance.dtypes import numpy_dtype
 from conformance.ep import dml_abi as abi
 from conformance.model import (
     BIAS_TENSOR,
@@ -30,7 +27,6 @@ from conformance.model import (
     DataType,
     Mvn1Desc,
     Slice1Desc,
-    TensorSpec,
     TopK1Desc,
 )
 
@@ -39,82 +35,33 @@ class Inexpressible(ValueError):
     """A case no DML descriptor can say (one line: which field, which value, its C type)."""
 
 
-@dataclass(frozen=True)
-class Binding:
-    """One tensor's DML_BUFFER_TENSOR_DESC and buffer: ``strides`` as the case gives them (None: packed, the desc's
-    Strides NULL); ``total_bytes``: TotalTensorSizeInBytes, the binding's size."""
-
-    tensor: str
-    sizes: tuple[int, ...]
-    data_type: DataType
-    strides: tuple[int, ...] | None
-    total_bytes: int
+class TensorLayout(Protocol):
+    """One tensor's DML_BUFFER_TENSOR_DESC as the run stage gives it (cases/layouts.py's Layout): ``strides`` None
+    is packed (the desc's Strides NULL); ``buffer_bytes`` is TotalTensorSizeInBytes, the binding's size."""
 
     @property
-    def dtype(self) -> np.dtype:
-        return numpy_dtype(self.data_type)
+    def name(self) -> str: ...
+    @property
+    def sizes(self) -> tuple[int, ...]: ...
+    @property
+    def data_type(self) -> DataType: ...
+    @property
+    def strides(self) -> tuple[int, ...] | None: ...
+    @property
+    def buffer_bytes(self) -> int: ...
 
 
 @dataclass(frozen=True)
 class DmlOperator:
     """The descriptor block (dml_abi.Block's bytes and pointer offsets), where its DML_OPERATOR_DESC is, and the
-    bindings in the operator's order (None: an optional input the case leaves out)."""
+    tensors in the operator's binding order (None: an optional input the case leaves out)."""
 
     operator: str  # "DML_OPERATOR_TOP_K1"
     block: bytes
     pointers: tuple[int, ...]
     desc_at: int
-    inputs: tuple[Binding | None, ...]
-    outputs: tuple[Binding, ...]
-
-
-def buffer_bytes(sizes: Sequence[int], strides: Sequence[int] | None, element_size: int) -> int:
-    """DMLCalcBufferTensorSize: the bytes up to the last element's end, rounded up to 4 (0 for an empty tensor)."""
-    if any(size == 0 for size in sizes):
-        return 0
-    if strides is None:
-        last = math.prod(sizes) - 1
-    else:
-        last = sum((size - 1) * stride for size, stride in zip(sizes, strides, strict=True))
-    return ((last + 1) * element_size + 3) & ~3
-
-
-def _binding(name: str, sizes: Sequence[int], data_type: DataType, strides: Sequence[int] | None) -> Binding:
-    for size in sizes:
-        _uint(f"{name}.Sizes", size)
-    if strides is not None:
-        for stride in strides:
-            _uint(f"{name}.Strides", stride)
-    total = buffer_bytes(sizes, strides, numpy_dtype(data_type).itemsize)
-    return Binding(name, tuple(sizes), data_type, None if strides is None else tuple(strides), total)
-
-
-def _input(name: str, spec: TensorSpec) -> Binding:
-    return _binding(name, spec.sizes, spec.data_type, None)
-
-
-def output_bindings(case: Case) -> tuple[Binding, ...]:
-    """Each output's binding: the Sizes and DataType the case writes, else those the spec derives."""
-    d = case.descriptor
-    derived: dict[str, tuple[tuple[int, ...], DataType]]
-    if isinstance(d, TopK1Desc):
-        derived = {
-            OUTPUT_VALUE_TENSOR: (d.output_sizes, d.input.data_type),
-            OUTPUT_INDEX_TENSOR: (d.output_sizes, DataType.UINT32),
-        }
-    elif isinstance(d, Slice1Desc):
-        derived = {OUTPUT_TENSOR: (d.output_sizes, d.input.data_type)}
-    else:
-        derived = {OUTPUT_TENSOR: (d.input.sizes, d.input.data_type)}
-    bindings = []
-    for name in OUTPUT_NAMES[case.operator]:
-        sizes, data_type = derived[name]
-        given = case.outputs.get(name)
-        if given is not None:
-            sizes = given.sizes if given.sizes is not None else sizes
-            data_type = given.data_type if given.data_type is not None else data_type
-        bindings.append(_binding(name, sizes, data_type, None))
-    return tuple(bindings)
+    inputs: tuple[TensorLayout | None, ...]
+    outputs: tuple[TensorLayout, ...]
 
 
 def _uint(field: str, value: int) -> int:
@@ -129,14 +76,23 @@ def _int(field: str, value: int) -> int:
     return value
 
 
-def _tensor(block: abi.Block, binding: Binding) -> int:
+def _tensor(block: abi.Block, layout: TensorLayout) -> int:
+    if layout.strides is not None and len(layout.strides) != len(layout.sizes):
+        raise Inexpressible(
+            f"{layout.name}: {len(layout.strides)} Strides for {len(layout.sizes)} Sizes cannot be written in a "
+            "DML_BUFFER_TENSOR_DESC: its one DimensionCount counts both"
+        )
+    for size in layout.sizes:
+        _uint(f"{layout.name}.Sizes", size)
+    for stride in layout.strides or ():
+        _uint(f"{layout.name}.Strides", stride)
     desc = abi.BufferTensorDesc(
-        DataType=abi.DATA_TYPES[binding.data_type],
+        DataType=abi.DATA_TYPES[layout.data_type],
         Flags=0,
-        DimensionCount=len(binding.sizes),
-        Sizes=block.uints(binding.sizes),
-        Strides=block.uints(binding.strides) if binding.strides is not None else 0,
-        TotalTensorSizeInBytes=binding.total_bytes,
+        DimensionCount=len(layout.sizes),
+        Sizes=block.uints(layout.sizes),
+        Strides=block.uints(layout.strides) if layout.strides is not None else 0,
+        TotalTensorSizeInBytes=layout.buffer_bytes,
         GuaranteedBaseOffsetAlignment=0,
     )
     return block.add(abi.TensorDesc(Type=abi.TENSOR_TYPE_BUFFER, Desc=block.add(desc)))
@@ -180,17 +136,16 @@ def _slice1(block: abi.Block, d: Slice1Desc, ins: Sequence[int], outs: Mapping[s
     )
 
 
-def describe_operator(case: Case) -> DmlOperator:
-    """The case's DML operator descriptor and bindings; Inexpressible where a field cannot hold the case's value."""
+def describe_operator(case: Case, layouts: Mapping[str, TensorLayout]) -> DmlOperator:
+    """The case's DML operator descriptor over its tensors' ``layouts`` (by DML name; an optional input absent);
+    Inexpressible where a field cannot hold the case's value."""
     d = case.descriptor
-    inputs: list[Binding | None] = [_input(INPUT_TENSOR, d.input)]
-    if isinstance(d, Mvn1Desc):
-        inputs.append(None if d.scale is None else _input(SCALE_TENSOR, d.scale))
-        inputs.append(None if d.bias is None else _input(BIAS_TENSOR, d.bias))
-    outputs = output_bindings(case)
+    names = (INPUT_TENSOR, SCALE_TENSOR, BIAS_TENSOR) if isinstance(d, Mvn1Desc) else (INPUT_TENSOR,)
+    inputs = [layouts.get(name) for name in names]
+    outputs = tuple(layouts[name] for name in OUTPUT_NAMES[case.operator])
     block = abi.Block()
-    ins = [0 if binding is None else _tensor(block, binding) for binding in inputs]
-    outs = {binding.tensor: _tensor(block, binding) for binding in outputs}
+    ins = [0 if layout is None else _tensor(block, layout) for layout in inputs]
+    outs = {layout.name: _tensor(block, layout) for layout in outputs}
     if isinstance(d, TopK1Desc):
         name, desc = "DML_OPERATOR_TOP_K1", block.add(_top_k1(block, d, ins, outs))
     elif isinstance(d, Slice1Desc):

@@ -11,21 +11,16 @@ CreateOperator alone, which must refuse it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-
-import numpy as np
+from dataclasses import dataclass
 
 from conformance.ep import dml_abi as abi
 from conformance.ep.directml import build_of
-from conformance.ep.dml_descriptor import Binding, DmlOperator
+from conformance.ep.dml_descriptor import DmlOperator
 from conformance.ep.errors import ExecutionError
 from conformance.ep.providers import EpSpec
 from conformance.ep.rules import one_line
 from conformance.ep.wine import protocol
 from conformance.ep.wine.client import Runners
-
-GUARD_BYTES = 64  # past each output buffer's binding: a write there is out of bounds
-CANARY = bytes.fromhex("a5")  # placeholder until the canary module is merged
 
 
 def execution_flags(ep: EpSpec) -> int:
@@ -60,77 +55,57 @@ class DmlRefused(Exception):
 
 @dataclass(frozen=True)
 class Dispatched:
-    """What a dispatch returned: each output as the spec's tensor (read through its layout), each output buffer's
-    whole bytes (guard region included, for the canary check), and what the runner measured."""
+    """What a dispatch returned: each output buffer's whole bytes by DML tensor name (guard region included), and
+    what the runner measured."""
 
-    outputs: Mapping[str, np.ndarray]
     buffers: Mapping[str, bytes]
-    initial: Mapping[str, bytes]
     reply: protocol.DispatchReply
     operator: str
-    extra: Mapping[str, str] = field(default_factory=dict)
-
-
-def input_buffer(binding: Binding, array: np.ndarray) -> bytes:
-    """The input's buffer: its elements where its layout puts them, TotalTensorSizeInBytes long."""
-    data = np.ascontiguousarray(array, dtype=binding.dtype).tobytes()
-    return data + bytes(max(binding.total_bytes - len(data), 0))
-
-
-def output_initial(binding: Binding) -> bytes:
-    """An output buffer's initial bytes: the canary over its binding and the guard region past it."""
-    size = binding.total_bytes + GUARD_BYTES
-    return (CANARY * size)[:size]
-
-
-def output_tensor(binding: Binding, buffer: bytes) -> np.ndarray:
-    """The output's elements read out of its buffer through its layout."""
-    count = int(np.prod(binding.sizes, dtype=np.int64))
-    return np.frombuffer(buffer[: count * binding.dtype.itemsize], binding.dtype).reshape(binding.sizes).copy()
 
 
 def _request(
-    op: DmlOperator, ep: EpSpec, create_only: bool, inputs: Mapping[str, np.ndarray]
-) -> tuple[bytes, dict[str, bytes]]:
-    feeds = []
-    for binding in op.inputs:
-        if binding is None:
-            feeds.append(protocol.DispatchBuffer(b"", 0, bound=False))
-        elif create_only:
-            feeds.append(protocol.DispatchBuffer(b"", 0))
-        else:
-            feeds.append(protocol.DispatchBuffer(input_buffer(binding, inputs[binding.tensor]), binding.total_bytes))
-    initial = {binding.tensor: b"" if create_only else output_initial(binding) for binding in op.outputs}
-    outputs = [protocol.DispatchBuffer(initial[b.tensor], 0 if create_only else b.total_bytes) for b in op.outputs]
-    frame = protocol.dispatch_request(
-        adapter_index(ep), execution_flags(ep), create_only, op.block, op.pointers, op.desc_at, feeds, outputs
+    op: DmlOperator, ep: EpSpec, create_only: bool, inputs: Mapping[str, bytes], outputs: Mapping[str, bytes]
+) -> bytes:
+    """The dispatch frame: each input's buffer bound at its layout's size, each output's initial bytes (its
+    binding, then the guard region) bound at its layout's size; CreateOperator alone binds nothing."""
+    feeds = [
+        protocol.DispatchBuffer(b"", 0, bound=False)
+        if layout is None
+        else protocol.DispatchBuffer(inputs.get(layout.name, b""), 0 if create_only else layout.buffer_bytes)
+        for layout in op.inputs
+    ]
+    written = [
+        protocol.DispatchBuffer(outputs.get(layout.name, b""), 0 if create_only else layout.buffer_bytes)
+        for layout in op.outputs
+    ]
+    return protocol.dispatch_request(
+        adapter_index(ep), execution_flags(ep), create_only, op.block, op.pointers, op.desc_at, feeds, written
     )
-    return frame, initial
 
 
 def create_only(op: DmlOperator, ep: EpSpec, runners: Runners) -> int:
     """CreateOperator's HRESULT for the descriptor (nothing compiled or run): a negative case shown to DirectML."""
     runner = runners.get(build_of(ep.options))
-    frame, _ = _request(op, ep, True, {})
     try:
-        return runner.dispatch(frame, create_only=True).create_hresult
+        return runner.dispatch(_request(op, ep, True, {}, {}), create_only=True).create_hresult
     except protocol.Refused as error:
         raise ExecutionError(f"DirectML could not be asked about {op.operator}: {one_line(error)}") from None
 
 
-def dispatch(op: DmlOperator, ep: EpSpec, runners: Runners, inputs: Mapping[str, np.ndarray]) -> Dispatched:
-    """The operator created, compiled, initialized and dispatched on ``inputs``; DmlRefused where CreateOperator or
-    CompileOperator refused it, ExecutionError where a later step failed (RunnerDied where the runner died)."""
+def dispatch(
+    op: DmlOperator, ep: EpSpec, runners: Runners, inputs: Mapping[str, bytes], outputs: Mapping[str, bytes]
+) -> Dispatched:
+    """The operator created, compiled, initialized and dispatched on the ``inputs`` buffers, its ``outputs``
+    starting with the bytes given (by DML tensor name); DmlRefused where CreateOperator or CompileOperator refused
+    it, ExecutionError where a later step failed (RunnerDied where the runner died)."""
     runner = runners.get(build_of(ep.options))
-    frame, initial = _request(op, ep, False, inputs)
     try:
-        reply = runner.dispatch(frame, create_only=False)
+        reply = runner.dispatch(_request(op, ep, False, inputs, outputs), create_only=False)
     except protocol.Refused as error:
         raise ExecutionError(f"{op.operator} failed on DirectML: {one_line(error)}") from None
     if protocol.failed(reply.create_hresult):
         raise DmlRefused("CreateOperator", reply.create_hresult)
     if reply.compile_hresult is not None and protocol.failed(reply.compile_hresult):
         raise DmlRefused("CompileOperator", reply.compile_hresult)
-    buffers = {binding.tensor: data for binding, data in zip(op.outputs, reply.outputs, strict=True)}
-    outputs = {binding.tensor: output_tensor(binding, buffers[binding.tensor]) for binding in op.outputs}
-    return Dispatched(outputs, buffers, initial, reply, op.operator)
+    buffers = {layout.name: data for layout, data in zip(op.outputs, reply.outputs, strict=True)}
+    return Dispatched(buffers, reply, op.operator)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -19,7 +19,7 @@ from conformance.cases.validate import validate
 from conformance.compare.golden import golden_differences
 from conformance.compare.outputs import compare
 from conformance.ep import dmlop
-from conformance.ep.dml_descriptor import DmlOperator, Inexpressible, describe_operator
+from conformance.ep.dml_descriptor import DmlOperator, Inexpressible
 from conformance.ep.dml_operators import expected_dml_operators
 from conformance.ep.errors import (
     ExecutionError,
@@ -34,11 +34,10 @@ from conformance.ep.lower import Lowering, NotExpressible, lower, same_for_every
 from conformance.ep.pack import packable
 from conformance.ep.providers import DML, DMLOP, EpSpec
 from conformance.ep.sessions import Sessions
-from conformance.ep.wine.protocol import failed
-from conformance.model import DML_ACCEPTED_INVALID, DML_REJECTED_VALID, FAULT_KINDS, Case, FeatureLevel, Status
-from conformance.problems import Problem
+from conformance.model import FAULT_KINDS, Case, Status
 from conformance.results import Result
-from conformance.run.artifacts import save_artifacts, save_operator_artifacts
+from conformance.run import operator_api
+from conformance.run.artifacts import save_artifacts
 from conformance.run.options import RunOptions, repro_command
 
 log = logging.getLogger(__name__)
@@ -77,55 +76,13 @@ def _negative(entry: Entry, base: Result, ep: EpSpec, options: RunOptions) -> Re
         )
     if ep.name != DMLOP or isinstance(entry, Rejected):
         return verdict
-    why_not = _not_for_directml(entry, problems, options.target_level(ep), options)
+    why_not = operator_api.not_for_directml(entry, problems, options.target_level(ep))
     if why_not is None:
         try:
-            return Prepared(entry, {}, {}, describe_operator(entry), verdict)
+            return Prepared(entry, {}, {}, operator_api.describe(entry), verdict)
         except Inexpressible as inexpressible:
             why_not = str(inexpressible)
     return replace(verdict, message=f"{verdict.message}\n(not shown to DirectML: {why_not})")
-
-
-_NOT_DESCRIPTOR = ("Data", "Generator", "expected", "feature_level", "tolerance")
-
-
-def _not_for_directml(
-    case: Case, problems: Sequence[Problem], level: FeatureLevel | None, options: RunOptions
-) -> str | None:
-    """Why a negative case's descriptor says nothing DirectML's CreateOperator could judge, or None: a problem in its
-    data, expected outputs or feature level is not in the descriptor, and DirectML validates at its own feature
-    level, so a case forbidden only below that level (rank 3 at 2_1) is valid there."""
-    fields = [part for problem in problems for part in problem.field.split(".")]
-    if any(part in _NOT_DESCRIPTOR for part in fields):
-        return "its problem is not in the descriptor"
-    if (
-        level is not None
-        and level > case.feature_level
-        and not validate(replace(case, feature_level=level), options.max_elements)
-    ):
-        return f"DirectML validates at its own feature level, {level}, where the spec allows it"
-    return None
-
-
-def _shown(prepared: Prepared, hresult: int) -> Result:
-    """A negative case after DirectML's CreateOperator saw its descriptor: refused, as the spec says it must be, or
-    accepted (DML_ACCEPTED_INVALID, a finding about DirectML)."""
-    base, name = prepared.base, prepared.case.descriptor.__class__.__name__
-    operator = prepared.lowering.operator if isinstance(prepared.lowering, DmlOperator) else name
-    directml = {"create_hresult": f"0x{hresult:08X}"}
-    if failed(hresult):
-        said = f"DirectML's CreateOperator refused it too (HRESULT 0x{hresult:08X})"
-        return replace(base, message=f"{base.message}\n{said}", directml=directml)
-    if base.status is not Status.INVALID:  # the validator's own FAIL stands; DirectML's answer is added
-        return replace(base, message=f"{base.message}\nDirectML's CreateOperator accepted it too", directml=directml)
-    return replace(
-        base,
-        status=Status.FAIL,
-        failure_kind=DML_ACCEPTED_INVALID,
-        dml_operator=operator,
-        directml=directml,
-        message=f"DirectML's CreateOperator accepted {operator} though the spec forbids it: {base.message}",
-    )
 
 
 def _dml_operator(case: Case, inputs: Mapping[str, np.ndarray], lowering: Lowering | NotExpressible, ep: EpSpec) -> str:
@@ -173,7 +130,7 @@ def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
         return replace(base, status=Status.ERROR, failure_kind="golden_mismatch", message="\n".join(wrong.values()))
     if ep.name == DMLOP:
         try:
-            operator = describe_operator(case)
+            operator = operator_api.describe(case)
         except Inexpressible as why:
             return replace(base, status=Status.NOT_EXPRESSIBLE, message=str(why))
         return Prepared(case, inputs, expected, operator, replace(base, lowering=operator.operator))
@@ -203,21 +160,16 @@ def _judge(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
         return replace(base, status=Status.NOT_SUPPORTED, failure_kind=outcome.kind, message=str(outcome))
     if isinstance(outcome, ExecutionError):
         return replace(base, status=Status.ERROR, failure_kind="execution", message=str(outcome))
-    if isinstance(outcome, int):  # a negative case's descriptor, shown to CreateOperator
-        return _shown(prepared, outcome)
+    if isinstance(outcome, int) and isinstance(prepared.lowering, DmlOperator):  # a negative case, shown
+        return operator_api.shown(base, prepared.lowering.operator, outcome)
     if isinstance(outcome, dmlop.DmlRefused):
-        return replace(
-            base,
-            status=Status.FAIL,
-            failure_kind=DML_REJECTED_VALID,
-            dml_operator=f"none: {outcome.step} refused it",
-            directml={f"{outcome.step.removesuffix('Operator').lower()}_hresult": f"0x{outcome.hresult:08X}"},
-            message=f"DirectML's {outcome} though the spec allows it",
-        )
-    if isinstance(outcome, Exception):
-        raise outcome
+        return operator_api.refused(base, outcome)
+    if isinstance(outcome, Exception | int):
+        raise outcome if isinstance(outcome, Exception) else TypeError(f"an HRESULT for {prepared.case.id}")
     if isinstance(outcome, dmlop.Dispatched):
-        return _judge_dispatched(prepared, outcome, ep, options)
+        by = options.executed_by(ep)
+        p = prepared
+        return operator_api.judge(p.case, p.inputs, p.expected, base, outcome, ep, options.artifacts, by)
     verdict = compare(prepared.case, prepared.inputs, prepared.expected, outcome.outputs)
     note = packed_note(prepared.case)  # onnxruntime's tensors are packed: a case's layouts were not exercised
     result = replace(
@@ -238,42 +190,6 @@ def _judge(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
             save_artifacts(
                 options.artifacts, result, low.model, low.feeds, expected, outputs, ep.name, by, case, inputs
             )
-        except OSError as error:  # the verdict stands; the message says what could not be kept
-            result = replace(result, message=f"{result.message}\n  (artifacts not saved: {error.strerror or error})")
-    return result
-
-
-def _judge_dispatched(prepared: Prepared, outcome: dmlop.Dispatched, ep: EpSpec, options: RunOptions) -> Result:
-    """The verdict on what DirectML's operator API wrote: the outputs compared as every EP's are; a failure's
-    artifacts (--artifacts) hold the case as a DxDispatch model."""
-    verdict = compare(prepared.case, prepared.inputs, prepared.expected, outcome.outputs)
-    reply = outcome.reply
-    flags = dmlop.execution_flag_names(ep)
-    directml = {
-        "execution_flags": list(flags),
-        "create_hresult": f"0x{reply.create_hresult:08X}",
-        "compile_hresult": f"0x{reply.compile_hresult or 0:08X}",
-        "descriptors": reply.descriptors,
-        "temporary_bytes": reply.temporary_bytes,
-        "persistent_bytes": reply.persistent_bytes,
-        "milliseconds": dict(zip(("create", "compile", "execute"), reply.milliseconds, strict=False)),
-    }
-    result = replace(
-        prepared.base,
-        status=verdict.status,
-        failure_kind=verdict.failure_kind,
-        message=verdict.message,
-        metrics=dict(verdict.metrics),
-        details=dict(verdict.details),
-        dml_operator=outcome.operator,
-        directml=directml,
-    )
-    if options.artifacts is not None and result.status is Status.FAIL:
-        try:
-            save_operator_artifacts(
-                options.artifacts, result, prepared.case, prepared.inputs, prepared.expected, outcome.outputs,
-                outcome.buffers, flags, options.executed_by(ep),
-            )  # fmt: skip
         except OSError as error:  # the verdict stands; the message says what could not be kept
             result = replace(result, message=f"{result.message}\n  (artifacts not saved: {error.strerror or error})")
     return result
@@ -324,8 +240,11 @@ def finish(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
     try:
         with np.errstate(all="ignore"):
             result = _judge(prepared, outcome, ep, options)
-        if isinstance(outcome, Execution | dmlop.Dispatched):  # under --repeat, what repeat.py compares run by run
+        if isinstance(outcome, Execution):  # under --repeat, what repeat.py compares run by run
             result = replace(result, outputs_sha256=tensor_hashes(outcome.outputs))
+        elif isinstance(outcome, dmlop.Dispatched):  # each output buffer's bytes, padding and guard included
+            buffers = {name: np.frombuffer(data, np.uint8) for name, data in outcome.buffers.items()}
+            result = replace(result, outputs_sha256=tensor_hashes(buffers))
     except Exception as error:
         result = _harness_error(prepared.base, prepared.case, error)
     total = prepared.seconds + seconds + time.perf_counter() - start
@@ -360,7 +279,7 @@ def _dispatch(prepared: Prepared, operator: DmlOperator, ep: EpSpec, sessions: S
     operator dispatched on its inputs."""
     if prepared.case.expect_invalid is not None:
         return dmlop.create_only(operator, ep, sessions.runners)
-    return dmlop.dispatch(operator, ep, sessions.runners, prepared.inputs)
+    return operator_api.dispatch(prepared.case, operator, prepared.inputs, ep, sessions.runners)
 
 
 def run_entry(entry: Entry, ep: EpSpec, options: RunOptions, sessions: Sessions | None = None) -> Result:

@@ -1,0 +1,161 @@
+"""``--ep dmlop``'s part of a case's verdict: its descriptor over its tensors' layouts, the buffers DirectML binds
+(inputs through their strides; outputs filled with the canary and a guard region), the outputs read back through
+their strides, the canary checked, and DirectML's answer to a negative case.
+
+ep/dmlop.py moves the bytes; the layouts are cases/layouts.py's and the canary compare/canary.py's, which the ep
+stage does not import: their meeting place is here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from conformance.cases.layouts import Layout, input_layouts, output_layouts
+from conformance.cases.validate import validate
+from conformance.compare.canary import CANARY, canary_verdict, initial_output_bytes, stray_writes
+from conformance.compare.outputs import compare
+from conformance.ep import dmlop
+from conformance.ep.dml_descriptor import DmlOperator, describe_operator
+from conformance.ep.providers import EpSpec
+from conformance.ep.wine.client import Runners
+from conformance.ep.wine.protocol import failed
+from conformance.model import DML_ACCEPTED_INVALID, DML_REJECTED_VALID, Case, FeatureLevel, Status
+from conformance.problems import Problem
+from conformance.results import Result
+from conformance.run.artifacts import save_operator_artifacts
+
+# Fields whose problems are in a case's data, goldens or level, not in its descriptor: nothing CreateOperator judges.
+_NOT_DESCRIPTOR = ("Data", "Generator", "expected", "feature_level", "tolerance")
+
+
+def layouts(case: Case) -> dict[str, Layout]:
+    """Every tensor's layout by DML name, inputs and outputs."""
+    return input_layouts(case) | output_layouts(case)
+
+
+def describe(case: Case) -> DmlOperator:
+    """The case's DML operator descriptor over its layouts; dml_descriptor.Inexpressible where it has none."""
+    return describe_operator(case, layouts(case))
+
+
+def not_for_directml(case: Case, problems: Sequence[Problem], level: FeatureLevel | None) -> str | None:
+    """Why a negative case's descriptor says nothing DirectML's CreateOperator could judge, or None: a problem in its
+    data, expected outputs or feature level is not in the descriptor; DirectML validates at its own feature level,
+    so a case forbidden only below that level (rank 3 at 2_1) is valid there; and the harness's own size limit
+    (--max-elements) is no rule of DirectML's."""
+    fields = [part for problem in problems for part in problem.field.split(".")]
+    if any(part in _NOT_DESCRIPTOR for part in fields):
+        return "its problem is not in the descriptor"
+    there = replace(case, feature_level=max(level or case.feature_level, case.feature_level))
+    if not validate(there, max_elements=sys.maxsize):
+        at = (
+            f" at DirectML's own feature level, {there.feature_level},"
+            if there.feature_level != case.feature_level
+            else ""
+        )
+        return f"the spec allows it{at} without the harness's size limit"
+    return None
+
+
+def shown(base: Result, operator: str, hresult: int) -> Result:
+    """A negative case after DirectML's CreateOperator saw its descriptor: refused, as the spec says it must be, or
+    accepted (DML_ACCEPTED_INVALID, a finding about DirectML)."""
+    directml = {"create_hresult": f"0x{hresult:08X}"}
+    if failed(hresult):
+        said = f"DirectML's CreateOperator refused it too (HRESULT 0x{hresult:08X})"
+        return replace(base, message=f"{base.message}\n{said}", directml=directml)
+    if base.status is not Status.INVALID:  # the validator's own FAIL stands; DirectML's answer is added
+        return replace(base, message=f"{base.message}\nDirectML's CreateOperator accepted it too", directml=directml)
+    return replace(
+        base,
+        status=Status.FAIL,
+        failure_kind=DML_ACCEPTED_INVALID,
+        dml_operator=operator,
+        directml=directml,
+        message=f"DirectML's CreateOperator accepted {operator} though the spec forbids it: {base.message}",
+    )
+
+
+def refused(base: Result, refusal: dmlop.DmlRefused) -> Result:
+    """A valid case whose descriptor DirectML refused (DML_REJECTED_VALID, a finding about DirectML)."""
+    return replace(
+        base,
+        status=Status.FAIL,
+        failure_kind=DML_REJECTED_VALID,
+        dml_operator=f"none: {refusal.step} refused it",
+        directml={f"{refusal.step.removesuffix('Operator').lower()}_hresult": f"0x{refusal.hresult:08X}"},
+        message=f"DirectML's {refusal} though the spec allows it",
+    )
+
+
+def buffers(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """The bytes DirectML is given: each input written into its buffer through its strides (the bytes no element
+    addresses hold the canary), each output's buffer and guard region filled with the canary."""
+    feeds = {name: layout.buffer(inputs[name], fill=CANARY) for name, layout in input_layouts(case).items()}
+    outputs = {name: initial_output_bytes(layout.buffer_bytes) for name, layout in output_layouts(case).items()}
+    return feeds, outputs
+
+
+def dispatch(
+    case: Case, operator: DmlOperator, inputs: Mapping[str, np.ndarray], ep: EpSpec, runners: Runners
+) -> dmlop.Dispatched:
+    """The case's operator dispatched on its inputs' buffers."""
+    feeds, outputs = buffers(case, inputs)
+    return dmlop.dispatch(operator, ep, runners, feeds, outputs)
+
+
+def judge(
+    case: Case,
+    inputs: Mapping[str, np.ndarray],
+    expected: Mapping[str, np.ndarray],
+    base: Result,
+    outcome: dmlop.Dispatched,
+    ep: EpSpec,
+    artifacts: str | None,
+    executed_by: str | None,
+) -> Result:
+    """The verdict on what DirectML's operator API wrote: a byte changed that no output element addresses is FAIL
+    ``out_of_bounds_write`` whatever the values; else the outputs, read through their strides, are compared as
+    every EP's are. A failure's artifacts (``artifacts``) hold the buffers and a DxDispatch model."""
+    found = output_layouts(case)
+    strays = [
+        stray_writes(
+            name, outcome.buffers[name], layout.sizes, layout.strides, layout.element_size, layout.buffer_bytes
+        )
+        for name, layout in found.items()
+    ]
+    outputs = {name: layout.read(outcome.buffers[name]) for name, layout in found.items()}
+    verdict = canary_verdict(strays) or compare(case, inputs, expected, outputs)
+    reply = outcome.reply
+    flags = dmlop.execution_flag_names(ep)
+    directml = {
+        "execution_flags": list(flags),
+        "create_hresult": f"0x{reply.create_hresult:08X}",
+        "compile_hresult": f"0x{reply.compile_hresult or 0:08X}",
+        "descriptors": reply.descriptors,
+        "temporary_bytes": reply.temporary_bytes,
+        "persistent_bytes": reply.persistent_bytes,
+        "milliseconds": dict(zip(("create", "compile", "execute"), reply.milliseconds, strict=False)),
+    }
+    result = replace(
+        base,
+        status=verdict.status,
+        failure_kind=verdict.failure_kind,
+        message=verdict.message,
+        metrics=dict(verdict.metrics),
+        details=dict(verdict.details),
+        dml_operator=outcome.operator,
+        directml=directml,
+    )
+    if artifacts is not None and result.status is Status.FAIL:
+        try:
+            save_operator_artifacts(
+                artifacts, result, case, inputs, expected, outputs, outcome.buffers, flags, executed_by
+            )
+        except OSError as error:  # the verdict stands; the message says what could not be kept
+            result = replace(result, message=f"{result.message}\n  (artifacts not saved: {error.strerror or error})")
+    return result
