@@ -344,10 +344,25 @@ static HRESULT make_device(UINT index, IDXGIAdapter1 **adapter, ID3D12Device **d
 /* One D3D12 device, direct queue and DirectML device per adapter for the runner's life, handed to every session
  * (SessionOptionsAppendExecutionProvider_DML1): a device per session, as the provider-options path makes them,
  * exhausted NVIDIA's driver under vkd3d-proton after about 250 sessions (887A0004 from every later one). */
-typedef struct { int adapter; ID3D12Device *device; ID3D12CommandQueue *queue; void *dml; } Shared;
+typedef struct {
+  int adapter;
+  ID3D12Device *device;
+  ID3D12CommandQueue *queue;
+  void *dml;
+  /* What every operator dispatch (dispatch()) reuses, made on the first: creating a shader-visible descriptor heap
+   * took ~290 ms under vkd3d-proton on lavapipe, nearly all of a small case's time. */
+  ID3D12DescriptorHeap *heap;
+  UINT heap_size;
+  ID3D12CommandAllocator *allocator;
+  ID3D12GraphicsCommandList *list;
+  ID3D12Fence *fence;
+  UINT64 fence_value;
+  HANDLE event;
+  void *recorder; /* IDMLCommandRecorder */
+} Shared;
 static Shared shared[8];
 
-static const Shared *shared_device(int index, char *why, size_t size) {
+static Shared *shared_device(int index, char *why, size_t size) {
   Shared *slot = NULL;
   for (int i = 0; i < 8 && !slot; i++)
     if (shared[i].dml && shared[i].adapter == index) return &shared[i];
@@ -376,6 +391,12 @@ static const Shared *shared_device(int index, char *why, size_t size) {
 static void forget_device(const Shared *device) {
   for (int i = 0; i < 8; i++) {
     if (&shared[i] != device || !shared[i].dml) continue;
+    if (shared[i].recorder) ((Release_t)((void **)*(void **)shared[i].recorder)[2])(shared[i].recorder);
+    if (shared[i].heap) ID3D12DescriptorHeap_Release(shared[i].heap);
+    if (shared[i].list) ID3D12GraphicsCommandList_Release(shared[i].list);
+    if (shared[i].allocator) ID3D12CommandAllocator_Release(shared[i].allocator);
+    if (shared[i].fence) ID3D12Fence_Release(shared[i].fence);
+    if (shared[i].event) CloseHandle(shared[i].event);
     ((Release_t)((void **)*(void **)shared[i].dml)[2])(shared[i].dml);
     ID3D12CommandQueue_Release(shared[i].queue);
     ID3D12Device_Release(shared[i].device);
@@ -806,12 +827,7 @@ typedef struct { ID3D12Resource *gpu, *staging, *readback; uint64_t size, bound;
 
 /* Everything one dispatch made, released together whatever step failed. */
 typedef struct {
-  void *op, *compiled, *initializer, *recorder, *init_table, *table;
-  ID3D12DescriptorHeap *heap;
-  ID3D12CommandAllocator *allocator;
-  ID3D12GraphicsCommandList *list;
-  ID3D12Fence *fence;
-  HANDLE event;
+  void *op, *compiled, *initializer, *init_table, *table;
   Buffer inputs[MAX_BINDINGS], outputs[MAX_BINDINGS], temporary, persistent;
   uint32_t n_in, n_out;
 } Dispatch;
@@ -829,15 +845,9 @@ static void release_dispatch(Dispatch *d) {
   release_buffer(&d->persistent);
   dml_release(d->table);
   dml_release(d->init_table);
-  dml_release(d->recorder);
   dml_release(d->initializer);
   dml_release(d->compiled);
   dml_release(d->op);
-  if (d->heap) ID3D12DescriptorHeap_Release(d->heap);
-  if (d->list) ID3D12GraphicsCommandList_Release(d->list);
-  if (d->allocator) ID3D12CommandAllocator_Release(d->allocator);
-  if (d->fence) ID3D12Fence_Release(d->fence);
-  if (d->event) CloseHandle(d->event);
 }
 
 static HRESULT make_buffer(ID3D12Device *device, D3D12_HEAP_TYPE heap, uint64_t size, D3D12_RESOURCE_STATES state,
@@ -932,43 +942,80 @@ static void send_step_failed(const Shared *device, const char *step, HRESULT hr)
   if (FAILED(removed) || FAILED(dml_removed)) forget_device(device); /* the next request makes a new one */
 }
 
+/* The device's reused dispatch objects (Shared), made on first use; the heap grown to ``descriptors`` where it is
+ * smaller. The command list is reset and open on return. */
+static HRESULT ready_device(Shared *device, UINT descriptors, const char **step) {
+  ID3D12Device *dev = device->device;
+  HRESULT hr = S_OK;
+  if (!device->heap || device->heap_size < descriptors) {
+    UINT size = descriptors > 1024 ? descriptors : 1024;
+    D3D12_DESCRIPTOR_HEAP_DESC heap_desc = {D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV, size,
+                                            D3D12_DESCRIPTOR_HEAP_FLAG_SHADER_VISIBLE, 0};
+    if (device->heap) ID3D12DescriptorHeap_Release(device->heap);
+    device->heap = NULL;
+    *step = "CreateDescriptorHeap";
+    hr = ID3D12Device_CreateDescriptorHeap(dev, &heap_desc, &IID_ID3D12DescriptorHeap, (void **)&device->heap);
+    if (FAILED(hr)) return hr;
+    device->heap_size = size;
+  }
+  if (!device->allocator) {
+    *step = "CreateCommandAllocator";
+    hr = ID3D12Device_CreateCommandAllocator(dev, D3D12_COMMAND_LIST_TYPE_DIRECT, &IID_ID3D12CommandAllocator,
+                                             (void **)&device->allocator);
+    if (FAILED(hr)) return hr;
+  }
+  if (!device->list) {
+    *step = "CreateCommandList";
+    hr = ID3D12Device_CreateCommandList(dev, 0, D3D12_COMMAND_LIST_TYPE_DIRECT, device->allocator, NULL,
+                                        &IID_ID3D12GraphicsCommandList, (void **)&device->list);
+    if (SUCCEEDED(hr)) hr = ID3D12GraphicsCommandList_Close(device->list); /* made open: closed like a used one */
+    if (FAILED(hr)) return hr;
+  }
+  if (!device->fence) {
+    *step = "CreateFence";
+    hr = ID3D12Device_CreateFence(dev, 0, D3D12_FENCE_FLAG_NONE, &IID_ID3D12Fence, (void **)&device->fence);
+    if (FAILED(hr)) return hr;
+    device->event = CreateEventA(NULL, FALSE, FALSE, NULL);
+    if (!device->event) die("CreateEvent failed");
+  }
+  if (!device->recorder) {
+    *step = "CreateCommandRecorder";
+    hr = DML_METHOD(device->dml, DML_SLOT_CreateCommandRecorder, CreateCommandRecorder_t)(
+        device->dml, &IID_IDMLCommandRecorder_, &device->recorder);
+    if (FAILED(hr)) return hr;
+  }
+  *step = "Reset (the command allocator)"; /* the last list it recorded has finished: dispatch waits for each */
+  hr = ID3D12CommandAllocator_Reset(device->allocator);
+  if (SUCCEEDED(hr)) hr = ID3D12GraphicsCommandList_Reset(device->list, device->allocator, NULL);
+  return hr;
+}
+
 /* Record, submit and wait for: the inputs' upload, the initializer's dispatch, the operator's, the outputs'
  * readback. */
-static HRESULT record_and_wait(const Shared *device, Dispatch *d, const DmlBindingProperties *props,
+static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProperties *props,
                                const DmlBindingProperties *init_props, UINT descriptors, const char **step) {
-  ID3D12Device *dev = device->device;
-  HRESULT hr;
-  *step = "CreateCommandAllocator";
-  hr = ID3D12Device_CreateCommandAllocator(dev, D3D12_COMMAND_LIST_TYPE_DIRECT, &IID_ID3D12CommandAllocator,
-                                           (void **)&d->allocator);
+  HRESULT hr = ready_device(device, descriptors, step);
   if (FAILED(hr)) return hr;
-  *step = "CreateCommandList";
-  hr = ID3D12Device_CreateCommandList(dev, 0, D3D12_COMMAND_LIST_TYPE_DIRECT, d->allocator, NULL,
-                                      &IID_ID3D12GraphicsCommandList, (void **)&d->list);
-  if (FAILED(hr)) return hr;
-  *step = "CreateCommandRecorder";
-  hr = DML_METHOD(device->dml, DML_SLOT_CreateCommandRecorder, CreateCommandRecorder_t)(
-      device->dml, &IID_IDMLCommandRecorder_, &d->recorder);
-  if (FAILED(hr)) return hr;
-  ID3D12GraphicsCommandList *list = d->list;
+  ID3D12GraphicsCommandList *list = device->list;
+  void *recorder = device->recorder;
   for (uint32_t i = 0; i < d->n_in; i++) upload(list, &d->inputs[i]);
   for (uint32_t i = 0; i < d->n_out; i++) upload(list, &d->outputs[i]);
   upload(list, &d->temporary);
   upload(list, &d->persistent);
-  ID3D12GraphicsCommandList_SetDescriptorHeaps(list, 1, &d->heap);
+  ID3D12GraphicsCommandList_SetDescriptorHeaps(list, 1, &device->heap);
 
   /* The initializer: the persistent resource is its output, the larger temporary its scratch. */
   DmlBufferBinding persistent = buffer_binding(&d->persistent), temporary = buffer_binding(&d->temporary);
   DmlBindingDesc persistent_desc = {DML_BINDING_BUFFER, &persistent}, temporary_desc = {DML_BINDING_BUFFER, &temporary};
   *step = "CreateBindingTable (initializer)";
-  hr = make_table(device->dml, d->initializer, d->heap, descriptors, &d->init_table);
+  hr = make_table(device->dml, d->initializer, device->heap, descriptors, &d->init_table);
   if (FAILED(hr)) return hr;
   /* Only what each dispatchable asks for: DirectML removes its device on a binding it did not ask for (the Bind*
    * methods return nothing, so a misuse is reported that way). */
   if (init_props->TemporaryResourceSize)
     DML_METHOD(d->init_table, DML_SLOT_BindTemporaryResource, BindOne_t)(d->init_table, &temporary_desc);
   if (props->PersistentResourceSize) DML_METHOD(d->init_table, DML_SLOT_BindOutputs, BindMany_t)(d->init_table, 1, &persistent_desc);
-  DML_METHOD(d->recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(d->recorder, (ID3D12CommandList *)list,
+  DML_METHOD(recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(recorder, (ID3D12CommandList *)list,
                                                                      d->initializer, d->init_table);
   uav_barrier(list);
 
@@ -986,13 +1033,13 @@ static HRESULT record_and_wait(const Shared *device, Dispatch *d, const DmlBindi
     out_descs[i].Desc = &out_buffers[i];
   }
   *step = "CreateBindingTable (operator)";
-  hr = make_table(device->dml, d->compiled, d->heap, descriptors, &d->table);
+  hr = make_table(device->dml, d->compiled, device->heap, descriptors, &d->table);
   if (FAILED(hr)) return hr;
   DML_METHOD(d->table, DML_SLOT_BindInputs, BindMany_t)(d->table, d->n_in, in_descs);
   DML_METHOD(d->table, DML_SLOT_BindOutputs, BindMany_t)(d->table, d->n_out, out_descs);
   if (props->TemporaryResourceSize) DML_METHOD(d->table, DML_SLOT_BindTemporaryResource, BindOne_t)(d->table, &temporary_desc);
   if (props->PersistentResourceSize) DML_METHOD(d->table, DML_SLOT_BindPersistentResource, BindOne_t)(d->table, &persistent_desc);
-  DML_METHOD(d->recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(d->recorder, (ID3D12CommandList *)list,
+  DML_METHOD(recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(recorder, (ID3D12CommandList *)list,
                                                                      d->compiled, d->table);
   uav_barrier(list);
   for (uint32_t i = 0; i < d->n_out; i++) {
@@ -1002,22 +1049,17 @@ static HRESULT record_and_wait(const Shared *device, Dispatch *d, const DmlBindi
   *step = "Close (the command list)";
   hr = ID3D12GraphicsCommandList_Close(list);
   if (FAILED(hr)) return hr;
-  *step = "CreateFence";
-  hr = ID3D12Device_CreateFence(dev, 0, D3D12_FENCE_FLAG_NONE, &IID_ID3D12Fence, (void **)&d->fence);
-  if (FAILED(hr)) return hr;
-  d->event = CreateEventA(NULL, FALSE, FALSE, NULL);
-  if (!d->event) die("CreateEvent failed");
   ID3D12CommandList *lists[1] = {(ID3D12CommandList *)list};
   ID3D12CommandQueue_ExecuteCommandLists(device->queue, 1, lists);
   *step = "Signal (the queue)";
-  hr = ID3D12CommandQueue_Signal(device->queue, d->fence, 1);
+  hr = ID3D12CommandQueue_Signal(device->queue, device->fence, ++device->fence_value);
   if (FAILED(hr)) return hr;
   *step = "SetEventOnCompletion";
-  hr = ID3D12Fence_SetEventOnCompletion(d->fence, 1, d->event);
+  hr = ID3D12Fence_SetEventOnCompletion(device->fence, device->fence_value, device->event);
   if (FAILED(hr)) return hr;
-  WaitForSingleObject(d->event, INFINITE); /* a GPU that never finishes is the harness's --case-timeout to end */
+  WaitForSingleObject(device->event, INFINITE); /* a GPU that never finishes is the harness's --case-timeout to end */
   *step = "the dispatch (the device's state after it)";
-  return ID3D12Device_GetDeviceRemovedReason(dev);
+  return ID3D12Device_GetDeviceRemovedReason(device->device);
 }
 
 /* dispatch: one DML operator descriptor, created on the adapter's shared DirectML device, compiled with the given
@@ -1065,7 +1107,7 @@ static void dispatch(Frame *f) {
   }
 
   char why[160];
-  const Shared *device = shared_device((int)adapter, why, sizeof why);
+  Shared *device = shared_device((int)adapter, why, sizeof why);
   if (!device) { send_error(ST_EP, why); free(arena); return; }
   void *dml = device->dml;
   Out o = {0};
@@ -1104,10 +1146,6 @@ static void dispatch(Frame *f) {
     d.temporary.size = d.temporary.bound = props.TemporaryResourceSize > init_props.TemporaryResourceSize
                                                ? props.TemporaryResourceSize : init_props.TemporaryResourceSize;
     d.persistent.size = d.persistent.bound = props.PersistentResourceSize;
-    D3D12_DESCRIPTOR_HEAP_DESC heap_desc = {D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV, descriptors,
-                                            D3D12_DESCRIPTOR_HEAP_FLAG_SHADER_VISIBLE, 0};
-    step = "CreateDescriptorHeap";
-    hr = ID3D12Device_CreateDescriptorHeap(device->device, &heap_desc, &IID_ID3D12DescriptorHeap, (void **)&d.heap);
     step = "CreateCommittedResource (an input)";
     for (uint32_t i = 0; i < d.n_in && SUCCEEDED(hr); i++)
       if (d.inputs[i].present) hr = make_binding(device->device, &d.inputs[i], in_bytes[i], 0);
@@ -1120,6 +1158,7 @@ static void dispatch(Frame *f) {
   }
   double ran = now_ms();
   if (FAILED(hr)) {
+    if (device->list) ID3D12GraphicsCommandList_Close(device->list); /* left open by a failed step: reset next time */
     send_step_failed(device, step, hr);
     release_dispatch(&d);
     free(arena);
