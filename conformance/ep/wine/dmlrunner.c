@@ -359,6 +359,9 @@ typedef struct {
   UINT64 fence_value;
   HANDLE event;
   void *recorder; /* IDMLCommandRecorder */
+  ID3D12Resource *pool_gpu, *pool_upload, *pool_readback; /* the buffers every dispatch's bindings are slices of */
+  unsigned char *upload_map, *readback_map;
+  UINT64 pool_size;
 } Shared;
 static Shared shared[8];
 
@@ -397,6 +400,9 @@ static void forget_device(const Shared *device) {
     if (shared[i].allocator) ID3D12CommandAllocator_Release(shared[i].allocator);
     if (shared[i].fence) ID3D12Fence_Release(shared[i].fence);
     if (shared[i].event) CloseHandle(shared[i].event);
+    if (shared[i].pool_gpu) ID3D12Resource_Release(shared[i].pool_gpu);
+    if (shared[i].pool_upload) ID3D12Resource_Release(shared[i].pool_upload);
+    if (shared[i].pool_readback) ID3D12Resource_Release(shared[i].pool_readback);
     ((Release_t)((void **)*(void **)shared[i].dml)[2])(shared[i].dml);
     ID3D12CommandQueue_Release(shared[i].queue);
     ID3D12Device_Release(shared[i].device);
@@ -820,29 +826,25 @@ static void dml_release(void *object) {
   if (object) DML_METHOD(object, DML_SLOT_Release, Release_t)(object);
 }
 
-/* One binding's buffers: ``gpu`` (default heap, UAV) bound to DirectML, ``staging`` (upload heap) holding its
- * initial bytes, ``readback`` (outputs) its bytes after the dispatch. ``size``: the resource's, ``bound``: the
- * binding's (TotalTensorSizeInBytes); the bytes past ``bound`` are the guard region. */
-typedef struct { ID3D12Resource *gpu, *staging, *readback; uint64_t size, bound; int present; } Buffer;
+/* A binding's place in its device's buffer pool (Shared's pool_*): ``size`` bytes from ``offset`` (aligned to
+ * POOL_ALIGNMENT), of which the first ``bound`` are bound to DirectML; for an output, the bytes past ``bound`` are
+ * its guard region. */
+typedef struct { uint64_t offset, size, bound; int present; } Slice;
 
-/* Everything one dispatch made, released together whatever step failed. */
+/* What one dispatch made (DirectML's objects; its buffers are slices of the device's pool), released together
+ * whatever step failed. */
 typedef struct {
   void *op, *compiled, *initializer, *init_table, *table;
-  Buffer inputs[MAX_BINDINGS], outputs[MAX_BINDINGS], temporary, persistent;
+  Slice inputs[MAX_BINDINGS], outputs[MAX_BINDINGS], temporary, persistent;
   uint32_t n_in, n_out;
+  uint64_t total; /* the pool bytes the dispatch uses */
 } Dispatch;
 
-static void release_buffer(Buffer *b) {
-  if (b->gpu) ID3D12Resource_Release(b->gpu);
-  if (b->staging) ID3D12Resource_Release(b->staging);
-  if (b->readback) ID3D12Resource_Release(b->readback);
-}
+/* 256: DML_TEMPORARY_BUFFER_ALIGNMENT and DML_PERSISTENT_BUFFER_ALIGNMENT, a multiple of
+ * DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (16), so that every binding's offset is one DirectML takes. */
+enum { POOL_ALIGNMENT = 256, POOL_MINIMUM = 1 << 20 };
 
 static void release_dispatch(Dispatch *d) {
-  for (uint32_t i = 0; i < d->n_in; i++) release_buffer(&d->inputs[i]);
-  for (uint32_t i = 0; i < d->n_out; i++) release_buffer(&d->outputs[i]);
-  release_buffer(&d->temporary);
-  release_buffer(&d->persistent);
   dml_release(d->table);
   dml_release(d->init_table);
   dml_release(d->initializer);
@@ -856,7 +858,7 @@ static HRESULT make_buffer(ID3D12Device *device, D3D12_HEAP_TYPE heap, uint64_t 
   D3D12_RESOURCE_DESC desc = {0};
   props.Type = heap;
   desc.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
-  desc.Width = size ? size : 4;
+  desc.Width = size;
   desc.Height = desc.DepthOrArraySize = desc.MipLevels = 1;
   desc.SampleDesc.Count = 1;
   desc.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR;
@@ -865,21 +867,33 @@ static HRESULT make_buffer(ID3D12Device *device, D3D12_HEAP_TYPE heap, uint64_t 
                                               &IID_ID3D12Resource, (void **)out);
 }
 
-/* A binding's GPU buffer, and, where ``bytes`` are given, its staging buffer holding them. */
-static HRESULT make_binding(ID3D12Device *device, Buffer *b, const unsigned char *bytes, int readback) {
-  HRESULT hr = make_buffer(device, D3D12_HEAP_TYPE_DEFAULT, b->size, D3D12_RESOURCE_STATE_COMMON, &b->gpu);
-  if (SUCCEEDED(hr) && bytes) {
-    void *mapped = NULL;
-    D3D12_RANGE none = {0, 0};
-    hr = make_buffer(device, D3D12_HEAP_TYPE_UPLOAD, b->size, D3D12_RESOURCE_STATE_GENERIC_READ, &b->staging);
-    if (SUCCEEDED(hr)) hr = ID3D12Resource_Map(b->staging, 0, &none, &mapped);
-    if (SUCCEEDED(hr)) {
-      memcpy(mapped, bytes, (size_t)b->size);
-      ID3D12Resource_Unmap(b->staging, 0, NULL);
-    }
-  }
-  if (SUCCEEDED(hr) && readback)
-    hr = make_buffer(device, D3D12_HEAP_TYPE_READBACK, b->size, D3D12_RESOURCE_STATE_COPY_DEST, &b->readback);
+static void release_pool(Shared *device) {
+  if (device->pool_upload) ID3D12Resource_Release(device->pool_upload);
+  if (device->pool_readback) ID3D12Resource_Release(device->pool_readback);
+  if (device->pool_gpu) ID3D12Resource_Release(device->pool_gpu);
+  device->pool_upload = device->pool_readback = device->pool_gpu = NULL;
+  device->upload_map = device->readback_map = NULL;
+  device->pool_size = 0;
+}
+
+/* The device's pool, at least ``total`` bytes: a default-heap buffer DirectML binds slices of, an upload buffer
+ * holding their initial bytes and a readback buffer their final ones, both mapped for the device's life. Making
+ * three buffers per binding cost most of a small case's time (a few ms on the H100 under vkd3d-proton). */
+static HRESULT ready_pool(Shared *device, uint64_t total) {
+  if (device->pool_size >= total) return S_OK;
+  uint64_t size = POOL_MINIMUM;
+  while (size < total) size *= 2;
+  release_pool(device);
+  D3D12_RANGE none = {0, 0};
+  HRESULT hr = make_buffer(device->device, D3D12_HEAP_TYPE_DEFAULT, size, D3D12_RESOURCE_STATE_COMMON, &device->pool_gpu);
+  if (SUCCEEDED(hr))
+    hr = make_buffer(device->device, D3D12_HEAP_TYPE_UPLOAD, size, D3D12_RESOURCE_STATE_GENERIC_READ, &device->pool_upload);
+  if (SUCCEEDED(hr))
+    hr = make_buffer(device->device, D3D12_HEAP_TYPE_READBACK, size, D3D12_RESOURCE_STATE_COPY_DEST, &device->pool_readback);
+  if (SUCCEEDED(hr)) hr = ID3D12Resource_Map(device->pool_upload, 0, &none, (void **)&device->upload_map);
+  if (SUCCEEDED(hr)) hr = ID3D12Resource_Map(device->pool_readback, 0, NULL, (void **)&device->readback_map);
+  if (FAILED(hr)) release_pool(device);
+  else device->pool_size = size;
   return hr;
 }
 
@@ -900,20 +914,8 @@ static void uav_barrier(ID3D12GraphicsCommandList *list) {
   ID3D12GraphicsCommandList_ResourceBarrier(list, 1, &barrier);
 }
 
-/* The staging bytes into the GPU buffer, which is then left for DirectML to use (UNORDERED_ACCESS). */
-static void upload(ID3D12GraphicsCommandList *list, Buffer *b) {
-  if (!b->gpu) return;
-  if (b->staging) {
-    transition(list, b->gpu, D3D12_RESOURCE_STATE_COMMON, D3D12_RESOURCE_STATE_COPY_DEST);
-    ID3D12GraphicsCommandList_CopyBufferRegion(list, b->gpu, 0, b->staging, 0, b->size);
-    transition(list, b->gpu, D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-  } else {
-    transition(list, b->gpu, D3D12_RESOURCE_STATE_COMMON, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-  }
-}
-
-static DmlBufferBinding buffer_binding(const Buffer *b) {
-  DmlBufferBinding binding = {b->gpu, 0, b->bound};
+static DmlBufferBinding slice_binding(const Shared *device, const Slice *s) {
+  DmlBufferBinding binding = {device->pool_gpu, s->offset, s->bound};
   return binding;
 }
 
@@ -990,45 +992,44 @@ static HRESULT ready_device(Shared *device, UINT descriptors, const char **step)
   return hr;
 }
 
-/* Record, submit and wait for: the inputs' upload, the initializer's dispatch, the operator's, the outputs'
- * readback. */
+/* Record, submit and wait for: the pool's initial bytes uploaded, the initializer's dispatch, the operator's, the
+ * pool read back. The pool buffer is in COMMON before and after. */
 static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProperties *props,
                                const DmlBindingProperties *init_props, UINT descriptors, const char **step) {
   HRESULT hr = ready_device(device, descriptors, step);
   if (FAILED(hr)) return hr;
   ID3D12GraphicsCommandList *list = device->list;
   void *recorder = device->recorder;
-  for (uint32_t i = 0; i < d->n_in; i++) upload(list, &d->inputs[i]);
-  for (uint32_t i = 0; i < d->n_out; i++) upload(list, &d->outputs[i]);
-  upload(list, &d->temporary);
-  upload(list, &d->persistent);
+  transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COMMON, D3D12_RESOURCE_STATE_COPY_DEST);
+  ID3D12GraphicsCommandList_CopyBufferRegion(list, device->pool_gpu, 0, device->pool_upload, 0, d->total);
+  transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
   ID3D12GraphicsCommandList_SetDescriptorHeaps(list, 1, &device->heap);
 
-  /* The initializer: the persistent resource is its output, the larger temporary its scratch. */
-  DmlBufferBinding persistent = buffer_binding(&d->persistent), temporary = buffer_binding(&d->temporary);
+  /* The initializer: the persistent resource is its output, its temporary its scratch. Only what each dispatchable
+   * asks for is bound: DirectML removes its device on a binding it did not ask for (the Bind* methods return
+   * nothing, so a misuse is reported that way). */
+  DmlBufferBinding persistent = slice_binding(device, &d->persistent), temporary = slice_binding(device, &d->temporary);
   DmlBindingDesc persistent_desc = {DML_BINDING_BUFFER, &persistent}, temporary_desc = {DML_BINDING_BUFFER, &temporary};
   *step = "CreateBindingTable (initializer)";
   hr = make_table(device->dml, d->initializer, device->heap, descriptors, &d->init_table);
   if (FAILED(hr)) return hr;
-  /* Only what each dispatchable asks for: DirectML removes its device on a binding it did not ask for (the Bind*
-   * methods return nothing, so a misuse is reported that way). */
   if (init_props->TemporaryResourceSize)
     DML_METHOD(d->init_table, DML_SLOT_BindTemporaryResource, BindOne_t)(d->init_table, &temporary_desc);
   if (props->PersistentResourceSize) DML_METHOD(d->init_table, DML_SLOT_BindOutputs, BindMany_t)(d->init_table, 1, &persistent_desc);
-  DML_METHOD(recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(recorder, (ID3D12CommandList *)list,
-                                                                     d->initializer, d->init_table);
+  DML_METHOD(recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(recorder, (ID3D12CommandList *)list, d->initializer,
+                                                                 d->init_table);
   uav_barrier(list);
 
   /* The operator: its inputs and outputs as the case laid them out (an absent optional tensor: NONE). */
   DmlBufferBinding in_buffers[MAX_BINDINGS], out_buffers[MAX_BINDINGS];
   DmlBindingDesc in_descs[MAX_BINDINGS], out_descs[MAX_BINDINGS];
   for (uint32_t i = 0; i < d->n_in; i++) {
-    in_buffers[i] = buffer_binding(&d->inputs[i]);
+    in_buffers[i] = slice_binding(device, &d->inputs[i]);
     in_descs[i].Type = d->inputs[i].present ? DML_BINDING_BUFFER : DML_BINDING_NONE;
     in_descs[i].Desc = d->inputs[i].present ? &in_buffers[i] : NULL;
   }
   for (uint32_t i = 0; i < d->n_out; i++) {
-    out_buffers[i] = buffer_binding(&d->outputs[i]);
+    out_buffers[i] = slice_binding(device, &d->outputs[i]);
     out_descs[i].Type = DML_BINDING_BUFFER;
     out_descs[i].Desc = &out_buffers[i];
   }
@@ -1039,13 +1040,12 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
   DML_METHOD(d->table, DML_SLOT_BindOutputs, BindMany_t)(d->table, d->n_out, out_descs);
   if (props->TemporaryResourceSize) DML_METHOD(d->table, DML_SLOT_BindTemporaryResource, BindOne_t)(d->table, &temporary_desc);
   if (props->PersistentResourceSize) DML_METHOD(d->table, DML_SLOT_BindPersistentResource, BindOne_t)(d->table, &persistent_desc);
-  DML_METHOD(recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(recorder, (ID3D12CommandList *)list,
-                                                                     d->compiled, d->table);
+  DML_METHOD(recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(recorder, (ID3D12CommandList *)list, d->compiled,
+                                                                 d->table);
   uav_barrier(list);
-  for (uint32_t i = 0; i < d->n_out; i++) {
-    transition(list, d->outputs[i].gpu, D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_SOURCE);
-    ID3D12GraphicsCommandList_CopyBufferRegion(list, d->outputs[i].readback, 0, d->outputs[i].gpu, 0, d->outputs[i].size);
-  }
+  transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_SOURCE);
+  ID3D12GraphicsCommandList_CopyBufferRegion(list, device->pool_readback, 0, device->pool_gpu, 0, d->total);
+  transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COPY_SOURCE, D3D12_RESOURCE_STATE_COMMON);
   *step = "Close (the command list)";
   hr = ID3D12GraphicsCommandList_Close(list);
   if (FAILED(hr)) return hr;
@@ -1060,6 +1060,13 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
   WaitForSingleObject(device->event, INFINITE); /* a GPU that never finishes is the harness's --case-timeout to end */
   *step = "the dispatch (the device's state after it)";
   return ID3D12Device_GetDeviceRemovedReason(device->device);
+}
+
+/* The slice after ``at`` for ``size`` bytes; the next free offset is returned through ``at``. */
+static Slice place(uint64_t *at, uint64_t size, uint64_t bound, int present) {
+  Slice s = {*at, size, bound, present};
+  if (present) *at += (size + POOL_ALIGNMENT - 1) / POOL_ALIGNMENT * POOL_ALIGNMENT;
+  return s;
 }
 
 /* dispatch: one DML operator descriptor, created on the adapter's shared DirectML device, compiled with the given
@@ -1087,23 +1094,25 @@ static void dispatch(Frame *f) {
 
   Dispatch d;
   memset(&d, 0, sizeof d);
+  uint64_t at = 0;
   d.n_in = get_u32(f);
   if (d.n_in > MAX_BINDINGS) die("too many inputs");
   const unsigned char *in_bytes[MAX_BINDINGS];
   for (uint32_t i = 0; i < d.n_in; i++) {
-    d.inputs[i].present = (int)get_u32(f);
-    d.inputs[i].bound = get_u64(f);
-    in_bytes[i] = get_bytes(f, &d.inputs[i].size);
-    if (d.inputs[i].present && d.inputs[i].size < d.inputs[i].bound) die("an input buffer smaller than its binding");
+    int present = (int)get_u32(f);
+    uint64_t bound = get_u64(f), size;
+    in_bytes[i] = get_bytes(f, &size);
+    if (present && size < bound) die("an input buffer smaller than its binding");
+    d.inputs[i] = place(&at, size, bound, present);
   }
   d.n_out = get_u32(f);
   if (d.n_out > MAX_BINDINGS) die("too many outputs");
   const unsigned char *out_bytes[MAX_BINDINGS];
   for (uint32_t i = 0; i < d.n_out; i++) {
-    d.outputs[i].present = 1;
-    d.outputs[i].bound = get_u64(f);
-    out_bytes[i] = get_bytes(f, &d.outputs[i].size);
-    if (d.outputs[i].size < d.outputs[i].bound) die("an output buffer smaller than its binding");
+    uint64_t bound = get_u64(f), size;
+    out_bytes[i] = get_bytes(f, &size);
+    if (size < bound) die("an output buffer smaller than its binding");
+    d.outputs[i] = place(&at, size, bound, 1);
   }
 
   char why[160];
@@ -1142,19 +1151,20 @@ static void dispatch(Frame *f) {
     DML_METHOD(d.initializer, DML_SLOT_GetBindingProperties, GetBindingProperties_t)(d.initializer, &init_props);
     UINT descriptors = props.RequiredDescriptorCount > init_props.RequiredDescriptorCount
                            ? props.RequiredDescriptorCount : init_props.RequiredDescriptorCount;
-    if (descriptors == 0) descriptors = 1;
-    d.temporary.size = d.temporary.bound = props.TemporaryResourceSize > init_props.TemporaryResourceSize
-                                               ? props.TemporaryResourceSize : init_props.TemporaryResourceSize;
-    d.persistent.size = d.persistent.bound = props.PersistentResourceSize;
-    step = "CreateCommittedResource (an input)";
-    for (uint32_t i = 0; i < d.n_in && SUCCEEDED(hr); i++)
-      if (d.inputs[i].present) hr = make_binding(device->device, &d.inputs[i], in_bytes[i], 0);
-    step = "CreateCommittedResource (an output)";
-    for (uint32_t i = 0; i < d.n_out && SUCCEEDED(hr); i++) hr = make_binding(device->device, &d.outputs[i], out_bytes[i], 1);
-    step = "CreateCommittedResource (temporary or persistent)";
-    if (SUCCEEDED(hr) && d.temporary.size) hr = make_binding(device->device, &d.temporary, NULL, 0);
-    if (SUCCEEDED(hr) && d.persistent.size) hr = make_binding(device->device, &d.persistent, NULL, 0);
-    if (SUCCEEDED(hr)) hr = record_and_wait(device, &d, &props, &init_props, descriptors, &step);
+    uint64_t temporary = props.TemporaryResourceSize > init_props.TemporaryResourceSize
+                             ? props.TemporaryResourceSize : init_props.TemporaryResourceSize;
+    d.temporary = place(&at, temporary, temporary, temporary > 0);
+    d.persistent = place(&at, props.PersistentResourceSize, props.PersistentResourceSize, props.PersistentResourceSize > 0);
+    d.total = at ? at : POOL_ALIGNMENT;
+    step = "CreateCommittedResource (the buffer pool)";
+    hr = ready_pool(device, d.total);
+    if (SUCCEEDED(hr)) {
+      for (uint32_t i = 0; i < d.n_in; i++)
+        if (d.inputs[i].present) memcpy(device->upload_map + d.inputs[i].offset, in_bytes[i], (size_t)d.inputs[i].size);
+      for (uint32_t i = 0; i < d.n_out; i++)
+        memcpy(device->upload_map + d.outputs[i].offset, out_bytes[i], (size_t)d.outputs[i].size);
+      hr = record_and_wait(device, &d, &props, &init_props, descriptors ? descriptors : 1, &step);
+    }
   }
   double ran = now_ms();
   if (FAILED(hr)) {
@@ -1168,27 +1178,14 @@ static void dispatch(Frame *f) {
   put_u32(&o, 0); /* CreateOperator's and CompileOperator's HRESULTs: S_OK */
   put_u32(&o, 0);
   put_u32(&o, d.n_out);
-  for (uint32_t i = 0; i < d.n_out && SUCCEEDED(hr); i++) {
-    void *mapped = NULL;
-    D3D12_RANGE all = {0, (SIZE_T)d.outputs[i].size};
-    hr = ID3D12Resource_Map(d.outputs[i].readback, 0, &all, &mapped);
-    if (FAILED(hr)) break;
-    put_bytes(&o, mapped, d.outputs[i].size);
-    D3D12_RANGE none = {0, 0};
-    ID3D12Resource_Unmap(d.outputs[i].readback, 0, &none);
-  }
-  if (FAILED(hr)) {
-    free(o.data);
-    send_step_failed(device, "Map (an output's readback buffer)", hr);
-  } else {
-    put_u32(&o, props.RequiredDescriptorCount);
-    put_u64(&o, props.TemporaryResourceSize);
-    put_u64(&o, props.PersistentResourceSize);
-    char ms[96];
-    snprintf(ms, sizeof ms, "%.3f %.3f %.3f", created - t0, compiled - created, ran - compiled);
-    put_str(&o, ms);
-    send_frame(&o);
-  }
+  for (uint32_t i = 0; i < d.n_out; i++) put_bytes(&o, device->readback_map + d.outputs[i].offset, d.outputs[i].size);
+  put_u32(&o, props.RequiredDescriptorCount);
+  put_u64(&o, props.TemporaryResourceSize);
+  put_u64(&o, props.PersistentResourceSize);
+  char ms[96];
+  snprintf(ms, sizeof ms, "%.3f %.3f %.3f", created - t0, compiled - created, ran - compiled);
+  put_str(&o, ms);
+  send_frame(&o);
   release_dispatch(&d);
   free(arena);
 }
