@@ -827,7 +827,7 @@ static void dml_release(void *object) {
 }
 
 /* A binding's place in its device's buffer pool (Shared's pool_*): ``size`` bytes from ``offset`` (aligned to
- * POOL_ALIGNMENT), of which the first ``bound`` are bound to DirectML; for an output, the bytes past ``bound`` are
+ * RUNNER_POOL_ALIGNMENT), of which the first ``bound`` are bound to DirectML; for an output, the bytes past ``bound`` are
  * its guard region. */
 typedef struct { uint64_t offset, size, bound; int present; } Slice;
 
@@ -842,7 +842,7 @@ typedef struct {
 
 /* 256: DML_TEMPORARY_BUFFER_ALIGNMENT and DML_PERSISTENT_BUFFER_ALIGNMENT, a multiple of
  * DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (16), so that every binding's offset is one DirectML takes. */
-enum { POOL_ALIGNMENT = 256, POOL_MINIMUM = 1 << 20 };
+enum { RUNNER_POOL_ALIGNMENT = 256, RUNNER_POOL_MINIMUM = 1048576 };
 
 static void release_dispatch(Dispatch *d) {
   dml_release(d->table);
@@ -881,7 +881,7 @@ static void release_pool(Shared *device) {
  * three buffers per binding cost most of a small case's time (a few ms on the H100 under vkd3d-proton). */
 static HRESULT ready_pool(Shared *device, uint64_t total) {
   if (device->pool_size >= total) return S_OK;
-  uint64_t size = POOL_MINIMUM;
+  uint64_t size = RUNNER_POOL_MINIMUM;
   while (size < total) size *= 2;
   release_pool(device);
   D3D12_RANGE none = {0, 0};
@@ -1065,7 +1065,7 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
 /* The slice after ``at`` for ``size`` bytes; the next free offset is returned through ``at``. */
 static Slice place(uint64_t *at, uint64_t size, uint64_t bound, int present) {
   Slice s = {*at, size, bound, present};
-  if (present) *at += (size + POOL_ALIGNMENT - 1) / POOL_ALIGNMENT * POOL_ALIGNMENT;
+  if (present) *at += (size + RUNNER_POOL_ALIGNMENT - 1) / RUNNER_POOL_ALIGNMENT * RUNNER_POOL_ALIGNMENT;
   return s;
 }
 
@@ -1155,7 +1155,7 @@ static void dispatch(Frame *f) {
                              ? props.TemporaryResourceSize : init_props.TemporaryResourceSize;
     d.temporary = place(&at, temporary, temporary, temporary > 0);
     d.persistent = place(&at, props.PersistentResourceSize, props.PersistentResourceSize, props.PersistentResourceSize > 0);
-    d.total = at ? at : POOL_ALIGNMENT;
+    d.total = at ? at : RUNNER_POOL_ALIGNMENT;
     step = "CreateCommittedResource (the buffer pool)";
     hr = ready_pool(device, d.total);
     if (SUCCEEDED(hr)) {
