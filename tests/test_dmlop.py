@@ -130,6 +130,7 @@ def test_the_spec_examples_pass_through_directml_s_operator_api(chain_ready: Non
     assert [r["status"] for r in results] == ["PASS"] * 6
     assert {r["dml_operator"] for r in results} == {"DML_OPERATOR_TOP_K1", "DML_OPERATOR_SLICE1"}  # created, seen
     assert all(r["directml"]["create_hresult"] == "0x00000000" for r in results)
+    assert all(r["placement"] == {r["dml_operator"]: "DmlOperatorApi"} for r in results)  # the operator it dispatched
 
 
 @wine

@@ -150,6 +150,8 @@ def judge(
         details=dict(verdict.details),
         dml_operator=outcome.operator,
         directml=directml,
+        # Where it ran, by construction: the operator DirectML's CreateOperator returned, dispatched on its device.
+        placement={outcome.operator: ep.name},
     )
     if artifacts is not None and result.status is Status.FAIL:
         try:
