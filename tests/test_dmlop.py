@@ -35,7 +35,7 @@ def _case(path: str, name: str) -> Case:
 def test_the_structs_have_directml_h_s_x64_layout() -> None:
     # DML_BUFFER_TENSOR_DESC: 3 UINTs (0, 4, 8), Sizes at 16, Strides 24, UINT64 32, UINT 40, padded to 48.
     assert (abi.BufferTensorDesc.Sizes.offset, abi.BufferTensorDesc.TotalTensorSizeInBytes.offset) == (16, 32)
-    assert (abi.BufferTensorDesc.GuaranteedBaseOffsetAlignment.offset, struct.calcsize("<IIIxxxxQQQIxxxx")) == (40, 48)
+    assert abi.BufferTensorDesc.GuaranteedBaseOffsetAlignment.offset == 40
     assert abi.ctypes.sizeof(abi.BufferTensorDesc) == 48
     # DML_MEAN_VARIANCE_NORMALIZATION1_OPERATOR_DESC: 4 pointers, AxisCount 32, Axes 40, BOOL 48, FLOAT 52, 56.
     offsets = [getattr(abi.Mvn1Desc, name).offset for name, _ in abi.Mvn1Desc._fields_]
@@ -56,7 +56,7 @@ def _field(block: bytes, at: int, fmt: str) -> Any:
 
 def test_the_top_k1_descriptor_says_the_case_field_by_field() -> None:
     op = describe_operator(_case("cases/top_k1/spec_examples.yaml", "example-4-increasing"))
-    block, relocated = op.block, set(op.pointers)
+    block, relocated = op.block, {at for at, _ in op.pointers}
     assert op.operator == "DML_OPERATOR_TOP_K1" and _field(block, op.desc_at, "<I") == 112  # DirectML.h's value
     desc = _field(block, op.desc_at + 8, "<Q")
     assert op.desc_at + 8 in relocated and desc in range(16, len(block))
@@ -70,14 +70,18 @@ def test_the_top_k1_descriptor_says_the_case_field_by_field() -> None:
     assert struct.unpack_from("<4I", block, sizes) == (1, 1, 3, 3)
     assert _field(block, buffer_desc + 24, "<Q") == 0  # no Strides given: NULL
     assert _field(block, buffer_desc + 32, "<Q") == 36  # 9 UINT32s
-    for at in relocated:  # every relocated pointer lands inside the block
-        assert 16 <= _field(block, at, "<Q") < len(block)
+    for at, size in op.pointers:  # every relocated pointer's target lies inside the block, whole
+        assert _field(block, at, "<Q") >= 16 and _field(block, at, "<Q") + size <= len(block)
 
 
 def test_mvn1_keeps_normalize_variance_false_scale_alone_and_gelu_fused() -> None:
     op = describe_operator(_case("cases/mean_variance_normalization1/lowerings.yaml", "no-variance"))
     desc = _field(op.block, op.desc_at + 8, "<Q")
     assert _field(op.block, desc + 48, "<i") == 0  # NormalizeVariance FALSE
+    alone = describe_operator(_case("cases/mean_variance_normalization1/invalid.yaml", "scale-without-bias"))
+    desc = _field(alone.block, alone.desc_at + 8, "<Q")
+    scale, bias = struct.unpack_from("<QQ", alone.block, desc + 8)
+    assert scale != 0 and bias == 0 and alone.inputs[2] is None  # ScaleTensor given, BiasTensor NULL and unbound
     gelu = describe_operator(_case("cases/mean_variance_normalization1/lowerings.yaml", "fused-activation[GELU]"))
     desc = _field(gelu.block, gelu.desc_at + 8, "<Q")
     activation = _field(gelu.block, desc + 56, "<Q")
@@ -166,12 +170,13 @@ def test_a_strided_output_passes_and_a_corrupted_guard_or_padding_byte_fails(
     chain_ready: None, path: str, name: str
 ) -> None:
     """One real dispatch per operator of a case with a strided output; the canary check judges its buffers as they
-    came back (PASS), then with one guard byte, and then one padding byte, changed (FAIL out_of_bounds_write)."""
+    came back (PASS), then with one guard byte, one padding byte, and one byte before the binding changed (FAIL
+    out_of_bounds_write)."""
     from dataclasses import replace
 
     from conformance.cases.generate import case_inputs
     from conformance.cases.oracle import expected_outputs
-    from conformance.compare.canary import CANARY
+    from conformance.compare.canary import CANARY, GUARD_BYTES
     from conformance.ep.providers import parse_ep
     from conformance.ep.wine.client import Runners
     from conformance.results import Result
@@ -193,16 +198,19 @@ def test_a_strided_output_passes_and_a_corrupted_guard_or_padding_byte_fails(
     assert judged(dict(done.buffers)).status is Status.PASS
     layout = operator_api.layouts(case)[next(iter(case.outputs))]
     guard = bytearray(done.buffers[layout.name])
-    guard[layout.buffer_bytes + 5] ^= 0xFF  # a write past TotalTensorSizeInBytes
+    guard[GUARD_BYTES + layout.buffer_bytes + 5] ^= 0xFF  # a write past TotalTensorSizeInBytes
     found = judged({**done.buffers, layout.name: bytes(guard)})
     assert (found.status, found.failure_kind) == (Status.FAIL, "out_of_bounds_write") and "guard" in found.message
     owned = addressed_bytes(layout.sizes, layout.strides, layout.element_size, layout.buffer_bytes)
-    padding = int(np.flatnonzero(~owned)[0])  # a byte between the strided elements
+    padding = GUARD_BYTES + int(np.flatnonzero(~owned)[0])  # a byte between the strided elements
     assert done.buffers[layout.name][padding] == CANARY[padding % 4]  # DirectML left it alone
     hole = bytearray(done.buffers[layout.name])
     hole[padding] ^= 0xFF
     found = judged({**done.buffers, layout.name: bytes(hole)})
-    assert (found.status, found.failure_kind) == (
-        Status.FAIL,
-        "out_of_bounds_write",
-    ) and "no element addresses" in found.message
+    assert (found.status, found.failure_kind) == (Status.FAIL, "out_of_bounds_write")
+    assert "no element addresses" in found.message
+    early = bytearray(done.buffers[layout.name])
+    early[GUARD_BYTES - 1] ^= 0xFF  # the byte just before the binding's first
+    found = judged({**done.buffers, layout.name: bytes(early)})
+    assert (found.status, found.failure_kind) == (Status.FAIL, "out_of_bounds_write")
+    assert "before its start" in found.message

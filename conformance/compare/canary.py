@@ -1,6 +1,6 @@
 """Out-of-bounds writes, benchdnn-style: an output buffer starts filled with a canary pattern over its whole size and
-a guard region past its end; after the operator ran, any byte that no element of the output's strides addresses
-(padding between strided elements, bytes up to TotalTensorSizeInBytes, the guard) and that changed is a FAIL
+a guard region on each side; after the operator ran, any byte that no element of the output's strides addresses
+(padding between strided elements, bytes up to TotalTensorSizeInBytes, the guards) and that changed is a FAIL
 ``out_of_bounds_write``: the operator wrote memory it does not own.
 
 The pattern is the 4 bytes ``A5 C3 5A E7`` repeated from the buffer's start (offset 0 is 16-byte aligned, so every
@@ -13,7 +13,9 @@ element of 1, 2 or 4 bytes sees the same bytes at every position):
   where a signaling NaN could come back quieted and be reported as a write it was not;
 * float32 -1.03e24 is no value the three operators produce from the library's inputs.
 
-GUARD_BYTES is 64 bytes: four 16-byte vector stores (DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT) past the end.
+GUARD_BYTES is 64 bytes: four 16-byte vector stores (DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT) before the start and past
+the end (the buffers of one dispatch are slices of one pool in the runner: a stray write before an output's start
+would otherwise land in another binding, unseen).
 """
 
 from __future__ import annotations
@@ -37,9 +39,16 @@ def canary_bytes(size: int) -> bytes:
 
 
 def initial_output_bytes(buffer_bytes: int) -> bytes:
-    """An output buffer's bytes before the operator runs: the canary over its ``buffer_bytes`` (its
-    TotalTensorSizeInBytes) and over the GUARD_BYTES past them. Bind ``[0, buffer_bytes)``; the guard lies beyond."""
-    return canary_bytes(buffer_bytes + GUARD_BYTES)
+    """An output buffer's bytes before the operator runs: the canary over GUARD_BYTES before it, its ``buffer_bytes``
+    (its TotalTensorSizeInBytes) and GUARD_BYTES past them. Bind ``[GUARD_BYTES, GUARD_BYTES + buffer_bytes)``; a
+    guard lies on each side (GUARD_BYTES is a multiple of 16 and of the pattern's 4 bytes, so the binding is aligned
+    and sees the pattern from its first byte)."""
+    return canary_bytes(GUARD_BYTES + buffer_bytes + GUARD_BYTES)
+
+
+def binding_bytes(read_back: bytes, buffer_bytes: int) -> bytes:
+    """The binding's bytes out of a read back buffer with its guards (``initial_output_bytes``'s layout)."""
+    return read_back[GUARD_BYTES : GUARD_BYTES + buffer_bytes]
 
 
 def stray_writes(
@@ -50,26 +59,31 @@ def stray_writes(
     element_size: int,
     buffer_bytes: int,
 ) -> str:
-    """What changed in ``read_back`` (the whole buffer, guard included, after the operator ran) that no element of
-    ``name`` addresses through ``strides``: one message, "" when nothing did."""
+    """What changed in ``read_back`` (the whole buffer with its guards, ``initial_output_bytes``'s layout, after the
+    operator ran) that no element of ``name`` addresses through ``strides``: one message, "" when nothing did.
+    Offsets are from the binding's start (a guard byte before it is negative)."""
     raw = np.frombuffer(read_back, dtype=np.uint8) if isinstance(read_back, bytes | bytearray) else read_back
     expected = np.frombuffer(initial_output_bytes(buffer_bytes), dtype=np.uint8)
     if raw.size != expected.size:
-        return f"{name}: read back {raw.size} bytes, the buffer and its guard hold {expected.size}"
+        return f"{name}: read back {raw.size} bytes, the buffer and its guards hold {expected.size}"
     owned = np.zeros(raw.size, dtype=bool)
-    owned[:buffer_bytes] = addressed_bytes(sizes, strides, element_size, buffer_bytes)
+    owned[GUARD_BYTES : GUARD_BYTES + buffer_bytes] = addressed_bytes(sizes, strides, element_size, buffer_bytes)
     changed = np.flatnonzero((raw != expected) & ~owned)
     if not changed.size:
         return ""
-    inside = changed[changed < buffer_bytes]
-    guard = changed[changed >= buffer_bytes]
+    before = changed[changed < GUARD_BYTES]
+    inside = changed[(changed >= GUARD_BYTES) & (changed < GUARD_BYTES + buffer_bytes)]
+    after = changed[changed >= GUARD_BYTES + buffer_bytes]
     parts = []
+    if before.size:
+        parts.append(f"{before.size} of the {GUARD_BYTES} guard byte(s) before its start")
     if inside.size:
         parts.append(f"{inside.size} byte(s) no element addresses in its {buffer_bytes}-byte buffer")
-    if guard.size:
-        parts.append(f"{guard.size} of the {GUARD_BYTES} guard byte(s) past its end")
+    if after.size:
+        parts.append(f"{after.size} of the {GUARD_BYTES} guard byte(s) past its end")
     first = ", ".join(
-        f"{int(offset)} (0x{int(raw[offset]):02x}, was 0x{int(expected[offset]):02x})" for offset in changed[:SHOWN]
+        f"{int(offset) - GUARD_BYTES} (0x{int(raw[offset]):02x}, was 0x{int(expected[offset]):02x})"
+        for offset in changed[:SHOWN]
     )
     more = ", ..." if changed.size > SHOWN else ""
     return f"{name}: the operator wrote {' and '.join(parts)}; first at byte offset(s) {first}{more}"

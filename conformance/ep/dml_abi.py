@@ -143,17 +143,28 @@ class Block:
     def __init__(self) -> None:
         self.data = bytearray(16)  # offset 0 is NULL: nothing is placed there
         self.pointers: list[int] = []
+        self.sizes: dict[int, int] = {}  # each placed struct's or array's offset -> its bytes
 
     def add(self, value: ctypes.Structure | ctypes.Array[Any]) -> int:
         """Append ``value``; its offset. Its pointer fields must already hold their targets' offsets."""
         self.data += bytes(-len(self.data) % 8)
         at = len(self.data)
         self.data += bytes(value)
+        self.sizes[at] = ctypes.sizeof(value)
         if isinstance(value, ctypes.Structure):
             for name, kind, *_ in value._fields_:
                 if kind is Pointer and getattr(value, name).value:
                     self.pointers.append(at + getattr(type(value), name).offset)
         return at
+
+    def relocations(self) -> tuple[tuple[int, int], ...]:
+        """Each pointer field's offset and the size of what it points to: the runner checks that the target lies in
+        the block before it makes the offset an address."""
+        found = []
+        for at in self.pointers:
+            target = int.from_bytes(self.data[at : at + 8], "little")
+            found.append((at, self.sizes[target]))
+        return tuple(found)
 
     def uints(self, values: Sequence[int]) -> int:
         return self.add((ctypes.c_uint32 * len(values))(*values)) if values else 0

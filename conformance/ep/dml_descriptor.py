@@ -58,7 +58,7 @@ class DmlOperator:
 
     operator: str  # "DML_OPERATOR_TOP_K1"
     block: bytes
-    pointers: tuple[int, ...]
+    pointers: tuple[tuple[int, int], ...]  # (a pointer field's offset, its target's size): dml_abi.Block.relocations
     desc_at: int
     inputs: tuple[TensorLayout | None, ...]
     outputs: tuple[TensorLayout, ...]
@@ -164,4 +164,4 @@ def describe_operator(case: Case, layouts: Mapping[str, TensorLayout]) -> DmlOpe
         )
         name, desc = "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1", block.add(mvn)
     at = block.add(abi.OperatorDesc(Type=abi.OPERATOR_TYPES[name], Desc=desc))
-    return DmlOperator(name, bytes(block.data), tuple(block.pointers), at, tuple(inputs), outputs)
+    return DmlOperator(name, bytes(block.data), block.relocations(), at, tuple(inputs), outputs)

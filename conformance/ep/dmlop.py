@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from conformance.ep import dml_abi as abi
 from conformance.ep.directml import build_of
 from conformance.ep.dml_descriptor import DmlOperator
-from conformance.ep.errors import ExecutionError
+from conformance.ep.errors import ExecutionError, NotSupported
 from conformance.ep.providers import EpSpec
 from conformance.ep.rules import one_line
 from conformance.ep.wine import protocol
 from conformance.ep.wine.client import Runners
+from conformance.model import EP_NOT_STARTED
 
 
 def execution_flags(ep: EpSpec) -> int:
@@ -45,6 +46,17 @@ def adapter_index(ep: EpSpec) -> int:
     return int(ep.options.get("device_id", "0"))
 
 
+# The HRESULTs by which DirectML refuses a descriptor (its validation): E_INVALIDARG, and DXGI_ERROR_UNSUPPORTED for
+# what the device does not support. Any other failure (a removed device, E_OUTOFMEMORY) is no verdict on the
+# descriptor: an ExecutionError, or DEVICE_LOST where its text says so.
+REFUSALS = frozenset({0x80070057, 0x887A0004})
+
+
+def refused(hresult: int) -> bool:
+    """Whether a failed CreateOperator or CompileOperator refused the descriptor itself."""
+    return hresult in REFUSALS
+
+
 class DmlRefused(Exception):
     """DirectML refused the descriptor: ``step`` (CreateOperator or CompileOperator) and its HRESULT."""
 
@@ -64,10 +76,16 @@ class Dispatched:
 
 
 def _request(
-    op: DmlOperator, ep: EpSpec, create_only: bool, inputs: Mapping[str, bytes], outputs: Mapping[str, bytes]
+    op: DmlOperator,
+    ep: EpSpec,
+    create_only: bool,
+    inputs: Mapping[str, bytes],
+    outputs: Mapping[str, bytes],
+    lead: int = 0,
 ) -> bytes:
-    """The dispatch frame: each input's buffer bound at its layout's size, each output's initial bytes (its
-    binding, then the guard region) bound at its layout's size; CreateOperator alone binds nothing."""
+    """The dispatch frame: each input's buffer bound at its layout's size, each output's initial bytes (a guard
+    region, the binding from ``lead`` on, a guard region) bound at its layout's size; CreateOperator alone binds
+    nothing."""
     feeds = [
         protocol.DispatchBuffer(b"", 0, bound=False)
         if layout is None
@@ -75,7 +93,9 @@ def _request(
         for layout in op.inputs
     ]
     written = [
-        protocol.DispatchBuffer(outputs.get(layout.name, b""), 0 if create_only else layout.buffer_bytes)
+        protocol.DispatchBuffer(
+            outputs.get(layout.name, b""), 0 if create_only else layout.buffer_bytes, lead=0 if create_only else lead
+        )
         for layout in op.outputs
     ]
     return protocol.dispatch_request(
@@ -83,29 +103,49 @@ def _request(
     )
 
 
+def _not_asked(op: DmlOperator, error: protocol.Refused) -> Exception:
+    """A refused request as the case's outcome: the DirectML device could not be made (NOT_SUPPORTED
+    ``ep_not_started``, as onnxruntime's path says it), else an ExecutionError naming the failed step."""
+    text = f"{op.operator} could not run on DirectML: {one_line(error)}"
+    if error.status == protocol.ST_EP:
+        return NotSupported(text, EP_NOT_STARTED)
+    return ExecutionError(text)
+
+
 def create_only(op: DmlOperator, ep: EpSpec, runners: Runners) -> int:
-    """CreateOperator's HRESULT for the descriptor (nothing compiled or run): a negative case shown to DirectML."""
+    """CreateOperator's HRESULT for the descriptor (nothing compiled or run): a negative case shown to DirectML;
+    ExecutionError where it failed for another reason than refusing the descriptor (``refused``)."""
     runner = runners.get(build_of(ep.options))
     try:
-        return runner.dispatch(_request(op, ep, True, {}, {}), create_only=True).create_hresult
+        hresult = runner.dispatch(_request(op, ep, True, {}, {}), create_only=True).create_hresult
     except protocol.Refused as error:
-        raise ExecutionError(f"DirectML could not be asked about {op.operator}: {one_line(error)}") from None
+        raise _not_asked(op, error) from None
+    if protocol.failed(hresult) and not refused(hresult):
+        raise ExecutionError(f"CreateOperator failed on {op.operator}: HRESULT 0x{hresult:08X}")
+    return hresult
 
 
 def dispatch(
-    op: DmlOperator, ep: EpSpec, runners: Runners, inputs: Mapping[str, bytes], outputs: Mapping[str, bytes]
+    op: DmlOperator,
+    ep: EpSpec,
+    runners: Runners,
+    inputs: Mapping[str, bytes],
+    outputs: Mapping[str, bytes],
+    lead: int = 0,
 ) -> Dispatched:
     """The operator created, compiled, initialized and dispatched on the ``inputs`` buffers, its ``outputs``
-    starting with the bytes given (by DML tensor name); DmlRefused where CreateOperator or CompileOperator refused
-    it, ExecutionError where a later step failed (RunnerDied where the runner died)."""
+    starting with the bytes given (by DML tensor name; each binding ``lead`` bytes in); DmlRefused where
+    CreateOperator or CompileOperator refused it, ExecutionError where a step failed otherwise (RunnerDied where
+    the runner died)."""
     runner = runners.get(build_of(ep.options))
     try:
-        reply = runner.dispatch(_request(op, ep, False, inputs, outputs), create_only=False)
+        reply = runner.dispatch(_request(op, ep, False, inputs, outputs, lead), create_only=False)
     except protocol.Refused as error:
-        raise ExecutionError(f"{op.operator} failed on DirectML: {one_line(error)}") from None
-    if protocol.failed(reply.create_hresult):
-        raise DmlRefused("CreateOperator", reply.create_hresult)
-    if reply.compile_hresult is not None and protocol.failed(reply.compile_hresult):
-        raise DmlRefused("CompileOperator", reply.compile_hresult)
+        raise _not_asked(op, error) from None
+    for step, hresult in (("CreateOperator", reply.create_hresult), ("CompileOperator", reply.compile_hresult)):
+        if hresult is not None and protocol.failed(hresult):
+            if refused(hresult):
+                raise DmlRefused(step, hresult)
+            raise ExecutionError(f"{step} failed on {op.operator}: HRESULT 0x{hresult:08X}")
     buffers = {layout.name: data for layout, data in zip(op.outputs, reply.outputs, strict=True)}
     return Dispatched(buffers, reply, op.operator)

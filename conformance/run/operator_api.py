@@ -16,7 +16,14 @@ import numpy as np
 
 from conformance.cases.layouts import Layout, input_layouts, output_layouts
 from conformance.cases.validate import validate
-from conformance.compare.canary import CANARY, canary_verdict, initial_output_bytes, stray_writes
+from conformance.compare.canary import (
+    CANARY,
+    GUARD_BYTES,
+    binding_bytes,
+    canary_verdict,
+    initial_output_bytes,
+    stray_writes,
+)
 from conformance.compare.outputs import compare
 from conformance.ep import dmlop
 from conformance.ep.dml_descriptor import DmlOperator, describe_operator
@@ -94,7 +101,8 @@ def refused(base: Result, refusal: dmlop.DmlRefused) -> Result:
 
 def buffers(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[dict[str, bytes], dict[str, bytes]]:
     """The bytes DirectML is given: each input written into its buffer through its strides (the bytes no element
-    addresses hold the canary), each output's buffer and guard region filled with the canary."""
+    addresses hold the canary), each output's buffer and the guard regions around it filled with the canary (its
+    binding GUARD_BYTES in)."""
     feeds = {name: layout.buffer(inputs[name], fill=CANARY) for name, layout in input_layouts(case).items()}
     outputs = {name: initial_output_bytes(layout.buffer_bytes) for name, layout in output_layouts(case).items()}
     return feeds, outputs
@@ -105,7 +113,7 @@ def dispatch(
 ) -> dmlop.Dispatched:
     """The case's operator dispatched on its inputs' buffers."""
     feeds, outputs = buffers(case, inputs)
-    return dmlop.dispatch(operator, ep, runners, feeds, outputs)
+    return dmlop.dispatch(operator, ep, runners, feeds, outputs, lead=GUARD_BYTES)
 
 
 def judge(
@@ -128,7 +136,9 @@ def judge(
         )
         for name, layout in found.items()
     ]
-    outputs = {name: layout.read(outcome.buffers[name]) for name, layout in found.items()}
+    outputs = {
+        name: layout.read(binding_bytes(outcome.buffers[name], layout.buffer_bytes)) for name, layout in found.items()
+    }
     verdict = canary_verdict(strays) or compare(case, inputs, expected, outputs)
     reply = outcome.reply
     flags = dmlop.execution_flag_names(ep)

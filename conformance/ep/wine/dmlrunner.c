@@ -362,6 +362,7 @@ typedef struct {
   ID3D12Resource *pool_gpu, *pool_upload, *pool_readback; /* the buffers every dispatch's bindings are slices of */
   unsigned char *upload_map, *readback_map;
   UINT64 pool_size;
+  int list_open; /* the command list is recording (a failed step closes it) */
 } Shared;
 static Shared shared[8];
 
@@ -827,9 +828,9 @@ static void dml_release(void *object) {
 }
 
 /* A binding's place in its device's buffer pool (Shared's pool_*): ``size`` bytes from ``offset`` (aligned to
- * RUNNER_POOL_ALIGNMENT), of which the first ``bound`` are bound to DirectML; for an output, the bytes past ``bound`` are
- * its guard region. */
-typedef struct { uint64_t offset, size, bound; int present; } Slice;
+ * RUNNER_POOL_ALIGNMENT), of which ``bound`` bytes from ``lead`` on are bound to DirectML; for an output, the bytes
+ * before and after the binding are its guard regions. */
+typedef struct { uint64_t offset, size, bound, lead; int present; } Slice;
 
 /* What one dispatch made (DirectML's objects; its buffers are slices of the device's pool), released together
  * whatever step failed. */
@@ -838,6 +839,7 @@ typedef struct {
   Slice inputs[MAX_BINDINGS], outputs[MAX_BINDINGS], temporary, persistent;
   uint32_t n_in, n_out;
   uint64_t total; /* the pool bytes the dispatch uses */
+  int submitted;  /* its command list reached the queue */
 } Dispatch;
 
 /* 256: DML_TEMPORARY_BUFFER_ALIGNMENT and DML_PERSISTENT_BUFFER_ALIGNMENT, a multiple of
@@ -915,33 +917,41 @@ static void uav_barrier(ID3D12GraphicsCommandList *list) {
 }
 
 static DmlBufferBinding slice_binding(const Shared *device, const Slice *s) {
-  DmlBufferBinding binding = {device->pool_gpu, s->offset, s->bound};
+  DmlBufferBinding binding = {device->pool_gpu, s->offset + s->lead, s->bound};
   return binding;
 }
 
-/* A binding table over the heap for ``dispatchable``. */
-static HRESULT make_table(void *dml, void *dispatchable, ID3D12DescriptorHeap *heap, UINT count, void **table) {
+/* A binding table for ``dispatchable`` over ``count`` descriptors of the device's heap from descriptor ``first``.
+ * Each dispatchable recorded in one command list has a range of its own: the GPU reads descriptors when it
+ * executes, so a table written over another's before the list runs would change what that one binds. */
+static HRESULT make_table(const Shared *device, void *dispatchable, UINT first, UINT count, void **table) {
+  ID3D12DescriptorHeap *heap = device->heap;
+  UINT step = ID3D12Device_GetDescriptorHandleIncrementSize(device->device, D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV);
   DmlBindingTableDesc desc;
   desc.Dispatchable = dispatchable;
   heap->lpVtbl->GetCPUDescriptorHandleForHeapStart(heap, &desc.Cpu);
   heap->lpVtbl->GetGPUDescriptorHandleForHeapStart(heap, &desc.Gpu);
-  desc.Size = count;
+  desc.Cpu.ptr += (SIZE_T)first * step;
+  desc.Gpu.ptr += (UINT64)first * step;
+  desc.Size = count ? count : 1;
+  void *dml = device->dml;
   return DML_METHOD(dml, DML_SLOT_CreateBindingTable, CreateBindingTable_t)(dml, &desc, &IID_IDMLBindingTable_, table);
 }
 
 /* A failed step as the reply: its name and HRESULT, with the device's removal reason where it was removed. */
-static void send_step_failed(const Shared *device, const char *step, HRESULT hr) {
+static void send_step_failed(const Shared *device, const char *step, HRESULT hr, int may_forget) {
   char text[320];
   HRESULT removed = ID3D12Device_GetDeviceRemovedReason(device->device);
   HRESULT dml_removed = DML_METHOD(device->dml, DML_SLOT_GetDeviceRemovedReason, DmlRemovedReason_t)(device->dml);
   int n = snprintf(text, sizeof text, "%s failed: HRESULT 0x%08lX", step, (unsigned long)hr);
   if (FAILED(removed) && n > 0 && (size_t)n < sizeof text)
-    n += snprintf(text + n, sizeof text - (size_t)n, "; the D3D12 device was removed (reason 0x%08lX)", (unsigned long)removed);
+    n += snprintf(text + n, sizeof text - (size_t)n, "; the D3D12 device was removed (DXGI_ERROR_DEVICE_REMOVED, reason 0x%08lX)",
+                  (unsigned long)removed);
   else if (FAILED(dml_removed) && n > 0 && (size_t)n < sizeof text)
     n += snprintf(text + n, sizeof text - (size_t)n, "; DirectML removed its device (reason 0x%08lX: a misuse of its API)",
                   (unsigned long)dml_removed);
   send_error(ST_D3D, text);
-  if (FAILED(removed) || FAILED(dml_removed)) forget_device(device); /* the next request makes a new one */
+  if (may_forget && (FAILED(removed) || FAILED(dml_removed))) forget_device(device); /* the next request makes a new one */
 }
 
 /* The device's reused dispatch objects (Shared), made on first use; the heap grown to ``descriptors`` where it is
@@ -989,14 +999,17 @@ static HRESULT ready_device(Shared *device, UINT descriptors, const char **step)
   *step = "Reset (the command allocator)"; /* the last list it recorded has finished: dispatch waits for each */
   hr = ID3D12CommandAllocator_Reset(device->allocator);
   if (SUCCEEDED(hr)) hr = ID3D12GraphicsCommandList_Reset(device->list, device->allocator, NULL);
+  device->list_open = SUCCEEDED(hr);
   return hr;
 }
 
 /* Record, submit and wait for: the pool's initial bytes uploaded, the initializer's dispatch, the operator's, the
  * pool read back. The pool buffer is in COMMON before and after. */
 static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProperties *props,
-                               const DmlBindingProperties *init_props, UINT descriptors, const char **step) {
-  HRESULT hr = ready_device(device, descriptors, step);
+                               const DmlBindingProperties *init_props, const char **step) {
+  UINT init_count = init_props->RequiredDescriptorCount ? init_props->RequiredDescriptorCount : 1;
+  UINT op_count = props->RequiredDescriptorCount ? props->RequiredDescriptorCount : 1;
+  HRESULT hr = ready_device(device, init_count + op_count, step);
   if (FAILED(hr)) return hr;
   ID3D12GraphicsCommandList *list = device->list;
   void *recorder = device->recorder;
@@ -1011,11 +1024,14 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
   DmlBufferBinding persistent = slice_binding(device, &d->persistent), temporary = slice_binding(device, &d->temporary);
   DmlBindingDesc persistent_desc = {DML_BINDING_BUFFER, &persistent}, temporary_desc = {DML_BINDING_BUFFER, &temporary};
   *step = "CreateBindingTable (initializer)";
-  hr = make_table(device->dml, d->initializer, device->heap, descriptors, &d->init_table);
+  hr = make_table(device, d->initializer, 0, init_count, &d->init_table);
   if (FAILED(hr)) return hr;
   if (init_props->TemporaryResourceSize)
     DML_METHOD(d->init_table, DML_SLOT_BindTemporaryResource, BindOne_t)(d->init_table, &temporary_desc);
-  if (props->PersistentResourceSize) DML_METHOD(d->init_table, DML_SLOT_BindOutputs, BindMany_t)(d->init_table, 1, &persistent_desc);
+  /* The initializer's outputs: the operator's persistent resource, or an empty binding where it has none. */
+  DmlBindingDesc no_persistent = {DML_BINDING_NONE, NULL};
+  DML_METHOD(d->init_table, DML_SLOT_BindOutputs, BindMany_t)(d->init_table, 1,
+                                                              props->PersistentResourceSize ? &persistent_desc : &no_persistent);
   DML_METHOD(recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(recorder, (ID3D12CommandList *)list, d->initializer,
                                                                  d->init_table);
   uav_barrier(list);
@@ -1034,7 +1050,7 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
     out_descs[i].Desc = &out_buffers[i];
   }
   *step = "CreateBindingTable (operator)";
-  hr = make_table(device->dml, d->compiled, device->heap, descriptors, &d->table);
+  hr = make_table(device, d->compiled, init_count, op_count, &d->table);
   if (FAILED(hr)) return hr;
   DML_METHOD(d->table, DML_SLOT_BindInputs, BindMany_t)(d->table, d->n_in, in_descs);
   DML_METHOD(d->table, DML_SLOT_BindOutputs, BindMany_t)(d->table, d->n_out, out_descs);
@@ -1048,9 +1064,11 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
   transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COPY_SOURCE, D3D12_RESOURCE_STATE_COMMON);
   *step = "Close (the command list)";
   hr = ID3D12GraphicsCommandList_Close(list);
+  device->list_open = 0;
   if (FAILED(hr)) return hr;
   ID3D12CommandList *lists[1] = {(ID3D12CommandList *)list};
   ID3D12CommandQueue_ExecuteCommandLists(device->queue, 1, lists);
+  d->submitted = 1; /* from here a failure leaves work on the GPU that nothing waits for: the device is forgotten */
   *step = "Signal (the queue)";
   hr = ID3D12CommandQueue_Signal(device->queue, device->fence, ++device->fence_value);
   if (FAILED(hr)) return hr;
@@ -1064,7 +1082,7 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
 
 /* The slice after ``at`` for ``size`` bytes; the next free offset is returned through ``at``. */
 static Slice place(uint64_t *at, uint64_t size, uint64_t bound, int present) {
-  Slice s = {*at, size, bound, present};
+  Slice s = {*at, size, bound, 0, present};
   if (present) *at += (size + RUNNER_POOL_ALIGNMENT - 1) / RUNNER_POOL_ALIGNMENT * RUNNER_POOL_ALIGNMENT;
   return s;
 }
@@ -1081,11 +1099,11 @@ static void dispatch(Frame *f) {
   memcpy(arena, arena_bytes, (size_t)arena_size);
   uint32_t n_reloc = get_u32(f);
   for (uint32_t i = 0; i < n_reloc; i++) {
-    uint32_t at = get_u32(f);
+    uint32_t at = get_u32(f), size = get_u32(f); /* a pointer field, and the size of what it points to */
     uint64_t target;
     if (at % 8 || (uint64_t)at + 8 > arena_size) die("a descriptor pointer outside its block");
     memcpy(&target, arena + at, 8);
-    if (target >= arena_size) die("a descriptor pointer to outside its block");
+    if (target > arena_size || size > arena_size - target) die("a descriptor pointer to outside its block");
     void *address = arena + target;
     memcpy(arena + at, &address, 8);
   }
@@ -1109,10 +1127,11 @@ static void dispatch(Frame *f) {
   if (d.n_out > MAX_BINDINGS) die("too many outputs");
   const unsigned char *out_bytes[MAX_BINDINGS];
   for (uint32_t i = 0; i < d.n_out; i++) {
-    uint64_t bound = get_u64(f), size;
+    uint64_t lead = get_u64(f), bound = get_u64(f), size;
     out_bytes[i] = get_bytes(f, &size);
-    if (size < bound) die("an output buffer smaller than its binding");
+    if (lead % 16 || lead > size || size - lead < bound) die("an output binding outside its buffer");
     d.outputs[i] = place(&at, size, bound, 1);
+    d.outputs[i].lead = lead;
   }
 
   char why[160];
@@ -1149,8 +1168,6 @@ static void dispatch(Frame *f) {
   if (SUCCEEDED(hr)) {
     DML_METHOD(d.compiled, DML_SLOT_GetBindingProperties, GetBindingProperties_t)(d.compiled, &props);
     DML_METHOD(d.initializer, DML_SLOT_GetBindingProperties, GetBindingProperties_t)(d.initializer, &init_props);
-    UINT descriptors = props.RequiredDescriptorCount > init_props.RequiredDescriptorCount
-                           ? props.RequiredDescriptorCount : init_props.RequiredDescriptorCount;
     uint64_t temporary = props.TemporaryResourceSize > init_props.TemporaryResourceSize
                              ? props.TemporaryResourceSize : init_props.TemporaryResourceSize;
     d.temporary = place(&at, temporary, temporary, temporary > 0);
@@ -1163,13 +1180,23 @@ static void dispatch(Frame *f) {
         if (d.inputs[i].present) memcpy(device->upload_map + d.inputs[i].offset, in_bytes[i], (size_t)d.inputs[i].size);
       for (uint32_t i = 0; i < d.n_out; i++)
         memcpy(device->upload_map + d.outputs[i].offset, out_bytes[i], (size_t)d.outputs[i].size);
-      hr = record_and_wait(device, &d, &props, &init_props, descriptors ? descriptors : 1, &step);
+      hr = record_and_wait(device, &d, &props, &init_props, &step);
     }
   }
   double ran = now_ms();
   if (FAILED(hr)) {
-    if (device->list) ID3D12GraphicsCommandList_Close(device->list); /* left open by a failed step: reset next time */
-    send_step_failed(device, step, hr);
+    if (d.submitted) {
+      /* Its work may still run: nothing may be released or reused under it, so the device is abandoned (its
+       * objects and this dispatch's kept, a leak bounded by one device per failed submission) and the next request
+       * makes a new one. */
+      send_step_failed(device, step, hr, 0);
+      memset(device, 0, sizeof *device);
+      free(arena);
+      return;
+    }
+    if (device->list_open) ID3D12GraphicsCommandList_Close(device->list); /* reset again next time */
+    device->list_open = 0;
+    send_step_failed(device, step, hr, 1);
     release_dispatch(&d);
     free(arena);
     return;

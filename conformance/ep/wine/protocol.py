@@ -17,9 +17,10 @@ dmlrunner.c names them (tests/test_runner_protocol.py pins each to its twin ther
 - close (4): u32 session -> ok.
 - dispatch (5): u32 adapter index, u32 DML_EXECUTION_FLAGS, u32 request flags (DISPATCH_CREATE_ONLY: ask
   CreateOperator alone), blob descriptor block, u32 n + n u32 offsets of its pointer fields (each holds an offset into
-  the block, made an address by the runner), u32 offset of its DML_OPERATOR_DESC, u32 n + n inputs (u32 bound (0: an
-  optional tensor left unbound), u64 binding size, blob the buffer's bytes), u32 n + n outputs (u64 binding size,
-  blob the buffer's initial bytes, guard region included) -> ok, u32 CreateOperator's HRESULT; where it succeeded
+  the block, made an address by the runner, and u32 the size of what it points to, which must lie in the block),
+  u32 offset of its DML_OPERATOR_DESC, u32 n + n inputs (u32 bound (0: an optional tensor left unbound), u64 binding
+  size, blob the buffer's bytes), u32 n + n outputs (u64 the binding's offset in the buffer (16-aligned), u64 binding
+  size, blob the buffer's initial bytes, guard regions included) -> ok, u32 CreateOperator's HRESULT; where it succeeded
   and more was asked, u32 CompileOperator's; where that succeeded, u32 n + n blobs (each output buffer's bytes after
   the dispatch), u32 descriptors, u64 temporary and u64 persistent resource sizes (the compiled operator's binding
   properties), string milliseconds ("create compile execute"). A D3D12 or DirectML step that failed after the
@@ -206,12 +207,14 @@ def read_run(payload: bytes) -> RunReply:
 
 @dataclass(frozen=True)
 class DispatchBuffer:
-    """A buffer of a dispatch: its bytes (for an output, the initial ones) and the binding's size, which may be
-    smaller (the bytes past it are a guard region); ``bound`` False: an optional input left unbound."""
+    """A buffer of a dispatch: its bytes (for an output, the initial ones) and the binding's size and its offset in
+    them (``lead``, a multiple of 16: an output's bytes before and after the binding are guard regions);
+    ``bound`` False: an optional input left unbound."""
 
     data: bytes
     binding_size: int
     bound: bool = True
+    lead: int = 0
 
 
 def dispatch_request(
@@ -219,22 +222,22 @@ def dispatch_request(
     flags: int,
     create_only: bool,
     block: bytes,
-    pointers: Sequence[int],
+    pointers: Sequence[tuple[int, int]],
     desc_at: int,
     inputs: Sequence[DispatchBuffer],
     outputs: Sequence[DispatchBuffer],
 ) -> bytes:
     writer = Writer(OP_DISPATCH).u32(adapter).u32(flags).u32(DISPATCH_CREATE_ONLY if create_only else 0).blob(block)
     writer.u32(len(pointers))
-    for at in pointers:
-        writer.u32(at)
+    for at, size in pointers:
+        writer.u32(at).u32(size)
     writer.u32(desc_at).u32(len(inputs))
     for buffer in inputs:
         writer.u32(int(buffer.bound)).parts.append(struct.pack("<Q", buffer.binding_size))
         writer.blob(buffer.data)
     writer.u32(len(outputs))
     for buffer in outputs:
-        writer.parts.append(struct.pack("<Q", buffer.binding_size))
+        writer.parts.append(struct.pack("<QQ", buffer.lead, buffer.binding_size))
         writer.blob(buffer.data)
     return writer.frame()
 
