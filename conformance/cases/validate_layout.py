@@ -3,7 +3,8 @@ DMLCalcBufferTensorSize, DirectML helper functions), as one-line problems at the
 
 The layout itself (offsets, the size formula) is reference/layout.py's; this module says which layouts a case may
 give. DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (16 bytes) constrains a binding's Offset, which a case does not choose:
-the harness binds every tensor at Offset 0 of a buffer of its own, so no case breaks it (docs/case-format.md).
+the DirectML runner binds every tensor at a 256-byte aligned offset of its buffer pool (an output 64 guard bytes
+further), so no case breaks it (docs/case-format.md).
 """
 
 from __future__ import annotations

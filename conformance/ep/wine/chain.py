@@ -385,8 +385,10 @@ def build_runner(cache: Path, compiler: Compiler) -> Path:
     if compiler.name == "cached":  # built elsewhere from this source (_built_elsewhere)
         digest = hashlib.sha256(source).hexdigest()
         for record in sorted((cache / "runner").glob(f"*/{BUILT_BY}")):
-            if record.read_text(encoding="utf-8", errors="replace").splitlines()[:1] == [digest]:
+            lines = record.read_text(encoding="utf-8", errors="replace").splitlines()
+            if lines[:1] == [digest] and (record.parent / RUNNER).is_file():
                 return record.parent / RUNNER
+        raise ChainMissing(f"{cache / 'runner'}: the runner built elsewhere from this source is gone; build it again")
     built = cache / "runner" / _digest(source, f"{compiler.name} {compiler.version}".encode()) / RUNNER
     if built.is_file():
         return built
