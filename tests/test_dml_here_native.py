@@ -7,6 +7,7 @@ Windows way of reading its pipes, ``SELECTABLE_PIPES`` off, is what reads it).
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import sys
@@ -190,3 +191,24 @@ def test_doctor_on_windows_stops_at_a_missing_installed_package(
     [link] = list(links(windows))
     assert (link.name, link.ok) == ("onnxruntime-directml", False)
     assert link.detail.startswith("onnxruntime-directml is not installed: pip install")
+
+
+def test_dmlconf_doctor_on_windows_checks_dml_in_process_then_the_runner_dmlop_uses(
+    windows: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conformance.cli.doctor import doctor_command
+    from conformance.cli.shared import EXIT_FAILED, EXIT_OK
+    from conformance.model import FeatureLevel
+
+    monkeypatch.setattr(dml, "detect", lambda: dml.DirectML("1.15.4", "DirectML.dll file version", FeatureLevel(6, 4)))
+    assert doctor_command(argparse.Namespace(), []) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("native DirectML 1.15.4 (DirectML.dll file version): feature level 6")
+    assert [line.split(":")[0].split()[-1] for line in lines[1:-1]] == ["onnxruntime-directml", "runner", "start",
+                                                                       "device", "device"]  # fmt: skip
+    assert lines[-1] == "the native runner works: --ep dmlop runs DirectML's operator API here"
+
+    (Path(windows["capi"]) / "DirectML.dll").unlink()
+    assert doctor_command(argparse.Namespace(), []) == EXIT_FAILED
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("the DirectML chain is broken at its 'onnxruntime-directml' link: docs/execution-providers")
