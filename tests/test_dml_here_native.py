@@ -25,6 +25,7 @@ from conformance.ep.providers import parse_ep
 from conformance.ep.wine import chain, client
 from conformance.ep.wine.device import chain_identity
 from conformance.ep.wine.doctor import links
+from conformance.gate.diff import _ep_device
 from conformance.gate.summary import chain_line
 
 CAPI_DLLS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll", "DirectML.dll")  # onnxruntime-directml's capi/
@@ -136,6 +137,7 @@ def test_a_native_chain_is_worded_without_wine_or_vkd3d_proton() -> None:
     line = chain_line(native)
     ep = EpRecord("dmlop", directml=DirectMLRecord(version="1.15.4", chain=native))
     worded = ran_on(ep, Environment(eps=(ep,)))
+    assert _ep_device(ep) == "natively on NVIDIA H100"  # how dmlconf diff names the EP's device
     for text in (line, worded):
         assert "vkd3d" not in text and "Wine" not in text
         assert "natively" in text
