@@ -23,6 +23,7 @@ def _not_negative(values: object, where: Where) -> str | None:
 
 
 NOT_NEGATIVE = {"check": _not_negative}
+NATIVE_TRANSPORT = "native"  # a DirectML chain's transport where the runner ran on Windows itself (ep/wine/chain.py)
 
 
 @dataclass(frozen=True)
@@ -293,10 +294,13 @@ def _wine_ran_on(ep: EpRecord, chain: Chain, gpus: Sequence[Gpu]) -> str:
     driver = f"driver {chain.vulkan_driver or listed}" if chain.vulkan_driver or listed else "driver unknown"
     vkd3d = chain.vkd3d_proton.version if chain.vkd3d_proton is not None else None
     directml = chain.directml_dll or (ep.directml.version if ep.directml is not None else None)
+    through = f"{chain.transport or 'Wine'} ({chain.wine or 'Wine'}, vkd3d-proton {vkd3d or '?'})"
+    if chain.transport == NATIVE_TRANSPORT:  # the runner on Windows: nothing between it and the driver
+        through = "the runner natively (Windows' own D3D12)"
     return (
-        f"{name} (PCI {pci_id(adapter.vendor_id)}:{pci_id(adapter.device_id)}), {driver}, through "
-        f"{chain.transport or 'Wine'} ({chain.wine or 'Wine'}, vkd3d-proton {vkd3d or '?'}); DirectML.dll "
-        f"{directml or '?'}, onnxruntime.dll {chain.onnxruntime_dll or '?'} (onnxruntime {chain.onnxruntime or '?'})"
+        f"{name} (PCI {pci_id(adapter.vendor_id)}:{pci_id(adapter.device_id)}), {driver}, through {through}; "
+        f"DirectML.dll {directml or '?'}, onnxruntime.dll {chain.onnxruntime_dll or '?'} (onnxruntime "
+        f"{chain.onnxruntime or '?'})"
     )
 
 

@@ -167,6 +167,25 @@ def test_every_wait_on_the_runner_is_bounded_by_the_case_timeout(
     assert len(deaths) == 1
 
 
+@pytest.mark.parametrize("mode", ["dies", "hangs"])
+def test_where_select_cannot_wait_on_pipes_a_death_and_a_hang_are_told_the_same(
+    stand_in: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    # As on Windows, where the runner runs natively: select() waits on sockets only (WinError 10038 on a pipe).
+    def sockets_only(*_: object) -> None:
+        raise OSError(10038, "An operation was attempted on something that is not a socket")
+
+    monkeypatch.setattr(client, "SELECTABLE_PIPES", False)
+    monkeypatch.setattr(client.select, "select", sockets_only)
+    with _within(60):
+        result, deaths = _in_stand_in(mode, monkeypatch, limit=1.0 if mode == "hangs" else None)
+    expected = {"dies": (Status.CRASH, "worker_died"), "hangs": (Status.TIMEOUT, "timeout")}[mode]
+    assert (result.status, result.failure_kind) == expected
+    assert len(deaths) == 1
+    if mode == "dies":
+        assert result.message.splitlines()[1:] == ["last lines of its stderr:", "  the driver fell over"]
+
+
 class _Unkillable:
     """A runner's process stuck in the kernel: SIGKILL does not end it, so no wait for it ever returns."""
 

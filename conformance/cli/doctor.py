@@ -1,5 +1,6 @@
-"""``dmlconf doctor``: is DirectML ready to run here? On Windows, the installed onnxruntime-directml; elsewhere each
-link of the Wine chain on one line (conformance/ep/wine/doctor.py), the runner built and cached on the way."""
+"""``dmlconf doctor``: is DirectML ready to run here? On Windows, the installed onnxruntime-directml and the native
+runner's links; elsewhere each link of the Wine chain on one line (conformance/ep/wine/doctor.py), the runner built
+and cached on the way."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from conformance.cli.shared import EXIT_FAILED, EXIT_OK
 
 
 def doctor_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    if sys.platform == "win32":
+    native = None
+    if sys.platform == "win32":  # --ep dml in this process; --ep dmlop in the runner, natively: both checked
         from conformance.ep.directml import detect
 
-        found = detect()
-        print(f"native DirectML {found.version or '?'} ({found.source}): feature level {found.feature_level or '?'}")
-        return EXIT_OK if found.feature_level is not None else EXIT_FAILED
+        native = detect()
+        print(f"native DirectML {native.version or '?'} ({native.source}): feature level {native.feature_level or '?'}")
     from conformance.ep.wine.doctor import links
 
     broken = None
@@ -24,10 +25,13 @@ def doctor_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(link, flush=True)
         broken = broken or (None if link.ok else link.name)
     if broken:
-        print(
-            f"the DirectML chain is broken at its {broken!r} link: docs/directml-on-linux.md#when-doctor-fails says "
-            "what each failure means"
+        where = (
+            "docs/execution-providers.md#dmlop-on-windows" if native else "docs/directml-on-linux.md#when-doctor-fails"
         )
+        print(f"the DirectML chain is broken at its {broken!r} link: {where} says what each failure means")
         return EXIT_FAILED
+    if native is not None:
+        print("the native runner works: --ep dmlop runs DirectML's operator API here")
+        return EXIT_OK if native.feature_level is not None else EXIT_FAILED
     print("the DirectML chain works: --ep dml runs the genuine DirectML here")
     return EXIT_OK

@@ -1,5 +1,7 @@
 """Where DirectML runs on this machine, and the DirectML a run uses: onnxruntime-directml in this process on Windows,
-the runner under Wine elsewhere (conformance/ep/wine, imported only when a run names DirectML)."""
+the runner under Wine elsewhere (conformance/ep/wine, imported only when a run names DirectML); DirectML's operator
+API (``dmlop``) in the runner everywhere, natively on Windows (docs/architecture.md says why ``dml`` stays
+in-process there)."""
 
 from __future__ import annotations
 
@@ -14,15 +16,17 @@ if TYPE_CHECKING:  # the Wine client is imported only when a run names DirectML 
 
 
 def dml_through_wine(ep: EpSpec) -> bool:
-    """DirectML is native on Windows (onnxruntime-directml in this process); elsewhere it runs in the DirectML
-    runner under Wine (conformance/ep/wine). DirectML's operator API (``dmlop``) is the runner's alone."""
+    """Whether ``ep`` runs in the DirectML runner (conformance/ep/wine): ``dml`` is native on Windows
+    (onnxruntime-directml in this process) and in the runner under Wine elsewhere; DirectML's operator API
+    (``dmlop``) is the runner's alone, which on Windows runs natively (chain.find_chain picks its chain)."""
     return uses_directml(ep) and (sys.platform != "win32" or ep.name == DMLOP)
 
 
 def directml_for(eps: list[EpSpec]) -> dict[str, dml.DirectML]:
     """The DirectML each of ``eps`` that is DirectML uses (version, feature level), by its ``--ep`` text. On Windows,
-    the installed onnxruntime-directml's; elsewhere the runner's under Wine for that EP's build, whose device answers
-    the feature level (ChainMissing, one line, where a piece of that chain is absent: nothing has run yet)."""
+    the installed onnxruntime-directml's (``dml``) or the native runner's on its DLLs (``dmlop``); elsewhere the
+    runner's under Wine for that EP's build; the runner's device answers the feature level (ChainMissing, one line,
+    where a piece of that chain is absent or a build option is given on Windows: nothing has run yet)."""
     chosen = [ep for ep in eps if uses_directml(ep)]
     if not any(dml_through_wine(ep) for ep in chosen):
         return {ep.text: _installed(ep) for ep in chosen}
@@ -30,13 +34,21 @@ def directml_for(eps: list[EpSpec]) -> dict[str, dml.DirectML]:
 
     runners = Runners()  # one runner per build, however many of the EPs use it
     try:
-        return {ep.text: _through_wine(ep, runners) for ep in chosen}
+        # On Windows ``dml`` beside ``dmlop`` is still the installed package in this process
+        return {ep.text: _through_wine(ep, runners) if dml_through_wine(ep) else _installed(ep) for ep in chosen}
     finally:
         runners.close()
 
 
 def _installed(ep: EpSpec) -> dml.DirectML:
     """Windows: the onnxruntime-directml installed in this process; it cannot pick another build."""
+    _refuse_build_options(ep)
+    return dml.detect()
+
+
+def _refuse_build_options(ep: EpSpec) -> None:
+    """Windows, in this process or in the native runner alike: the installed onnxruntime-directml is the one build;
+    ChainMissing (one line) where ``ep`` picks another."""
     from conformance.ep.wine.chain import ChainMissing
 
     picked = [key for key in dml.BUILD_OPTIONS if key in ep.options]
@@ -45,7 +57,6 @@ def _installed(ep: EpSpec) -> dml.DirectML:
             f"{', '.join(picked)}= picks DLLs for the runner under Wine; on Windows the installed onnxruntime-directml "
             "is used (pip install onnxruntime-directml==VERSION for another)"
         )
-    return dml.detect()
 
 
 def _through_wine(ep: EpSpec, runners: Runners) -> dml.DirectML:
@@ -57,6 +68,8 @@ def _through_wine(ep: EpSpec, runners: Runners) -> dml.DirectML:
     from conformance.ep.wine.protocol import ProtocolError, Refused
     from conformance.ep.wine.session import adapter_index
 
+    if sys.platform == "win32":  # the runner runs natively there, on the installed package's DLLs
+        _refuse_build_options(ep)
     build = dml.build_of(ep.options)
     index = adapter_index(ep)
     try:

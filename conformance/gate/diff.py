@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance.environment import Environment, EpRecord, pci_id
+from conformance.environment import NATIVE_TRANSPORT, Environment, EpRecord, pci_id
 from conformance.gate.summary import (
     chain_line_name,
     completeness,
@@ -259,7 +259,8 @@ def _ep_device(record: EpRecord) -> str:
     chain = record.chain
     if chain is not None:
         adapter = chain.adapter.description if chain.adapter is not None else None
-        return f"through {chain.transport or 'Wine'} on {adapter or '?'}"
+        how = "natively" if chain.transport == NATIVE_TRANSPORT else f"through {chain.transport or 'Wine'}"
+        return f"{how} on {adapter or '?'}"
     devices = [f"{d.type or '?'} {pci_id(d.vendor_id)}:{pci_id(d.device_id)}" for d in record.devices]
     return f"on {'; '.join(devices)}" if devices else ""
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from conformance.environment import (
+    NATIVE_TRANSPORT,
     Adapter,
     Chain,
     Environment,
@@ -274,16 +275,18 @@ def ran_on_lines(env: Environment) -> tuple[tuple[str, str], ...]:
 def chain_line(chain: Chain) -> str:
     """DirectML under Wine, read bottom-up as what ran on what: "DirectML 1.15.4 (onnxruntime.dll ...) on
     vkd3d-proton 3.0.1 on wine-8.0 on 'NVIDIA H100 80GB HBM3' (Vulkan driver ...)": Microsoft's code, then each layer
-    of translation, never a Windows driver."""
+    of translation, never a Windows driver; the runner run natively on Windows has no layer between."""
     adapter = chain.adapter or Adapter()
     vkd3d = chain.vkd3d_proton.version if chain.vkd3d_proton is not None else None
     device = f"'{adapter.description if adapter.description is not None else '?'}'"
     if chain.vulkan_driver:
         device += f" (Vulkan driver {chain.vulkan_driver})"
+    beneath = f"({chain.wheel or '?'}) on vkd3d-proton {vkd3d or '?'} on {chain.wine or 'Wine'}"
+    if chain.transport == NATIVE_TRANSPORT:  # the runner on Windows: the installed package's DLLs, no translation
+        beneath = "(the installed onnxruntime-directml's) in the runner natively"
     return (
         f"DirectML {chain.directml_dll or '?'} with onnxruntime.dll {chain.onnxruntime_dll or '?'}"
-        f" ({chain.wheel or '?'}) on vkd3d-proton {vkd3d or '?'} on {chain.wine or 'Wine'}"
-        f" on {device}; D3D12 feature level {chain.d3d12_feature_level or '?'}, shader model "
+        f" {beneath} on {device}; D3D12 feature level {chain.d3d12_feature_level or '?'}, shader model "
         f"{chain.shader_model or '?'}, DML feature level {chain.dml_feature_level or '?'} (asked of the "
         f"device); transport {chain.transport}"
     )

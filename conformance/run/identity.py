@@ -27,6 +27,7 @@ from typing import Any
 
 from conformance.cases.parse import display_path
 from conformance.cases.suite import ShardOf
+from conformance.environment import NATIVE_TRANSPORT
 from conformance.ep import device
 from conformance.ep.directml import DirectML, capi_folder, package_version
 from conformance.ep.installed import ONNXRUNTIME_PACKAGES, WEBGPU_DISTRIBUTION
@@ -264,13 +265,13 @@ def _file_part(version: str | None, sha256: str | None) -> str:
 
 
 def _wine_parts(chain: Mapping[str, Any]) -> dict[str, str]:
-    """What DirectML executes on under Wine, from its chain record (wine/device.py): its two DLLs, the adapter,
-    the Vulkan driver beneath it, Wine and vkd3d-proton."""
+    """What DirectML executes on in the runner, from its chain record (wine/device.py): its two DLLs, the adapter,
+    and under Wine the Vulkan driver beneath it, Wine and vkd3d-proton (natively on Windows, the transport alone)."""
     hashes = chain.get("dll_sha256") or {}
     adapter = chain.get("adapter") or {}
     vkd3d = chain.get("vkd3d_proton") or {}
     vkd3d_hashes = ", ".join(f"{name} {digest}" for name, digest in sorted((vkd3d.get("sha256") or {}).items()))
-    return {
+    parts = {
         "DirectML.dll": _file_part(chain.get("directml_dll"), hashes.get("DirectML.dll")),
         "onnxruntime.dll": _file_part(chain.get("onnxruntime_dll"), hashes.get("onnxruntime.dll")),
         "adapter": (
@@ -279,6 +280,10 @@ def _wine_parts(chain: Mapping[str, Any]) -> dict[str, str]:
             if adapter
             else "none"
         ),
+    }
+    if chain.get("transport") == NATIVE_TRANSPORT:  # the runner on Windows: nothing translates beneath it
+        return parts | {"transport": NATIVE_TRANSPORT}
+    return parts | {
         "driver": str(chain.get("vulkan_driver") or "unknown"),
         "Wine": str(chain.get("wine") or "unknown"),
         "vkd3d-proton": f"{vkd3d.get('version') or 'version unknown'}" + (f" ({vkd3d_hashes})" if vkd3d_hashes else ""),
@@ -320,7 +325,8 @@ def executing(eps: Sequence[EpSpec], directml: Mapping[str, DirectML]) -> dict[s
             parts = _native_directml_parts(dml)
         if ep.name == CPU:
             parts["CPU"] = device.cpu_model() or "unknown"
-        elif chain is None:  # under Wine the adapter is DirectML's own: the OS's GPU list says nothing of it
+        elif chain is None or chain.get("transport") == NATIVE_TRANSPORT:  # the OS's GPUs name the driver
+            # (under Wine the adapter is DirectML's own: the OS's GPU list says nothing of it)
             gpus = device.gpus() if gpus is None else gpus  # asked once, however many EPs
             parts["GPUs"] = _gpus_part(gpus)
         if ep.library:

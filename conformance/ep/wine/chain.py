@@ -17,6 +17,10 @@ Where each piece comes from (docs/directml-on-linux.md says why each is needed):
   distribution's clang with its own MinGW headers and libraries: a compiler from pip alone, where no mingw-w64 package
   is, as on Windows); default, mingw-w64 where it is on PATH, else zig where the ziglang module is installed.
 
+On Windows there is no Wine: ``find_chain`` gives a ``NativeChain`` instead (``find_native_chain``), the runner run
+as itself beside copies of the installed onnxruntime-directml's own DLLs (its ``onnxruntime/capi`` folder), on the
+system's D3D12; only the compiler (as above: pip's ziglang, or mingw-w64) and the cache are needed there.
+
 The cache is ``DMLCONF_CACHE``, default ``$XDG_CACHE_HOME/dml-conformance`` (``~/.cache/dml-conformance``). A missing
 piece is a ``ChainMissing``: one line naming it and what to do, which the CLI turns into a usage error; so is a piece
 that is there but unusable (a cache or prefix that cannot be created, a damaged wheel, a DLL that is no x86-64 PE file).
@@ -35,11 +39,14 @@ import sys
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import ClassVar
 
+from conformance.environment import NATIVE_TRANSPORT
+from conformance.ep import directml
 from conformance.ep.directml import NEWEST_BUILD, Build
 
 log = logging.getLogger(__name__)
@@ -106,6 +113,7 @@ class Chain:
     directml_wheel: Path | None = None  # None: ``wheel``'s own DirectML.dll
     winedebug: str | None = None  # None: the user's WINEDEBUG, else none of Wine's messages
     compiler: Compiler | None = None  # the one that built the runner; None: not known (a chain made by hand)
+    transport: ClassVar[str] = TRANSPORT
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         """The runner's environment: ``base`` with the prefix, the display and the DLL override that keeps Wine's
@@ -125,6 +133,30 @@ class Chain:
 
     def command(self) -> list[str]:
         return [self.wine, str(self.folder / RUNNER), "."]
+
+
+@dataclass(frozen=True)
+class NativeChain:
+    """Windows: ``folder`` holds the runner and copies of the installed onnxruntime-directml's three DLLs (from its
+    ``capi`` folder), which the runner loads from its own folder first; D3D12 and DXGI are the system's. Copies, not
+    the capi folder on PATH: what a run records (their hashes, beside the runner) is then exactly what was loaded.
+    ``build`` is only the key the runner is kept by: on Windows the installed package is the one build."""
+
+    capi: Path
+    folder: Path
+    build: Build = NEWEST_BUILD
+    compiler: Compiler | None = None
+    transport: ClassVar[str] = NATIVE_TRANSPORT  # the runner on Windows' own D3D12
+
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """``base`` as it is: nothing stands between the runner and Windows."""
+        return dict(base)
+
+    def command(self) -> list[str]:
+        return [str(self.folder / RUNNER), "."]
+
+
+RunnerChain = Chain | NativeChain  # what a runner is started from (client.Runner)
 
 
 def cache_folder(environ: Mapping[str, str]) -> Path:
@@ -440,17 +472,27 @@ def _stage(runner: Path, wheel: Path, directml_wheel: Path, vkd3d: Path, cache: 
     if all((folder / name).is_file() for name in (RUNNER, *WHEEL_DLLS, *VKD3D_DLLS)):
         return folder
     dlls = _wheel_dlls(wheel, ONNXRUNTIME_DLLS, cache) | _wheel_dlls(directml_wheel, (DIRECTML_DLL,), cache)
+
+    def fill(work: Path) -> None:
+        for name, data in dlls.items():
+            (work / name).write_bytes(data)
+        for name in VKD3D_DLLS:
+            shutil.copyfile(vkd3d / name, work / name)
+        shutil.copyfile(runner, work / RUNNER)
+
+    return _publish(folder, fill)
+
+
+def _publish(folder: Path, fill: Callable[[Path], None]) -> Path:
+    """``folder`` made whole at once: ``fill`` writes a fresh folder beside it, which is then renamed to it, so that
+    a half-staged folder is never taken for a staged one (another process staging the same one first wins)."""
     make_folder(folder.parent)
     try:
         work = Path(tempfile.mkdtemp(dir=folder.parent))
     except OSError as error:
         raise ChainMissing(f"{folder.parent}: cannot stage the DLLs there: {error.strerror or error}") from None
     try:
-        for name, data in dlls.items():
-            (work / name).write_bytes(data)
-        for name in VKD3D_DLLS:
-            shutil.copyfile(vkd3d / name, work / name)
-        shutil.copyfile(runner, work / RUNNER)
+        fill(work)
     except OSError as error:  # a full disk: nothing half-staged is left to be taken for a staged folder
         shutil.rmtree(work, ignore_errors=True)
         raise ChainMissing(f"{folder.parent}: cannot stage the DLLs there: {error.strerror or error}") from None
@@ -459,6 +501,45 @@ def _stage(runner: Path, wheel: Path, directml_wheel: Path, vkd3d: Path, cache: 
     except OSError:  # another process staged it first
         shutil.rmtree(work, ignore_errors=True)
     return folder
+
+
+def installed_capi(folder: str | None = None) -> Path:
+    """Windows: the installed onnxruntime-directml's capi folder (``folder``, else directml.capi_folder's), holding
+    the three DLLs the runner loads, each an x86-64 PE file; ChainMissing naming what is not there."""
+    if folder is None:
+        try:
+            folder = directml.capi_folder()
+        except ImportError:
+            raise ChainMissing(
+                'onnxruntime-directml is not installed: pip install -e ".[directml]" (the runner loads its DLLs)'
+            ) from None
+    capi = Path(folder)
+    missing = [name for name in WHEEL_DLLS if not (capi / name).is_file()]
+    if missing:
+        raise ChainMissing(
+            f"{capi}: no {' or '.join(missing)} there: the installed onnxruntime is not onnxruntime-directml "
+            "(pip uninstall onnxruntime, then pip install onnxruntime-directml)"
+        )
+    for name in WHEEL_DLLS:
+        problem = pe_problem(capi / name)
+        if problem:
+            raise ChainMissing(f"{capi / name}: {problem}")
+    return capi
+
+
+def _stage_native(runner: Path, capi: Path, cache: Path) -> Path:
+    """A folder with the runner and copies of ``capi``'s three DLLs, named by their contents' hash."""
+    parts = (runner, *(capi / name for name in WHEEL_DLLS))
+    folder = cache / "staged" / _digest(*(file_digest(part) for part in parts))
+    if all((folder / name).is_file() for name in (RUNNER, *WHEEL_DLLS)):
+        return folder
+
+    def fill(work: Path) -> None:
+        for name in WHEEL_DLLS:
+            shutil.copyfile(capi / name, work / name)
+        shutil.copy(runner, work / RUNNER)  # run as itself: its mode kept (an executable bit where there is one)
+
+    return _publish(folder, fill)
 
 
 def ensure_prefix(wine: str, prefix: Path, environ: Mapping[str, str]) -> None:
@@ -481,10 +562,13 @@ def ensure_prefix(wine: str, prefix: Path, environ: Mapping[str, str]) -> None:
         raise ChainMissing(f"wineboot could not make the Wine prefix {prefix}: {last}")
 
 
-def find_chain(environ: Mapping[str, str] | None = None, build: Build = NEWEST_BUILD) -> Chain:
-    """Every piece found, the runner built, ``build``'s folder staged and the prefix made; ChainMissing naming the
-    first piece that is not there."""
+def find_chain(environ: Mapping[str, str] | None = None, build: Build = NEWEST_BUILD) -> RunnerChain:
+    """The chain the runner runs on here, chosen here only: on Windows the native one (find_native_chain); elsewhere
+    every piece found, the runner built, ``build``'s folder staged and the prefix made. ChainMissing naming the first
+    piece that is not there."""
     env = os.environ if environ is None else environ
+    if sys.platform == "win32":
+        return find_native_chain(env, build)
     cache = make_cache(env)
     wine = find_wine(env)
     vkd3d = find_vkd3d_proton(env)
@@ -498,3 +582,17 @@ def find_chain(environ: Mapping[str, str] | None = None, build: Build = NEWEST_B
     folder = _stage(runner, wheel, directml_wheel, vkd3d, cache)
     ensure_prefix(wine, prefix, env)
     return Chain(wine, vkd3d, wheel, display, prefix, folder, build, directml_wheel, compiler=compiler)
+
+
+def find_native_chain(
+    environ: Mapping[str, str] | None = None, build: Build = NEWEST_BUILD, capi: str | None = None
+) -> NativeChain:
+    """Windows: the runner built (find_compiler: mingw-w64 or pip's ziglang) and staged beside copies of the installed
+    onnxruntime-directml's DLLs (``capi``, else its capi folder). A build other than the installed one is refused
+    before this (dml_here), so ``build`` is only the runner's key."""
+    env = os.environ if environ is None else environ
+    cache = make_cache(env)
+    found = installed_capi(capi)
+    compiler = find_compiler(env)
+    runner = build_runner(cache, compiler)
+    return NativeChain(found, _stage_native(runner, found, cache), build, compiler)

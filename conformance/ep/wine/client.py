@@ -1,5 +1,6 @@
-"""The runner process (dmlrunner.exe under Wine) seen from the harness: started once per process that runs cases, asked
-to describe the device, open sessions, run them and close them (protocol.py says the bytes).
+"""The runner process (dmlrunner.exe, under Wine or natively on Windows) seen from the harness: started once per
+process that runs cases, asked to describe the device, open sessions, run them and close them (protocol.py says the
+bytes).
 
 Starting Wine and a D3D12 device costs about 1.3 s, a session 30-100 ms, a run milliseconds: so one runner serves a
 worker's whole share of a run (``Runners``), and sessions are opened and closed in it as the in-process EPs' are.
@@ -14,6 +15,10 @@ the runner's main thread ends while its other threads (the Vulkan driver's) wait
 exits and its pipes never close; the wait watches the process itself, and kills what is left of such a runner.
 The runner is killed with its worker (Linux's parent-death signal).
 
+On Windows (the native chain) select() waits on sockets only, not pipes: there a thread reads the runner's output as
+it comes (``_Pumped``) and the waits are on it; a request is written whole before its answer is waited for (the
+runner reads each request to its end before it acts on it).
+
 Every runner that ends unasked (dies, is killed for a hang, fails to start, or is found dead) is told to
 ``on_death`` once, so that a run records it; a runner that fails to start START_ATTEMPTS times in a row is a
 ``RunnerStartFailed``, which stops the run: that is the machine's fault (a broken Wine prefix), not the cases'.
@@ -27,6 +32,7 @@ import ctypes
 import json
 import logging
 import os
+import queue
 import select
 import signal
 import struct
@@ -41,7 +47,7 @@ from typing import IO, Any
 from conformance.ep.directml import NEWEST_BUILD, Build
 from conformance.ep.errors import InfrastructureError, ProcessDied, ProcessHung
 from conformance.ep.wine import protocol
-from conformance.ep.wine.chain import Chain, find_chain
+from conformance.ep.wine.chain import RunnerChain, find_chain
 from conformance.ep.wine.protocol import Array
 
 log = logging.getLogger(__name__)
@@ -53,6 +59,7 @@ DEATH_LINES = 12  # the last lines of its stderr a dead runner's message keeps
 POLL_SECONDS = 0.5  # how often a wait on the runner looks whether its process is still there
 KILL_WAIT = 10.0  # seconds to wait for a killed runner to be gone; one stuck in the kernel (a driver call) is left
 _PR_SET_PDEATHSIG = 1
+SELECTABLE_PIPES = sys.platform != "win32"  # select() waits on pipes (else _Pumped reads them)
 
 
 class RunnerDied(ProcessDied):
@@ -119,13 +126,44 @@ def _copy_stderr(stream: IO[bytes] | None, tail: collections.deque[str]) -> None
             os.write(2, raw)
 
 
+class _Pumped:
+    """The runner's output read by a thread as it comes, where select() cannot wait on a pipe (Windows): ``take``
+    waits for it within a time. The thread holds the stream and the queue, not the Runner (which must be collected
+    when nobody holds it)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._chunks: queue.Queue[bytes] = queue.Queue()
+        self._pending = b""
+        self._ended = False
+        threading.Thread(target=self._pump, args=(stream, self._chunks), name="dmlrunner-stdout", daemon=True).start()
+
+    @staticmethod
+    def _pump(stream: IO[bytes], chunks: queue.Queue[bytes]) -> None:
+        """Every chunk of ``stream`` into ``chunks``, then b"" for its end (or for a stream closed under it)."""
+        with contextlib.suppress(OSError, ValueError):
+            for chunk in iter(lambda: os.read(stream.fileno(), 1 << 16), b""):
+                chunks.put(chunk)
+        chunks.put(b"")
+
+    def take(self, size: int, seconds: float) -> bytes | None:
+        """Up to ``size`` bytes; b"" once the output has ended; None where nothing came within ``seconds``."""
+        if not self._pending and not self._ended:
+            try:
+                self._pending = self._chunks.get(timeout=seconds)
+            except queue.Empty:
+                return None
+            self._ended = not self._pending
+        taken, self._pending = self._pending[:size], self._pending[size:]
+        return taken
+
+
 class Runner:
     """One dmlrunner.exe process. Not thread-safe: one request at a time. ``limit``: seconds to wait for an answer
     to a request (None: no limit); ``on_death``: told when it ends unasked (once)."""
 
     def __init__(
         self,
-        chain: Chain,
+        chain: RunnerChain,
         start_seconds: float = START_SECONDS,
         limit: float | None = None,
         on_death: Deaths | None = None,
@@ -142,12 +180,14 @@ class Runner:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_die_with_parent if sys.platform != "win32" else None,  # Windows has no preexec_fn
         )
         assert self._process.stdin is not None and self._process.stdout is not None
         self._stdin: IO[bytes] = self._process.stdin
         self._stdout: IO[bytes] = self._process.stdout
-        os.set_blocking(self._stdin.fileno(), False)  # a write to a runner that is gone must not block for good
+        self._pumped = None if SELECTABLE_PIPES else _Pumped(self._stdout)
+        if SELECTABLE_PIPES:  # a write to a runner that is gone must not block for good
+            os.set_blocking(self._stdin.fileno(), False)
         # A Runner nobody holds closes the runner's input, which ends it: its Popen would keep the pipe open (a
         # dropped Popen still running stays in subprocess's list to be reaped).
         weakref.finalize(self, self._stdin.close)
@@ -219,11 +259,32 @@ class Runner:
                 raise self.died(_waiting(serving), serving)
 
     def _read(self, size: int, deadline: float | None, serving: bool = True) -> bytes:
+        if self._pumped is not None:
+            return self._read_pumped(self._pumped, size, deadline, serving)
         chunks, left = [], size
         fd = self._stdout.fileno()
         while left:
             self._wait(fd, False, deadline, serving)
             chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                raise self.died(_waiting(serving), serving)
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def _read_pumped(self, pumped: _Pumped, size: int, deadline: float | None, serving: bool) -> bytes:
+        """``_read`` where select() cannot wait on the pipe (Windows): the same deaths and hangs, from the pump."""
+        chunks, left = [], size
+        while left:
+            wait = POLL_SECONDS if deadline is None else min(POLL_SECONDS, deadline - time.monotonic())
+            if wait <= 0:
+                self._process.kill()
+                raise self.died("and gave no answer in time (killed)", serving, hung=True)
+            chunk = pumped.take(left, wait)
+            if chunk is None:
+                if not self.alive:
+                    raise self.died(_waiting(serving), serving)
+                continue
             if not chunk:
                 raise self.died(_waiting(serving), serving)
             chunks.append(chunk)
@@ -237,6 +298,11 @@ class Runner:
 
     def _send(self, frame: bytes, deadline: float | None) -> None:
         data, fd = memoryview(frame), self._stdin.fileno()
+        while data and self._pumped is not None:  # a blocking pipe (Windows): written whole
+            try:
+                data = data[os.write(fd, data) :]
+            except OSError:
+                raise self.died("before it read a request") from None
         while data:
             self._wait(fd, True, deadline, serving=True)
             try:
@@ -319,7 +385,7 @@ class Runners:
     runner that ended unasked."""
 
     def __init__(self, limit: float | None = None, on_death: Deaths | None = None) -> None:
-        self._chains: dict[Build, Chain] = {}
+        self._chains: dict[Build, RunnerChain] = {}
         self._runners: dict[Build, Runner] = {}
         self.limit, self.on_death = limit, on_death
 
@@ -329,7 +395,7 @@ class Runners:
         for runner in self._runners.values():
             runner.limit = limit
 
-    def chain(self, build: Build = NEWEST_BUILD) -> Chain:
+    def chain(self, build: Build = NEWEST_BUILD) -> RunnerChain:
         if build not in self._chains:
             self._chains[build] = find_chain(build=build)
         return self._chains[build]
@@ -365,7 +431,7 @@ class Runners:
                 f"{START_ATTEMPTS} times in a row ({first}{last}): nothing more can run on it; run dmlconf doctor"
             ) from None
 
-    def _started(self, chain: Chain) -> Runner:
+    def _started(self, chain: RunnerChain) -> Runner:
         try:
             return Runner(chain, limit=self.limit, on_death=self._tell)
         except OSError as error:  # the program could not even be started (Wine gone, a folder removed)

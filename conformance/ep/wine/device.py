@@ -1,6 +1,6 @@
-"""What DirectML runs on when it runs under Wine: the runner's description of the device (DXGI adapter, D3D12
-device, DirectML's own highest feature level, the DLLs' file versions) and the translation beneath it (Wine,
-vkd3d-proton, the Vulkan driver), as a run's DirectML identity.
+"""What DirectML runs on when it runs in the runner (under Wine, or natively on Windows): the runner's description of
+the device (DXGI adapter, D3D12 device, DirectML's own highest feature level, the DLLs' file versions) and under Wine
+the translation beneath it (Wine, vkd3d-proton, the Vulkan driver), as a run's DirectML identity.
 
 The feature level a run gates cases on is the one DirectML answers on the device (IDMLDevice::CheckFeatureSupport),
 not one derived from its version; the version table's level is recorded beside it, so a difference shows.
@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance.environment import NATIVE_TRANSPORT
 from conformance.ep.directml import DirectML, feature_level_for
-from conformance.ep.wine.chain import RUNNER, TRANSPORT, VKD3D_DLLS, WHEEL_DLLS, Chain, file_digest
+from conformance.ep.wine.chain import RUNNER, VKD3D_DLLS, WHEEL_DLLS, Chain, RunnerChain, file_digest
 from conformance.model import FeatureLevel
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ def _staged_digests(folder: Path) -> dict[str, str]:
     return found
 
 
-def _runner_build(chain: Chain) -> dict[str, str] | None:
+def _runner_build(chain: RunnerChain) -> dict[str, str] | None:
     """The runner as built: the compiler that built it, why that one, and the program's SHA-256."""
     if chain.compiler is None:
         return None
@@ -100,16 +101,11 @@ def _runner_build(chain: Chain) -> dict[str, str] | None:
     return chain.compiler.record() | {"sha256": digest}
 
 
-def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]:
-    """Everything that stands between DirectML and the hardware, and the device as DirectML saw it."""
-    index = described.get("adapter_index", 0)
-    adapters = described.get("adapters") or []
-    adapter = next((a for a in adapters if isinstance(a, dict) and a.get("index") == index), None)
-    files = described.get("files") or {}
+def _translation(chain: Chain, adapter: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What translates D3D12 under Wine: Wine, vkd3d-proton and the Vulkan driver beneath."""
     vulkan = vulkan_devices()
     same = next((d for d in vulkan if adapter and d.get("deviceName") == adapter.get("description")), None)
     return {
-        "transport": TRANSPORT,
         "wine": wine_version(chain.wine),
         "vkd3d_proton": {
             "version": vkd3d_proton_version(chain.vkd3d_proton),
@@ -119,6 +115,19 @@ def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]
         "vulkan_driver_files": os.environ.get("VK_DRIVER_FILES") or os.environ.get("VK_ICD_FILENAMES"),
         "vulkan_devices": vulkan,
         "vulkan_driver": f"{same.get('driverName', '')} {same.get('driverInfo', '')}".strip() if same else None,
+    }
+
+
+def chain_identity(chain: RunnerChain, described: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything that stands between DirectML and the hardware, and the device as DirectML saw it. A native chain
+    (Windows) has nothing between: no Wine, vkd3d-proton or Vulkan, and no wheel (the installed package's DLLs)."""
+    index = described.get("adapter_index", 0)
+    adapters = described.get("adapters") or []
+    adapter = next((a for a in adapters if isinstance(a, dict) and a.get("index") == index), None)
+    files = described.get("files") or {}
+    return {
+        "transport": chain.transport,
+        **(_translation(chain, adapter) if isinstance(chain, Chain) else {}),
         "adapter": adapter,
         "d3d12_feature_level": described.get("d3d12_feature_level"),
         "shader_model": described.get("shader_model"),
@@ -127,8 +136,9 @@ def chain_identity(chain: Chain, described: Mapping[str, Any]) -> dict[str, Any]
         "directml_dll": files.get("DirectML.dll") or None,
         "dll_sha256": _staged_digests(chain.folder),
         "onnxruntime": described.get("onnxruntime"),
-        "wheel": chain.wheel.name,
-        "directml_wheel": (chain.directml_wheel or chain.wheel).name,  # the wheel DirectML.dll came from
+        "wheel": chain.wheel.name if isinstance(chain, Chain) else None,
+        # the wheel DirectML.dll came from
+        "directml_wheel": (chain.directml_wheel or chain.wheel).name if isinstance(chain, Chain) else None,
         "runner": _runner_build(chain),
         "error": described.get("error"),
     }
@@ -144,9 +154,10 @@ def directml_of(identity: Mapping[str, Any]) -> DirectML:
     version = _three_parts(identity.get("directml_dll"))
     answered = identity.get("dml_feature_level")
     level = FeatureLevel.parse(answered) if answered else None
-    source = "DirectML.dll file version under Wine; feature level asked of the device (IDMLDevice::CheckFeatureSupport)"
+    where = "in the runner on Windows" if identity.get("transport") == NATIVE_TRANSPORT else "under Wine"
+    source = f"DirectML.dll file version {where}; feature level asked of the device (IDMLDevice::CheckFeatureSupport)"
     if level is None:
-        source = f"DirectML.dll file version under Wine; feature level not answered: {identity.get('error') or '?'}"
+        source = f"DirectML.dll file version {where}; feature level not answered: {identity.get('error') or '?'}"
     try:
         table = str(feature_level_for(version)) if version else None
     except ValueError:

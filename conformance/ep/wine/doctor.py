@@ -1,6 +1,7 @@
 """Every link of the DirectML-under-Wine chain checked in order, one ``Link`` each, stopping at the first broken one:
-what ``dmlconf doctor`` prints. Checking also prepares: the wheel is downloaded, the runner built and the Wine prefix
-made, so that a run after a clean doctor starts at once.
+what ``dmlconf doctor`` prints; on Windows the native runner's links (the installed DLLs, the runner's build, its
+start, the D3D12 and DirectML devices), which ``--ep dmlop`` runs on there. Checking also prepares: the wheel is
+downloaded, the runner built and the Wine prefix made, so that a run after a clean doctor starts at once.
 
 Some links check more than a run does, since doctor is where a broken chain is diagnosed: that vkd3d-proton's DLLs are
 vkd3d-proton's (a run only checks that they are x86-64 PE files), that the wheel reads whole, that vulkaninfo finds a
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -160,11 +162,16 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
         parts.ensure_prefix(str(found["wine"]), where, env)
         return str(where)
 
+    def installed() -> str:
+        capi = parts.installed_capi()
+        return f"{capi} ({', '.join(parts.WHEEL_DLLS)}: x86-64 PE, copied beside the runner)"
+
     def start() -> str:
         chain = parts.find_chain(env)
         runner = Runner(chain)
         found["runner"] = runner
-        return f"dmlrunner.exe started under Wine in {runner.start_seconds:.2f} s; onnxruntime {runner.onnxruntime}"
+        how = "natively" if isinstance(chain, parts.NativeChain) else "under Wine"
+        return f"dmlrunner.exe started {how} in {runner.start_seconds:.2f} s; onnxruntime {runner.onnxruntime}"
 
     def d3d12() -> str:
         runner = found["runner"]
@@ -174,8 +181,8 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
         found["identity"] = identity
         adapter = identity["adapter"] or {}
         if "d3d12_feature_level" not in described:
-            runner.stop()  # its device failed; a fresh one is asked again, with Wine's err channel on
-            notes = device_failure(runner.chain, env)
+            runner.stop()  # its device failed; under Wine a fresh one is asked again, with Wine's err channel on
+            notes = device_failure(runner.chain, env) if isinstance(runner.chain, parts.Chain) else []
             raise Broken(named_hresults(str(described.get("error") or "no D3D12 device")), tuple(notes))
         return (
             f"adapter 0 '{adapter.get('description', '?')}' (vendor 0x{int(adapter.get('vendor_id', 0)):04x}); "
@@ -214,6 +221,14 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
         ("DirectML device", directml),
         ("one-node TopK", topk),
     ]
+    if sys.platform == "win32":  # no Wine, vkd3d-proton, wheel, display, prefix or Vulkan: the system's D3D12
+        steps = [
+            ("onnxruntime-directml", installed),
+            ("runner", runner_build),
+            ("runner start", start),
+            ("D3D12 device", d3d12),
+            ("DirectML device", directml),
+        ]
     for name, step in steps:
         try:
             yield Link(name, True, step())
