@@ -148,6 +148,7 @@ def test_negative_cases_are_shown_to_directml(chain_ready: None, tmp_path: Path)
     assert refused["status"] == "INVALID" and refused["directml"]["create_hresult"] == "0x80070057"  # E_INVALIDARG
     assert (accepted["status"], accepted["failure_kind"]) == ("FAIL", "dml_accepted_invalid")
     assert accepted["directml"]["create_hresult"] == "0x00000000" and "less than" in accepted["message"]
+    assert accepted["placement"] == {"DML_OPERATOR_TOP_K1": "DmlOperatorApi"}  # DirectML made the operator
 
 
 def test_a_negative_case_s_own_output_sizes_are_the_descriptor_s() -> None:

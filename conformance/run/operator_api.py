@@ -68,9 +68,9 @@ def not_for_directml(case: Case, problems: Sequence[Problem], level: FeatureLeve
     return None
 
 
-def shown(base: Result, operator: str, hresult: int) -> Result:
+def shown(base: Result, operator: str, hresult: int, ep: EpSpec) -> Result:
     """A negative case after DirectML's CreateOperator saw its descriptor: refused, as the spec says it must be, or
-    accepted (DML_ACCEPTED_INVALID, a finding about DirectML)."""
+    accepted (DML_ACCEPTED_INVALID, a finding about DirectML, whose placement says DirectML made the operator)."""
     directml = {"create_hresult": f"0x{hresult:08X}"}
     if failed(hresult):
         said = f"DirectML's CreateOperator refused it too (HRESULT 0x{hresult:08X})"
@@ -83,16 +83,19 @@ def shown(base: Result, operator: str, hresult: int) -> Result:
         failure_kind=DML_ACCEPTED_INVALID,
         dml_operator=operator,
         directml=directml,
+        placement={operator: ep.name},
         message=f"DirectML's CreateOperator accepted {operator} though the spec forbids it: {base.message}",
     )
 
 
-def refused(base: Result, refusal: dmlop.DmlRefused) -> Result:
-    """A valid case whose descriptor DirectML refused (DML_REJECTED_VALID, a finding about DirectML)."""
+def refused(base: Result, refusal: dmlop.DmlRefused, operator: str, ep: EpSpec) -> Result:
+    """A valid case whose descriptor DirectML refused (DML_REJECTED_VALID, a finding about DirectML; its placement
+    says DirectML was the one that refused it)."""
     return replace(
         base,
         status=Status.FAIL,
         failure_kind=DML_REJECTED_VALID,
+        placement={operator: ep.name},
         dml_operator=f"none: {refusal.step} refused it",
         directml={f"{refusal.step.removesuffix('Operator').lower()}_hresult": f"0x{refusal.hresult:08X}"},
         message=f"DirectML's {refusal} though the spec allows it",

@@ -161,12 +161,12 @@ def _judge(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
     if isinstance(outcome, ExecutionError):
         return replace(base, status=Status.ERROR, failure_kind="execution", message=str(outcome))
     if isinstance(outcome, int) and isinstance(prepared.lowering, DmlOperator):  # a negative case, shown
-        return operator_api.shown(base, prepared.lowering.operator, outcome)
+        return operator_api.shown(base, prepared.lowering.operator, outcome, ep)
     if prepared.case.expect_invalid is not None and isinstance(outcome, Exception):
         # The validator's verdict stands; DirectML could not be asked (a runner that died is told apart: faults.py).
         return replace(base, message=f"{base.message}\n(DirectML could not be asked: {str(outcome).splitlines()[0]})")
-    if isinstance(outcome, dmlop.DmlRefused):
-        return operator_api.refused(base, outcome)
+    if isinstance(outcome, dmlop.DmlRefused) and isinstance(prepared.lowering, DmlOperator):
+        return operator_api.refused(base, outcome, prepared.lowering.operator, ep)
     if isinstance(outcome, Exception | int):
         raise outcome if isinstance(outcome, Exception) else TypeError(f"an HRESULT for {prepared.case.id}")
     if isinstance(outcome, dmlop.Dispatched):
