@@ -125,7 +125,8 @@ def _skipped_file(entry: SkippedFile) -> str:
 @dataclass(frozen=True)
 class Placement:
     """How many results ran (PASS, FAIL, FLAKY, QUALITY_WARNING) with every node recorded on their own EP, and which did
-    not: a verdict without onnxruntime's placement record on the EP proves nothing."""
+    not: a verdict without onnxruntime's placement record on the EP (on dmlop, the operator DirectML's CreateOperator
+    returned) proves nothing."""
 
     proven: int
     unproven: tuple[str, ...]  # "case [ep]: why"
@@ -135,7 +136,10 @@ class Placement:
         if not self.unproven and not self.proven:
             return "no executed results"
         if not self.unproven:
-            return f"{self.proven} executed result(s), every node recorded on its own EP by onnxruntime"
+            return (
+                f"{self.proven} executed result(s), every node recorded on its own EP (by onnxruntime; on dmlop, the"
+                " operator DirectML created)"
+            )
         return f"{len(self.unproven)} executed result(s) WITHOUT placement proof; {self.proven} proven"
 
 
