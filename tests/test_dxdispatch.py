@@ -452,3 +452,22 @@ def test_a_tensor_desc_takes_strides_and_a_total_size() -> None:
             "TotalTensorSizeInBytes": 24,
         },
     }
+
+
+def test_a_strided_case_is_written_as_it_is_laid_out() -> None:
+    """Padded input rows and a strided output (cases/slice1/layouts.yaml): the descs carry Strides, the input's
+    resource holds its buffer's elements where the strides put them, the output's resource its whole buffer."""
+    case = next(e for e in collect([str(REPO / "cases/slice1/layouts.yaml")]).entries if e.id.endswith("[4x1]"))
+    assert isinstance(case, Case)
+    inputs = case_inputs(case)
+    model = dxdispatch_model(case, inputs)
+    desc = model["dispatchables"]["SLICE1"]["desc"]  # type: ignore[index]
+    assert desc["OutputTensor"]["Desc"]["Strides"] == [4, 1] and "Strides" not in desc["InputTensor"]["Desc"]
+    source = inputs["InputTensor"].reshape(-1)
+    values = model["resources"]["InputTensor"]["initialValues"]  # type: ignore[index]
+    assert values[: source.size] == [float(v) for v in source]  # packed input: its values as they are
+    rows, columns = case.descriptor.output_sizes  # type: ignore[union-attr]
+    last = (rows - 1) * 4 + (columns - 1)  # the last element's index through Strides [4, 1]
+    buffer_bytes = ((last + 1) * 2 + 3) // 4 * 4  # FLOAT16, DMLCalcBufferTensorSize's rounding to 4 bytes
+    count = model["resources"]["OutputTensor"]["initialValues"]["valueCount"]  # type: ignore[index]
+    assert count == buffer_bytes // 2

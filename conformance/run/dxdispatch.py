@@ -13,8 +13,9 @@ written as its bit patterns under the unsigned type of the same width instead, w
 ("initializers don't restrict the usage of the resource", Guide.md). Integers are exact as JSON integers.
 
 Outputs start as NaN (floats) or the type's largest value (integers), so that an element DirectML never wrote stands
-out in the print. Tensor descs are written by ``tensor_desc`` alone, so that strides and a buffer's total size slot
-in there.
+out in the print. Each tensor is written as the case lays it out (cases/layouts.py: Sizes, DataType, Strides and
+TotalTensorSizeInBytes, a negative case's own output Sizes included): a strided input's resource holds its buffer's
+elements as the strides place them, and a strided output is written to its .npy as its whole buffer, flat.
 """
 
 from __future__ import annotations
@@ -26,22 +27,17 @@ from pathlib import Path
 
 import numpy as np
 
+from conformance.cases.layouts import Layout, input_layouts, output_layouts
 from conformance.dtypes import numpy_dtype
+from conformance.ep.dml_abi import ACTIVATIONS
 from conformance.model import (
     ACTIVATION_PARAMS,
-    BIAS_TENSOR,
-    INPUT_TENSOR,
-    OUTPUT_INDEX_TENSOR,
-    OUTPUT_TENSOR,
-    OUTPUT_VALUE_TENSOR,
-    SCALE_TENSOR,
     Activation,
     Case,
     DataType,
     FeatureLevel,
     Mvn1Desc,
     Slice1Desc,
-    TensorSpec,
     TopK1Desc,
 )
 from conformance.results import write_text_atomic
@@ -115,97 +111,92 @@ def initial_values(array: np.ndarray, data_type: DataType) -> dict[str, object]:
     return {"initialValuesDataType": data_type_name(data_type), "initialValues": values}
 
 
-def _output_resource(data_type: DataType, sizes: Sequence[int]) -> dict[str, object]:
-    """An output buffer of the tensor's element count, filled with NaN, or the largest value of an integer type
+def _buffer_elements(layout: Layout) -> int:
+    """How many elements of the tensor's type its buffer holds (TotalTensorSizeInBytes, rounded up)."""
+    return max(-(-layout.buffer_bytes // layout.element_size), 1)
+
+
+def _tensor(layout: Layout) -> dict[str, object]:
+    """The tensor's desc as the case lays it out: Strides and TotalTensorSizeInBytes where the case gives them."""
+    return tensor_desc(layout.data_type, layout.sizes, layout.strides, layout.total_bytes)
+
+
+def _input_resource(layout: Layout, array: np.ndarray) -> dict[str, object]:
+    """An input's resource: its values, or, where it is laid out, its buffer's elements as the strides place them
+    (the bytes no element addresses zero)."""
+    if not layout.given:
+        return initial_values(array, layout.data_type)
+    dtype = numpy_dtype(layout.data_type)
+    raw = layout.buffer(np.ascontiguousarray(array, dtype=dtype))
+    raw += bytes(-len(raw) % dtype.itemsize)
+    return initial_values(np.frombuffer(raw, dtype), layout.data_type)
+
+
+def _output_resource(layout: Layout) -> dict[str, object]:
+    """An output buffer (its whole TotalTensorSizeInBytes) filled with NaN, or the largest value of an integer type
     (never an index TOP_K1 can return), so that an element DirectML never wrote shows."""
-    count = max(math.prod(sizes), 1)
+    count = _buffer_elements(layout) if layout.given else max(math.prod(layout.sizes), 1)
+    data_type = layout.data_type
     fill: object = "nan" if data_type.is_float else int(np.iinfo(numpy_dtype(data_type)).max)
     return {"initialValuesDataType": data_type_name(data_type), "initialValues": {"valueCount": count, "value": fill}}
 
 
-def field_name(key: str) -> str:
-    """An activation parameter's DirectML.h field name from the oracle's key: alpha -> Alpha,
-    sigmoid_input_scale -> SigmoidInputScale."""
-    return "".join(part.capitalize() for part in key.split("_"))
-
-
 def activation_desc(activation: Activation) -> dict[str, object]:
     """The fused DML_OPERATOR_DESC: the activation's type and its FLOAT fields (a fused activation's tensors are
-    null, so none is written). The case's values, else the defaults the case format gives (model.ACTIVATION_PARAMS).
-    """
-    if activation.type == "PARAMETERIZED_RELU":
+    null, so none is written), by DirectML.h's names (ep/dml_abi.py's table, the one the runner's descriptors use).
+    The case's values, else the defaults the case format gives (model.ACTIVATION_PARAMS)."""
+    if activation.type not in ACTIVATIONS:
         raise NotExpressibleInDml(
             "PARAMETERIZED_RELU's scalar slope has no DML form: DML_ACTIVATION_PARAMETERIZED_RELU_OPERATOR_DESC holds "
             "a SlopeTensor, null when fused"
         )
+    _, fields = ACTIVATIONS[activation.type]
     params = {**ACTIVATION_PARAMS[activation.type], **activation.params}
     return {
         "Type": f"DML_OPERATOR_ACTIVATION_{activation.type}",
-        "Desc": {field_name(key): _number(float(value)) for key, value in params.items()},
+        "Desc": {name: _number(float(params[key])) for name, key in fields},
     }
 
 
-def _output_spec(case: Case, name: str, data_type: DataType, sizes: Sequence[int]) -> tuple[DataType, list[int]]:
-    """An output's DataType and Sizes as the case writes them, else as the spec derives them."""
-    given = case.outputs.get(name)
-    written_type = given.data_type if given is not None else None
-    written_sizes = given.sizes if given is not None else None
-    return written_type or data_type, list(written_sizes if written_sizes is not None else sizes)
+# The operator's name and desc, and its tensors' layouts by DML name: the inputs it binds, then its outputs.
+OperatorParts = tuple[str, dict[str, object], dict[str, Layout], dict[str, Layout]]
 
 
-OperatorParts = tuple[str, dict[str, object], dict[str, TensorSpec], dict[str, tuple[DataType, list[int]]]]
+def _top_k1(d: TopK1Desc, ins: dict[str, Layout], outs: dict[str, Layout]) -> OperatorParts:
+    desc: dict[str, object] = {name: _tensor(layout) for name, layout in (ins | outs).items()}
+    desc |= {"Axis": d.axis, "K": d.k, "AxisDirection": f"DML_AXIS_DIRECTION_{d.axis_direction.value}"}
+    return "DML_OPERATOR_TOP_K1", desc, ins, outs
 
 
-def _top_k1(case: Case, d: TopK1Desc) -> OperatorParts:
-    value_type, value_sizes = _output_spec(case, OUTPUT_VALUE_TENSOR, d.input.data_type, d.output_sizes)
-    index_type, index_sizes = _output_spec(case, OUTPUT_INDEX_TENSOR, DataType.UINT32, d.output_sizes)
-    desc: dict[str, object] = {
-        INPUT_TENSOR: tensor_desc(d.input.data_type, d.input.sizes),
-        OUTPUT_VALUE_TENSOR: tensor_desc(value_type, value_sizes),
-        OUTPUT_INDEX_TENSOR: tensor_desc(index_type, index_sizes),
-        "Axis": d.axis,
-        "K": d.k,
-        "AxisDirection": f"DML_AXIS_DIRECTION_{d.axis_direction.value}",
-    }
-    outputs = {OUTPUT_VALUE_TENSOR: (value_type, value_sizes), OUTPUT_INDEX_TENSOR: (index_type, index_sizes)}
-    return "DML_OPERATOR_TOP_K1", desc, {INPUT_TENSOR: d.input}, outputs
-
-
-def _mvn1(case: Case, d: Mvn1Desc) -> OperatorParts:
-    tensors = {INPUT_TENSOR: d.input, SCALE_TENSOR: d.scale, BIAS_TENSOR: d.bias}
-    bound = {name: spec for name, spec in tensors.items() if spec is not None}
-    output = _output_spec(case, OUTPUT_TENSOR, d.input.data_type, d.input.sizes)
-    desc: dict[str, object] = {name: tensor_desc(spec.data_type, spec.sizes) for name, spec in bound.items()}
-    desc[OUTPUT_TENSOR] = tensor_desc(*output)
+def _mvn1(d: Mvn1Desc, ins: dict[str, Layout], outs: dict[str, Layout]) -> OperatorParts:
+    desc: dict[str, object] = {name: _tensor(layout) for name, layout in (ins | outs).items()}
     desc["AxisCount"] = len(d.axes)
     desc["Axes"] = list(d.axes)
     desc["NormalizeVariance"] = d.normalize_variance
     desc["Epsilon"] = _number(d.epsilon)
     if d.fused_activation is not None:
         desc["FusedActivation"] = activation_desc(d.fused_activation)
-    return "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1", desc, bound, {OUTPUT_TENSOR: output}
+    return "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1", desc, ins, outs
 
 
-def _slice1(case: Case, d: Slice1Desc) -> OperatorParts:
-    output = _output_spec(case, OUTPUT_TENSOR, d.input.data_type, d.output_sizes)
-    desc: dict[str, object] = {
-        INPUT_TENSOR: tensor_desc(d.input.data_type, d.input.sizes),
-        OUTPUT_TENSOR: tensor_desc(*output),
+def _slice1(d: Slice1Desc, ins: dict[str, Layout], outs: dict[str, Layout]) -> OperatorParts:
+    desc: dict[str, object] = {name: _tensor(layout) for name, layout in (ins | outs).items()}
+    desc |= {
         "DimensionCount": len(d.input.sizes),
         "InputWindowOffsets": list(d.offsets),
         "InputWindowSizes": list(d.sizes),
         "InputWindowStrides": list(d.strides),
     }
-    return "DML_OPERATOR_SLICE1", desc, {INPUT_TENSOR: d.input}, {OUTPUT_TENSOR: output}
+    return "DML_OPERATOR_SLICE1", desc, ins, outs
 
 
 def _parts(case: Case) -> OperatorParts:
-    d = case.descriptor
+    d, ins, outs = case.descriptor, input_layouts(case), output_layouts(case)
     if isinstance(d, TopK1Desc):
-        return _top_k1(case, d)
+        return _top_k1(d, ins, outs)
     if isinstance(d, Mvn1Desc):
-        return _mvn1(case, d)
-    return _slice1(case, d)
+        return _mvn1(d, ins, outs)
+    return _slice1(d, ins, outs)
 
 
 def output_file(name: str) -> str:
@@ -225,16 +216,21 @@ def dxdispatch_model(
     if unknown:
         raise ValueError(f"unknown DML execution flag {unknown[0]!r} (known: {', '.join(EXECUTION_FLAGS)})")
     operator, desc, bound, outputs = _parts(case)
-    resources: dict[str, object] = {name: initial_values(inputs[name], spec.data_type) for name, spec in bound.items()}
-    resources.update({name: _output_resource(data_type, sizes) for name, (data_type, sizes) in outputs.items()})
+    resources: dict[str, object] = {name: _input_resource(layout, inputs[name]) for name, layout in bound.items()}
+    resources.update({name: _output_resource(layout) for name, layout in outputs.items()})
     dispatchable = case.operator.value
     commands: list[object] = [
         {"type": "dispatch", "dispatchable": dispatchable, "bindings": {name: name for name in (*bound, *outputs)}}
     ]
     commands += [{"type": "print", "resource": name} for name in outputs]
     commands += [
-        {"type": "writeFile", "resource": name, "targetPath": output_file(name), "dimensions": sizes}
-        for name, (_, sizes) in outputs.items()
+        {
+            "type": "writeFile",
+            "resource": name,
+            "targetPath": output_file(name),
+            "dimensions": [_buffer_elements(layout)] if layout.given else list(layout.sizes),
+        }
+        for name, layout in outputs.items()
     ]
     flags = list(execution_flags) or ["DML_EXECUTION_FLAG_NONE"]
     return {
