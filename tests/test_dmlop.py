@@ -215,3 +215,24 @@ def test_a_strided_output_passes_and_a_corrupted_guard_or_padding_byte_fails(
     found = judged({**done.buffers, layout.name: bytes(early)})
     assert (found.status, found.failure_kind) == (Status.FAIL, "out_of_bounds_write")
     assert "before its start" in found.message
+
+
+@wine
+def test_a_failing_case_s_artifacts_hold_its_buffers_and_a_dxdispatch_model(chain_ready: None, tmp_path: Path) -> None:
+    """DirectML's TopK with NaN fails (reports/README.md, "dml"): its artifacts hold the case for Microsoft's own
+    tool and the output buffers with their guards, beside the harness's one-line repro."""
+    case = "cases/found/top_k1.yaml::nan-near-k-short[DECREASING]"
+    done = _dmlconf(
+        "run", "cases/found/top_k1.yaml", "-k", case, "--ep", "dmlop", "--artifacts", str(tmp_path / "a"),
+        "--report-dir", str(tmp_path / "r"),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    (folder,) = (tmp_path / "a").iterdir()
+    names = {path.name for path in folder.iterdir()}
+    assert {"dxdispatch.json", "README.txt", "buffer_OutputValueTensor.bin", "buffer_OutputIndexTensor.bin"} <= names
+    model = json.loads((folder / "dxdispatch.json").read_text(encoding="utf-8"))
+    assert model["dispatchables"]["TOP_K1"]["type"] == "DML_OPERATOR_TOP_K1"
+    readme = (folder / "README.txt").read_text(encoding="utf-8")
+    assert f"dmlconf run cases/found/top_k1.yaml -k '{case}' --ep dmlop" in readme and "dxdispatch.exe" in readme
+    values = (folder / "buffer_OutputValueTensor.bin").read_bytes()
+    assert len(values) == 64 + 28 + 64  # the guards around 7 FLOAT32 values
