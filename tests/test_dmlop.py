@@ -219,8 +219,8 @@ def test_a_strided_output_passes_and_a_corrupted_guard_or_padding_byte_fails(
 
 @wine
 def test_a_failing_case_s_artifacts_hold_its_buffers_and_a_dxdispatch_model(chain_ready: None, tmp_path: Path) -> None:
-    """DirectML's TopK with NaN fails (explained under the dml heading of reports/README.md): its artifacts hold the case for Microsoft's own
-    tool and the output buffers with their guards, beside the harness's one-line repro."""
+    """DirectML's TopK with NaN fails (explained under the dml heading of reports/README.md): its artifacts hold
+    the case for Microsoft's own tool and the output buffers with their guards, beside the harness's repro."""
     case = "cases/found/top_k1.yaml::nan-near-k-short[DECREASING]"
     done = _dmlconf(
         "run", "cases/found/top_k1.yaml", "-k", case, "--ep", "dmlop", "--artifacts", str(tmp_path / "a"),
