@@ -410,3 +410,42 @@ def test_a_run_without_runner_deaths_records_none(tmp_path: Path, monkeypatch: p
 
     assert main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--report-dir", str(tmp_path)]) == 0
     assert "runner_deaths" not in json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["environment"]
+
+
+# -- a worker's runners end with it ----------------------------------------------------------------------------
+
+
+class _Closing:
+    """A Runners stand-in that notes whether it was closed."""
+
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("ending", ["stop", "supervisor gone"])
+def test_a_worker_stops_its_runners_when_it_ends(ending: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A runner the worker does not stop outlives it unwaited: its memory is nobody's (GNU time never sees it).
+    from conformance.survive import worker
+
+    runners = _Closing()
+    monkeypatch.setattr(worker, "Runners", lambda: runners)
+    monkeypatch.setattr(worker, "_stderr_to", lambda path: None)  # this process's stderr stays the test's
+    worker.worker_main(_Supervisor(ending), os.devnull)  # type: ignore[arg-type]
+    assert runners.closed
+
+
+class _Supervisor:
+    """The worker's end of the pipe: its messages taken, then "stop" or a pipe closed under it."""
+
+    def __init__(self, ending: str) -> None:
+        self.ending = ending
+
+    def send(self, message: object) -> None:
+        pass
+
+    def recv(self) -> object:
+        if self.ending == "stop":
+            return ("stop",)
+        raise EOFError

@@ -117,6 +117,14 @@ def worker_main(conn: Connection, stderr_path: str) -> None:
     provoke_at_start()
     conn.send(("ready",))
     runners = Runners()  # the DirectML runner, where one is needed: started once, serving every task of this worker
+    try:
+        _serve(conn, runners)
+    finally:  # its runners stopped and waited for: one left behind would hold its memory (and the device) after it
+        runners.close()
+
+
+def _serve(conn: Connection, runners: Runners) -> None:
+    """Tasks until told to stop or the supervisor is gone."""
     while True:
         try:
             message: tuple[Any, ...] = conn.recv()
