@@ -29,6 +29,17 @@ from conformance.ep.lower import Lowering
 from conformance.ep.placement import DML_FUSED, PlacedNode, check_placement, lowering_op_types
 
 PACK_MAX_ELEMENTS = 1 << 16  # a case is packed only when its inputs and outputs hold at most this many elements
+# What one pack may cost to compile, in units of one node. Each node is an operator DirectML compiles into shaders
+# (vkd3d-proton and the Vulkan driver then build a pipeline for each), all held by the runner until the session
+# closes: a pack's memory and session time grow with its nodes, faster than linearly. Issue 28, on lavapipe: 60 MVN1
+# cases in one pack took 18 s and 7.6 GB, as four packs of 16 7.3 s and 2.8 GB, and the whole library peaked at
+# 11.7 GB while the runner compiled two 64-case MVN1 packs. A TopK or Slice case is one node, 64 to a pack at
+# --pack's default; an MVN1 case is DirectML's MVN operator (InstanceNormalization, counted 4: a reduction pass
+# and a normalization pass per statistic) or its decomposition (Sub, two ReduceMean, Mul, Add, Sqrt, Div, and its
+# scale, bias and fused activation: a unit each), so its packs hold 16 cases or fewer. A pack only groups cases:
+# no verdict depends on where a pack ends.
+PACK_MAX_COST = 64
+COMPILE_COST = {"InstanceNormalization": 4}  # op types dearer than one unit to compile (the rest: 1)
 PACKED = "packed"
 _PREFIXED = re.compile(r"(?<![A-Za-z0-9])p([0-9]+)_")
 _QUOTED = re.compile(r"'p([0-9]+)_")
@@ -58,6 +69,27 @@ def elements(lowering: Lowering) -> int:
 
 def packable(lowering: Lowering) -> bool:
     return elements(lowering) <= PACK_MAX_ELEMENTS
+
+
+def compile_cost(lowering: Lowering) -> int:
+    """What the case adds to its pack's compile (PACK_MAX_COST's units): its nodes, each at its op type's cost."""
+    graph = onnx.load_from_string(lowering.model).graph
+    return sum(COMPILE_COST.get(node.op_type, 1) for node in graph.node)
+
+
+def pack_spans(costs: Sequence[int], most: int) -> list[range]:
+    """Consecutive packs of the cases whose compile costs are ``costs``: at most ``most`` cases (--pack) and at most
+    PACK_MAX_COST units each, the one place a pack's size is decided (a case dearer than that is a pack alone)."""
+    spans: list[range] = []
+    start = total = 0
+    for index, cost in enumerate(costs):
+        if index > start and (index - start >= most or total + cost > PACK_MAX_COST):
+            spans.append(range(start, index))
+            start, total = index, 0
+        total += cost
+    if start < len(costs):
+        spans.append(range(start, len(costs)))
+    return spans
 
 
 def pack(lowerings: Sequence[Lowering]) -> Lowering:
