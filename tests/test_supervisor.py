@@ -449,3 +449,23 @@ class _Supervisor:
         if self.ending == "stop":
             return ("stop",)
         raise EOFError
+
+
+# -- peak memory, runners included -----------------------------------------------------------------------------
+
+
+def test_each_worker_s_latest_peak_memory_reaches_the_run(supervisor: Any) -> None:
+    # Two workers' reports (own KiB, their runners' KiB, runners), the first one's twice: its latest counts.
+    worker, theirs = _listening(supervisor)
+    worker.number = 1
+    theirs.send(("memory", 7, 100 * 1024, 900 * 1024, 1))
+    theirs.send(("memory", 7, 120 * 1024, 2000 * 1024, 1))
+    supervisor._receive(worker)
+    other, theirs_too = _listening(supervisor)
+    other.number = 2
+    theirs_too.send(("memory", 7, 80 * 1024, 1000 * 1024, 2))
+    supervisor._receive(other)
+    # This process: 50 MiB and one runner (describe's) of 300 MiB, plus one KiB that rounds up to a MiB.
+    record = supervisor.peaks.record(50 * 1024, 300 * 1024 + 1, 1)
+    harness, runners = 50 + 120 + 80, 301 + 2000 + 1000
+    assert record == {"total_mib": harness + runners, "harness_mib": harness, "runners_mib": runners, "runners": 4}
