@@ -213,6 +213,19 @@ class Shard:
 
 
 @dataclass(frozen=True)
+class PeakMemory:
+    """The run's peak memory in MiB, runners included (survive/memory.py): each process's own peak resident memory,
+    summed over the harness's processes (``harness_mib``: the run's own and each worker's) and the DirectML runners
+    they started (``runners_mib``, ``runners`` of them); ``total_mib`` is both, an upper bound on what the run held
+    at once (processes that peaked at different times count both peaks)."""
+
+    total_mib: int = field(metadata=NOT_NEGATIVE)
+    harness_mib: int = field(metadata=NOT_NEGATIVE)
+    runners_mib: int = field(default=0, metadata=NOT_NEGATIVE)
+    runners: int = field(default=0, metadata=NOT_NEGATIVE)
+
+
+@dataclass(frozen=True)
 class Environment:
     """What a run tested on, how it was made and what it did not run; every field optional (older files lack many)."""
 
@@ -246,6 +259,7 @@ class Environment:
     runner_deaths: tuple[RunnerDeath, ...] = ()
     shard: ShardRecord | None = None  # this run is one shard (--shard); None: the whole selection, or a merge
     shards: tuple[Shard, ...] = ()
+    peak_memory: PeakMemory | None = None  # None: an older file, or a merge (its shards ran apart)
 
     def ep(self, label: str) -> EpRecord | None:
         """The record of the EP ``label`` (a result's ``ep``), where the environment has one."""

@@ -646,3 +646,17 @@ def test_summary_md_lists_its_failures_with_repro_commands_before_what_the_cases
     failing = _table(markdown, "Failures and warnings")
     assert failing[0] == ["case", "EP", "status", "kind", "message", "repro"]
     assert failing[2][-1] == "`dmlconf run t.yaml -k t.yaml::b --ep cpu`"
+
+
+def test_peak_memory_is_shown_and_an_older_file_without_it_reads() -> None:
+    from conformance.records import RecordError
+
+    older = environment_from_json({"command": ["dmlconf", "run"]})
+    assert older.peak_memory is None
+    assert "peak memory" not in render_markdown(summarize(older, []))
+    peak = {"total_mib": 2900, "harness_mib": 400, "runners_mib": 2500, "runners": 2}
+    markdown = render_markdown(summarize(environment_from_json({"peak_memory": peak}), []))
+    shown = "- peak memory: 2900 MiB at most (the harness's processes 400 MiB, 2 DirectML runner(s) 2500 MiB)"
+    assert shown in markdown
+    with pytest.raises(RecordError, match="peak_memory"):
+        environment_from_json({"peak_memory": {**peak, "runners_mib": -1}})

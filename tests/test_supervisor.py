@@ -410,3 +410,62 @@ def test_a_run_without_runner_deaths_records_none(tmp_path: Path, monkeypatch: p
 
     assert main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--report-dir", str(tmp_path)]) == 0
     assert "runner_deaths" not in json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["environment"]
+
+
+# -- a worker's runners end with it ----------------------------------------------------------------------------
+
+
+class _Closing:
+    """A Runners stand-in that notes whether it was closed."""
+
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("ending", ["stop", "supervisor gone"])
+def test_a_worker_stops_its_runners_when_it_ends(ending: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A runner the worker does not stop outlives it unwaited: its memory is nobody's (GNU time never sees it).
+    from conformance.survive import worker
+
+    runners = _Closing()
+    monkeypatch.setattr(worker, "Runners", lambda: runners)
+    monkeypatch.setattr(worker, "_stderr_to", lambda path: None)  # this process's stderr stays the test's
+    worker.worker_main(_Supervisor(ending), os.devnull)  # type: ignore[arg-type]
+    assert runners.closed
+
+
+class _Supervisor:
+    """The worker's end of the pipe: its messages taken, then "stop" or a pipe closed under it."""
+
+    def __init__(self, ending: str) -> None:
+        self.ending = ending
+
+    def send(self, message: object) -> None:
+        pass
+
+    def recv(self) -> object:
+        if self.ending == "stop":
+            return ("stop",)
+        raise EOFError
+
+
+# -- peak memory, runners included -----------------------------------------------------------------------------
+
+
+def test_each_worker_s_latest_peak_memory_reaches_the_run(supervisor: Any) -> None:
+    # Two workers' reports (own KiB, their runners' KiB, runners), the first one's twice: its latest counts.
+    worker, theirs = _listening(supervisor)
+    worker.number = 1
+    theirs.send(("memory", 7, 100 * 1024, 900 * 1024, 1))
+    theirs.send(("memory", 7, 120 * 1024, 2000 * 1024, 1))
+    supervisor._receive(worker)
+    other, theirs_too = _listening(supervisor)
+    other.number = 2
+    theirs_too.send(("memory", 7, 80 * 1024, 1000 * 1024, 2))
+    supervisor._receive(other)
+    # This process: 50 MiB and one runner (describe's) of 300 MiB, plus one KiB that rounds up to a MiB.
+    record = supervisor.peaks.record(50 * 1024, 300 * 1024 + 1, 1)
+    harness, runners = 50 + 120 + 80, 301 + 2000 + 1000
+    assert record == {"total_mib": harness + runners, "harness_mib": harness, "runners_mib": runners, "runners": 4}

@@ -362,3 +362,17 @@ def test_an_adapter_that_is_not_there_is_a_usage_error_before_any_case(chain_rea
     [line] = done.stderr.splitlines()
     assert line.startswith("dmlconf: --ep dml: dml:device_id=7: this machine has no DXGI adapter 7; its adapters: 0: ")
     assert not (tmp_path / "results.json").exists() and "running" not in done.stdout
+
+
+def test_a_stopped_runner_s_peak_memory_is_counted(stand_in: Path) -> None:
+    # The runner's own high-water mark, read here from /proc while it lives, is in what the process's runners peaked
+    # at once it is stopped: its process is gone by then, and no getrusage of the harness's counts it.
+    before_kib, before_runners = client.runners_peak()
+    runners = Runners()
+    runner = runners.get()
+    status = Path(f"/proc/{runner.pid}/status").read_text(encoding="utf-8")
+    seen_kib = int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
+    runners.close()
+    after_kib, after_runners = client.runners_peak()
+    assert after_runners == before_runners + 1
+    assert after_kib - before_kib >= seen_kib > 0

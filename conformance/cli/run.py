@@ -33,6 +33,7 @@ from conformance.ep.directml import DirectML
 from conformance.ep.dml_here import directml_for
 from conformance.ep.providers import EpSpec
 from conformance.ep.wine.chain import ChainMissing
+from conformance.ep.wine.client import runners_peak
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.waivers import Gate, Waiver, apply_waivers
 from conformance.report.console import render_console
@@ -41,6 +42,7 @@ from conformance.run.identity import RunFacts, cases_sha256, environment, skippe
 from conformance.run.options import REPORT_FORMATS, RunOptions, run_options
 from conformance.survive.faults import RunLog
 from conformance.survive.lock import FolderBusy, FolderLock
+from conformance.survive.memory import Peaks, own_peak_kib
 from conformance.survive.pool import ran_so_far, run_pairs
 from conformance.survive.stream import (
     STREAM_NAME,
@@ -234,6 +236,8 @@ def _run_suite(
         env["stopped"] = ran.stopped
     if ran.runner_deaths:  # docs/reports.md: each EP's runner deaths; those under a pack fail the run
         env["runner_deaths"] = [death.to_json() for death in ran.runner_deaths]
+    peaks = supervisor.peaks if supervisor is not None else Peaks()  # -j 0: this process's own runners alone
+    env["peak_memory"] = peaks.record(own_peak_kib(), *runners_peak())  # this process's runners: describe's, -j 0's
     code = _report(args, env, ran.results, planned, waivers)
     if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
         why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"

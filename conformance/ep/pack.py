@@ -29,6 +29,19 @@ from conformance.ep.lower import Lowering
 from conformance.ep.placement import DML_FUSED, PlacedNode, check_placement, lowering_op_types
 
 PACK_MAX_ELEMENTS = 1 << 16  # a case is packed only when its inputs and outputs hold at most this many elements
+# What one pack may cost to compile, in units of one elementwise node. Each node is an operator DirectML compiles
+# into shaders (vkd3d-proton and the Vulkan driver then build a pipeline for each), all held by the runner until the
+# session closes: a pack's memory and session time grow with its nodes, faster than linearly. Issue 28, on lavapipe:
+# 60 MVN1 cases in one pack took 18 s and 7.6 GB, as four packs of 16 7.3 s and 2.8 GB; the whole library peaked at
+# 11.7 GB. With TopK and Slice at a unit (64 to a pack, --pack's default) and MVN1's operators at 8 (DirectML's MVN,
+# InstanceNormalization, and the decomposition's two ReduceMean: each a reduction, a pass per statistic), an MVN1
+# pack holds 8 cases, or 3 decomposed ones: MVN1's library.yaml alone then peaks at 2.75 GB and takes 36 s, against
+# 4.25 GB and 28 s at 16 MVN1 cases a pack; at 4 a pack it took 48 s for the same 2.75 GB, which one session of
+# that file reaches whatever its pack (docs/performance.md#memory). A pack only groups cases: no verdict depends on
+# where a pack ends.
+PACK_MAX_COST = 64
+REDUCTION = 8  # MVN1's operators: each a reduction DirectML compiles in several passes
+COMPILE_COST = {"InstanceNormalization": REDUCTION, "MeanVarianceNormalization": REDUCTION, "ReduceMean": REDUCTION}
 PACKED = "packed"
 _PREFIXED = re.compile(r"(?<![A-Za-z0-9])p([0-9]+)_")
 _QUOTED = re.compile(r"'p([0-9]+)_")
@@ -58,6 +71,27 @@ def elements(lowering: Lowering) -> int:
 
 def packable(lowering: Lowering) -> bool:
     return elements(lowering) <= PACK_MAX_ELEMENTS
+
+
+def compile_cost(lowering: Lowering) -> int:
+    """What the case adds to its pack's compile (PACK_MAX_COST's units): its nodes, each at its op type's cost."""
+    graph = onnx.load_from_string(lowering.model).graph
+    return sum(COMPILE_COST.get(node.op_type, 1) for node in graph.node)
+
+
+def pack_spans(costs: Sequence[int], most: int) -> list[range]:
+    """Consecutive packs of the cases whose compile costs are ``costs``: at most ``most`` cases (--pack) and at most
+    PACK_MAX_COST units each, the one place a pack's size is decided (a case dearer than that is a pack alone)."""
+    spans: list[range] = []
+    start = total = 0
+    for index, cost in enumerate(costs):
+        if index > start and (index - start >= most or total + cost > PACK_MAX_COST):
+            spans.append(range(start, index))
+            start, total = index, 0
+        total += cost
+    if start < len(costs):
+        spans.append(range(start, len(costs)))
+    return spans
 
 
 def pack(lowerings: Sequence[Lowering]) -> Lowering:

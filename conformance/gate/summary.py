@@ -14,6 +14,7 @@ from conformance.environment import (
     EpDevice,
     EpRecord,
     Gpu,
+    PeakMemory,
     RunnerDeath,
     SkippedFile,
     pci_id,
@@ -375,7 +376,15 @@ def run_lines(env: Environment) -> tuple[tuple[str, str], ...]:
     harness = _harness(env)
     if harness:
         lines.append(("harness", harness))
+    if env.peak_memory is not None:
+        lines.append(("peak memory", _peak_memory(env.peak_memory)))
     return tuple(lines)
+
+
+def _peak_memory(peak: PeakMemory) -> str:
+    """The run's peak memory, runners included, and its parts (each process's own peak, summed)."""
+    runners = f", {peak.runners} DirectML runner(s) {peak.runners_mib} MiB" if peak.runners else ""
+    return f"{peak.total_mib} MiB at most (the harness's processes {peak.harness_mib} MiB{runners})"
 
 
 def data_type_counts(results: Sequence[Result]) -> tuple[tuple[str, str, str, Mapping[Status, int]], ...]:

@@ -38,7 +38,17 @@ from conformance.cases.parse import Entry
 from conformance.ep.errors import InfrastructureError, ProcessDied, device_lost
 from conformance.ep.execute import open_session, run_session
 from conformance.ep.lower import Lowering
-from conformance.ep.pack import Unattributed, named_cases, opset_of, pack, packable, signature, unpack
+from conformance.ep.pack import (
+    Unattributed,
+    compile_cost,
+    named_cases,
+    opset_of,
+    pack,
+    pack_spans,
+    packable,
+    signature,
+    unpack,
+)
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.model import Status
@@ -237,8 +247,9 @@ def _repeated(
 def run_batch(
     entries: Sequence[Entry], ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch | None = None
 ) -> list[Result]:
-    """Every entry's result on ``ep``, in order. Small cases wait to be packed, at most ``options.pack`` per pack,
-    grouped by opset; the others run at once, so that a large case's arrays are never held while others run."""
+    """Every entry's result on ``ep``, in order. Small cases wait to be packed, grouped by opset, at most
+    ``options.pack`` per pack and at most pack.PACK_MAX_COST of compile cost (pack_spans); the others run at once,
+    so that a large case's arrays are never held while others run."""
     watch = watch or Unwatched()
     results: dict[int, Result] = {}
     waiting: dict[tuple[tuple[str, int], ...], list[tuple[int, Prepared]]] = {}
@@ -253,8 +264,8 @@ def run_batch(
         else:
             results[index] = _repeated([prepared], [index], ep, options, sessions, watch)[0]
     for members in waiting.values():
-        for start in range(0, len(members), options.pack):
-            chunk = members[start : start + options.pack]
+        for span in pack_spans([compile_cost(p.lowering) for _, p in members], options.pack):  # type: ignore[arg-type]
+            chunk = members[span.start : span.stop]
             places = [index for index, _ in chunk]
             group_results = _repeated([p for _, p in chunk], places, ep, options, sessions, watch)
             results |= dict(zip(places, group_results, strict=True))

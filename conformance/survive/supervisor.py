@@ -41,6 +41,7 @@ from conformance.run.options import RunOptions
 from conformance.run.runner import base_result
 from conformance.survive.faults import fault_result, how_it_ended, telling_lines
 from conformance.survive.interrupt import sigint_held, start_worker
+from conformance.survive.memory import Peaks
 from conformance.survive.worker import DEVICE_LOST_EXIT
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ class _Worker:
     began: float = field(default_factory=time.monotonic)  # when the case (or pack) in flight began
     closed: bool = False  # its end of the pipe is closed: it is exiting, and only its sentinel is waited on
     reported_lost: bool = False  # it sent a DEVICE_LOST result, after which it exits on purpose (worker.py)
+    number: int = 0  # the how-manieth worker started: whose peak memory a report is
 
 
 def _remove_stale_folders() -> None:
@@ -131,6 +133,7 @@ class Supervisor:
         self.options = RunOptions()
         self.on_result: Callable[[int, Result], None] = _ignore
         self.on_death: RunnerDeath = _ignore_death
+        self.peaks = Peaks()  # every worker's peak memory, its runners' included, kept after it is gone
         self.context = multiprocessing.get_context("spawn")
         _remove_stale_folders()
         self.folder = tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
@@ -159,7 +162,7 @@ class Supervisor:
         with sigint_held():  # Ctrl-C is the supervisor's, even while the worker starts (interrupt.py)
             process.start()
         theirs.close()
-        self.workers.append(_Worker(process, mine, stderr_path))
+        self.workers.append(_Worker(process, mine, stderr_path, number=self.started))
 
     def _stderr(self, worker: _Worker) -> str:
         try:
@@ -209,6 +212,8 @@ class Supervisor:
                 self.on_result(worker.task.pairs[place], result)
             elif kind == "task_done":
                 worker.task = None
+            elif kind == "memory":
+                self.peaks.worker(worker.number, message[2], message[3], message[4])
             elif kind == "runner_died":
                 self.on_death(message[2], message[3], message[4])
             elif kind == "stopped":

@@ -7,7 +7,9 @@ task, place, result)`` as each result is final, and ``("task_done", task)``. The
 worker dies or hangs, which cases were in flight and which results are already safe. Besides: ``("runner_died",
 task, ep, cases, stderr)`` for each DirectML runner that ended unasked (the full ids of the cases it was serving,
 none where it died between requests or at its start; the last lines of its stderr), and ``("stopped", task, why)``
-where cases cannot run at all (the runner fails to start again and again), which stops the run.
+where cases cannot run at all (the runner fails to start again and again), which stops the run; and before each
+``task_done``, ``("memory", task, own_kib, runners_kib, runners)``: its peak resident memory and its runners' so far
+(memory.py).
 
 Its stderr (file descriptor 2, so onnxruntime's and the driver's messages too, and faulthandler's traceback on a
 fatal signal) goes to a file the supervisor reads when the worker dies. A worker that reports DEVICE_LOST exits
@@ -29,12 +31,13 @@ from conformance.cases.parse import Entry
 from conformance.ep.errors import InfrastructureError
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
-from conformance.ep.wine.client import RunnerDied, Runners
+from conformance.ep.wine.client import RunnerDied, Runners, runners_peak
 from conformance.model import Status
 from conformance.results import Result
 from conformance.run.batch import run_batch
 from conformance.run.options import RunOptions
 from conformance.survive.faults import provoke, provoke_at_start
+from conformance.survive.memory import own_peak_kib
 
 DEVICE_LOST_EXIT = 3  # the status a worker exits with after reporting a lost device
 SUPERVISOR_GONE_EXIT = 4  # the status of a worker that outlived its supervisor (nobody reads it)
@@ -91,6 +94,7 @@ def _run_task(
     except InfrastructureError as error:  # nothing can run: the supervisor stops the run
         conn.send(("stopped", task, str(error)))
         return
+    conn.send(("memory", task, own_peak_kib(), *runners_peak(runners.held())))
     conn.send(("task_done", task))
 
 
@@ -117,6 +121,14 @@ def worker_main(conn: Connection, stderr_path: str) -> None:
     provoke_at_start()
     conn.send(("ready",))
     runners = Runners()  # the DirectML runner, where one is needed: started once, serving every task of this worker
+    try:
+        _serve(conn, runners)
+    finally:  # its runners stopped and waited for: one left behind would hold its memory (and the device) after it
+        runners.close()
+
+
+def _serve(conn: Connection, runners: Runners) -> None:
+    """Tasks until told to stop or the supervisor is gone."""
     while True:
         try:
             message: tuple[Any, ...] = conn.recv()

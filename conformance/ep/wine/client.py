@@ -102,6 +102,30 @@ def _how_it_ended(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+def resident_peak_kib(pid: int) -> int | None:
+    """A live process's peak resident memory in KiB (VmHWM: its anonymous, file and shared pages, lavapipe's GPU
+    memory among them); None where it cannot be read (the process is gone, or the system has no /proc)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+_STOPPED_PEAKS: list[int] = []  # the peak resident memory (KiB) of each runner this process stopped
+
+
+def runners_peak(live: Sequence[Runner] = ()) -> tuple[int, int]:
+    """(KiB, runners): the peak resident memory of every runner this process stopped and of those ``live``, each
+    its own peak, summed (an upper bound on what they held at once), and how many runners that is. A runner runs
+    under Wine apart from the harness's processes: their own figures (getrusage, GNU time) never count it."""
+    live_peaks = [runner.measured() for runner in live]
+    return sum(_STOPPED_PEAKS) + sum(live_peaks), len(_STOPPED_PEAKS) + len(live_peaks)
+
+
 def main_thread_ended(pid: int) -> bool:
     """Whether the process's main thread has ended while others live on (Linux: its /proc state is Z, zombie, or X);
     False where that cannot be read (another system, or the process is gone altogether)."""
@@ -160,6 +184,8 @@ class _Pumped:
 class Runner:
     """One dmlrunner.exe process. Not thread-safe: one request at a time. ``limit``: seconds to wait for an answer
     to a request (None: no limit); ``on_death``: told when it ends unasked (once)."""
+
+    peak_kib = 0  # its peak resident memory as last read (measured): kept once the process is gone
 
     def __init__(
         self,
@@ -357,8 +383,15 @@ class Runner:
         self._process.kill()
         self._reaped()
 
+    def measured(self) -> int:
+        """Its peak resident memory in KiB, read now where it is still there (the last reading where it is not)."""
+        self.peak_kib = max(self.peak_kib, resident_peak_kib(self._process.pid) or 0)
+        return self.peak_kib
+
     def stop(self) -> None:
         """Close its input (the runner exits at the end of it); kill it if it does not."""
+        if not self._stdin.closed:  # the first stop: its peak read before it exits (a process's peak is gone with it)
+            _STOPPED_PEAKS.append(self.measured())
         with contextlib.suppress(OSError):
             self._stdin.close()
         try:
