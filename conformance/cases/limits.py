@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # The case library's largest file is 5 KB of ~1,300 nodes; large tensors take a Generator. PyYAML's pure-Python
-# parser (libyaml's accepts and reads differently too many documents to stand in for it) reads ~15,000 nodes or
-# ~0.3 MB of blank text a second, so these bound what any one file can cost, hostile or not, to a few seconds and
-# ~100 MB.
+# parser (libyaml's accepts and reads differently too many documents to stand in for it, so it composes only what it
+# reads alike: conformance/cases/load.py) reads ~15,000 nodes or ~0.3 MB of blank text a second, so these bound what
+# any one file can cost, hostile or not, to a few seconds and ~100 MB.
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 DEFAULT_MAX_NODES = 50_000
 

@@ -91,6 +91,71 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
+# libyaml (PyYAML's C composer) builds the same nodes with the same marks some ten times faster, but it accepts and
+# words differently documents the pure-Python parser refuses, and recurses on the C stack. So it composes only text of
+# printable ASCII and line feeds, only after its event stream (no recursion) showed the document within the node and
+# depth limits, and only when it raises nothing: every other document, and every error, is the pure composer's.
+_LIBYAML_TEXT = re.compile(r"[\n\x20-\x7e]*")
+_NODE_START = (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_COLLECTION_START = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_COLLECTION_END = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+def _libyaml_loader() -> Any:
+    """libyaml's safe loader with the plain-scalar resolution above, or None where PyYAML was built without it."""
+    base = getattr(yaml, "CSafeLoader", None)
+    if base is None or not yaml.__with_libyaml__:
+        return None
+    return type("_CLoader", (base,), {"yaml_implicit_resolvers": _Loader.yaml_implicit_resolvers})
+
+
+_CLoader = _libyaml_loader()
+
+
+def _plain_differs(event: yaml.Event) -> bool:
+    """A plain scalar libyaml reads otherwise: one with a "?" (the pure scanner ends it there in a flow collection,
+    then refuses the document) or an empty one (libyaml marks it a column further on). Explicit tags differ too."""
+    return isinstance(event, yaml.ScalarEvent) and not event.style and ("?" in event.value or not event.value)
+
+
+def _libyaml_reads_as_pure(text: str, max_nodes: int) -> bool:
+    """Whether libyaml reads ``text`` as the pure composer does, within the node and depth limits (counted as
+    _Loader.compose_node counts them), judged on libyaml's events, which it makes without recursing."""
+    events = _CLoader(text)
+    nodes = depth = 0
+    try:
+        while (event := events.get_event()) is not None:
+            if isinstance(event, _NODE_START) and (event.tag is not None or _plain_differs(event)):
+                return False
+            if isinstance(event, (*_NODE_START, yaml.AliasEvent)):
+                nodes += isinstance(event, _NODE_START)
+                if nodes > max_nodes or depth >= _COMPOSE_DEPTH:
+                    return False
+                depth += isinstance(event, _COLLECTION_START)
+            elif isinstance(event, _COLLECTION_END):
+                depth -= 1
+    finally:
+        events.dispose()
+    return True
+
+
+def _compose_with_libyaml(text: str, max_nodes: int) -> tuple[bool, yaml.Node | None]:
+    """libyaml's node tree for ``text`` and True, or False where the pure composer must compose it."""
+    if _CLoader is None or not _LIBYAML_TEXT.fullmatch(text):
+        return False, None
+    try:
+        if not _libyaml_reads_as_pure(text, max_nodes):
+            return False, None
+        loader = _CLoader(text)
+        try:
+            node: yaml.Node | None = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError:  # its wording and marks differ: the pure composer says what is wrong
+        return False, None
+    return True, node
+
+
 @dataclass(frozen=True)
 class Document:
     path: str
@@ -245,10 +310,13 @@ def _reader_problem(path: str, text: str, error: yaml.reader.ReaderError) -> Pro
 
 def _compose(path: str, text: str, max_nodes: int) -> yaml.Node | None:
     """Parse to nodes only: composing never constructs a Python object from a tag."""
+    composed, node = _compose_with_libyaml(text, max_nodes)
+    if composed:
+        return node
     loader: _Loader | None = None
     try:
         loader = _Loader(path, text, max_nodes)  # the reader checks every character here
-        node: yaml.Node | None = loader.get_single_node()
+        node = loader.get_single_node()
         return node
     except yaml.reader.ReaderError as error:
         raise CaseFileError([_reader_problem(path, text, error)]) from None

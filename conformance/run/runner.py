@@ -122,23 +122,34 @@ def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
         )
     inputs = case_inputs(case)
     # Every verdict from here on was reached on these bytes, so each carries their hashes (packed ones too: a
-    # pack's feeds are renamed, never changed, and batch.py finishes each case from its own Prepared.base).
-    base = replace(base, inputs_sha256=tensor_hashes(inputs))
+    # pack's feeds are renamed, never changed, and batch.py finishes each case from its own Prepared.base). Each
+    # verdict is one replace of ``base``: thousands of cases make each copy count.
+    hashes = tensor_hashes(inputs)
     expected = expected_outputs(case, inputs)
     wrong = golden_differences(case, inputs, expected)
     if wrong:  # one self-contained line per output, so that the first (all a console shows) names where and what
-        return replace(base, status=Status.ERROR, failure_kind="golden_mismatch", message="\n".join(wrong.values()))
+        message = "\n".join(wrong.values())
+        return replace(base, inputs_sha256=hashes, status=Status.ERROR, failure_kind="golden_mismatch", message=message)
     if ep.name == DMLOP:
         try:
             operator = operator_api.describe(case)
         except Inexpressible as why:
-            return replace(base, status=Status.NOT_EXPRESSIBLE, message=str(why))
-        return Prepared(case, inputs, expected, operator, replace(base, lowering=operator.operator))
+            return replace(base, inputs_sha256=hashes, status=Status.NOT_EXPRESSIBLE, message=str(why))
+        return Prepared(
+            case, inputs, expected, operator, replace(base, inputs_sha256=hashes, lowering=operator.operator)
+        )
     lowering = lower(case, inputs, ep.name)
-    base = replace(base, dml_operator=_dml_operator(case, inputs, lowering, ep))
+    dml_operator = _dml_operator(case, inputs, lowering, ep)
     if isinstance(lowering, NotExpressible):
-        return replace(base, status=Status.NOT_EXPRESSIBLE, message=lowering.reason)
-    return Prepared(case, inputs, expected, lowering, replace(base, lowering=lowering.name))
+        return replace(
+            base,
+            inputs_sha256=hashes,
+            dml_operator=dml_operator,
+            status=Status.NOT_EXPRESSIBLE,
+            message=lowering.reason,
+        )
+    ready = replace(base, inputs_sha256=hashes, dml_operator=dml_operator, lowering=lowering.name)
+    return Prepared(case, inputs, expected, lowering, ready)
 
 
 # What executing a prepared case gave: onnxruntime's outputs, DirectML's operator API's, the HRESULT of a negative
@@ -240,18 +251,20 @@ def finish(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
     """The Result for a prepared case given its execution (or the exception that replaced it); ``seconds`` is its
     share of the execution time. Never raises."""
     start = time.perf_counter()
+    outputs: dict[str, str] | None = None  # the outputs' hashes, set in the one replace below with the seconds
     try:
         with np.errstate(all="ignore"):
             result = _judge(prepared, outcome, ep, options)
         if isinstance(outcome, Execution):  # under --repeat, what repeat.py compares run by run
-            result = replace(result, outputs_sha256=tensor_hashes(outcome.outputs))
+            outputs = tensor_hashes(outcome.outputs)
         elif isinstance(outcome, dmlop.Dispatched):  # each output buffer's bytes, padding and guard included
-            buffers = {name: np.frombuffer(data, np.uint8) for name, data in outcome.buffers.items()}
-            result = replace(result, outputs_sha256=tensor_hashes(buffers))
+            outputs = tensor_hashes({name: np.frombuffer(data, np.uint8) for name, data in outcome.buffers.items()})
     except Exception as error:
-        result = _harness_error(prepared.base, prepared.case, error)
-    total = prepared.seconds + seconds + time.perf_counter() - start
-    return replace(result, seconds=round(total, 6))
+        result, outputs = _harness_error(prepared.base, prepared.case, error), None
+    total = round(prepared.seconds + seconds + time.perf_counter() - start, 6)
+    if outputs is None:
+        return replace(result, seconds=total)
+    return replace(result, seconds=total, outputs_sha256=outputs)
 
 
 def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessions: Sessions | None = None) -> Result:
