@@ -21,29 +21,28 @@ from conformance.ep.providers import EpSpec
 from conformance.ep.rules import one_line
 from conformance.ep.wine import protocol
 from conformance.ep.wine.client import Runners
+from conformance.ep.wine.session import adapter_index
 from conformance.model import EP_NOT_STARTED
+
+# The --ep dmlop options that set a DML_EXECUTION_FLAG: the flags that change results (DESCRIPTORS_VOLATILE does not).
+_FLAG_OPTIONS: Mapping[str, str] = {
+    "allow_half_precision": "DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION",
+    "disable_metacommands": "DML_EXECUTION_FLAG_DISABLE_META_COMMANDS",
+}
+
+
+def execution_flag_names(ep: EpSpec) -> tuple[str, ...]:
+    """The EP's DML_EXECUTION_FLAGS by DirectML.h's names (a result's record, a DxDispatch model's)."""
+    names = tuple(name for option, name in _FLAG_OPTIONS.items() if ep.options.get(option) == "1")
+    return names or ("DML_EXECUTION_FLAG_NONE",)
 
 
 def execution_flags(ep: EpSpec) -> int:
     """DML_EXECUTION_FLAGS from the EP's options (CompileOperator's ``flags``)."""
     flags = 0
-    if ep.options.get("disable_metacommands") == "1":
-        flags |= abi.DISABLE_META_COMMANDS
-    if ep.options.get("allow_half_precision") == "1":
-        flags |= abi.ALLOW_HALF_PRECISION_COMPUTATION
+    for name in execution_flag_names(ep):
+        flags |= abi.EXECUTION_FLAGS[name]
     return flags
-
-
-def execution_flag_names(ep: EpSpec) -> tuple[str, ...]:
-    """The EP's DML_EXECUTION_FLAGS by DirectML.h's names (a result's record, a DxDispatch model's)."""
-    flags = execution_flags(ep)
-    names = ((abi.ALLOW_HALF_PRECISION_COMPUTATION, "ALLOW_HALF_PRECISION_COMPUTATION"),
-             (abi.DISABLE_META_COMMANDS, "DISABLE_META_COMMANDS"))  # fmt: skip
-    return tuple(f"DML_EXECUTION_FLAG_{name}" for bit, name in names if flags & bit) or ("DML_EXECUTION_FLAG_NONE",)
-
-
-def adapter_index(ep: EpSpec) -> int:
-    return int(ep.options.get("device_id", "0"))
 
 
 # The HRESULTs by which DirectML refuses a descriptor (its validation): E_INVALIDARG, and DXGI_ERROR_UNSUPPORTED for

@@ -30,6 +30,7 @@ import numpy as np
 from conformance.cases.layouts import Layout, input_layouts, output_layouts
 from conformance.dtypes import numpy_dtype
 from conformance.ep.dml_abi import ACTIVATIONS
+from conformance.ep.dml_abi import EXECUTION_FLAGS as DML_EXECUTION_FLAGS
 from conformance.model import (
     ACTIVATION_PARAMS,
     Activation,
@@ -43,13 +44,9 @@ from conformance.model import (
 from conformance.results import write_text_atomic
 
 DXDISPATCH_FILE = "dxdispatch.json"
-# DML_EXECUTION_FLAGS a dispatchable may carry ("executionFlags": DxDispatch's models/_schema.json).
-EXECUTION_FLAGS = (
-    "DML_EXECUTION_FLAG_NONE",
-    "DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION",
-    "DML_EXECUTION_FLAG_DISABLE_META_COMMANDS",
-    "DML_EXECUTION_FLAG_DESCRIPTORS_VOLATILE",
-)
+# DML_EXECUTION_FLAGS a dispatchable may carry ("executionFlags": DxDispatch's models/_schema.json), by DirectML.h's
+# names: ep/dml_abi.py's table.
+EXECUTION_FLAGS = tuple(DML_EXECUTION_FLAGS)
 # The NaN DxDispatch writes for "nan": std::numeric_limits<float>::quiet_NaN(), and that float as half_float's half.
 _CANONICAL_NAN = {DataType.FLOAT32: 0x7FC00000, DataType.FLOAT16: 0x7E00}
 _BITS = {DataType.FLOAT32: DataType.UINT32, DataType.FLOAT16: DataType.UINT16}

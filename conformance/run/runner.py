@@ -63,7 +63,8 @@ def base_result(entry: Entry, ep: EpSpec, options: RunOptions | None = None) -> 
 
 def _negative(entry: Entry, base: Result, ep: EpSpec, options: RunOptions) -> Result | Prepared:
     """A case marked ``expect: invalid``: INVALID when rejected (as it should be), FAIL when accepted. On
-    ``--ep dmlop`` a descriptor that can be written is then shown to DirectML's CreateOperator (``_shown``)."""
+    ``--ep dmlop`` a descriptor that can be written is then shown to DirectML's CreateOperator
+    (``operator_api.shown`` judges its answer)."""
     problems = list(entry.problems) if isinstance(entry, Rejected) else validate(entry, options.max_elements)
     if problems:
         verdict = replace(base, status=Status.INVALID, message="\n".join(dict.fromkeys(str(p) for p in problems)))

@@ -379,16 +379,24 @@ def find_compiler(environ: Mapping[str, str]) -> Compiler:
 BUILT_BY = "built-by.txt"  # beside a cached runner: its source's SHA-256, then the compiler that built it
 
 
-def _built_elsewhere(cache: Path) -> Compiler | None:
-    """Where no compiler is here (a GPU machine, say): a runner built from this very source on another machine and
-    copied into this cache's runner folder (its built-by.txt names the source's hash), used as it is."""
+def _built_from_this_source(cache: Path) -> tuple[Path, str] | None:
+    """A runner in the cache whose built-by.txt names this very source's hash, and the compiler that built it."""
     digest = hashlib.sha256(_runner_source()).hexdigest()
     for record in sorted((cache / "runner").glob(f"*/{BUILT_BY}")):
         lines = record.read_text(encoding="utf-8", errors="replace").splitlines()
         if len(lines) >= 2 and lines[0] == digest and (record.parent / RUNNER).is_file():
-            why = f"no compiler here; a runner built from this source by {lines[1]} is in the cache"
-            return Compiler("cached", (), lines[1], why)
+            return record.parent / RUNNER, lines[1]
     return None
+
+
+def _built_elsewhere(cache: Path) -> Compiler | None:
+    """Where no compiler is here (a GPU machine, say): a runner built from this very source on another machine and
+    copied into this cache's runner folder (its built-by.txt names the source's hash), used as it is."""
+    found = _built_from_this_source(cache)
+    if found is None:
+        return None
+    why = f"no compiler here; a runner built from this source by {found[1]} is in the cache"
+    return Compiler("cached", (), found[1], why)
 
 
 def compile_runner(
@@ -415,11 +423,9 @@ def build_runner(cache: Path, compiler: Compiler) -> Path:
     compiler."""
     source = _runner_source()
     if compiler.name == "cached":  # built elsewhere from this source (_built_elsewhere)
-        digest = hashlib.sha256(source).hexdigest()
-        for record in sorted((cache / "runner").glob(f"*/{BUILT_BY}")):
-            lines = record.read_text(encoding="utf-8", errors="replace").splitlines()
-            if lines[:1] == [digest] and (record.parent / RUNNER).is_file():
-                return record.parent / RUNNER
+        found = _built_from_this_source(cache)
+        if found is not None:
+            return found[0]
         raise ChainMissing(f"{cache / 'runner'}: the runner built elsewhere from this source is gone; build it again")
     built = cache / "runner" / _digest(source, f"{compiler.name} {compiler.version}".encode()) / RUNNER
     if built.is_file():
