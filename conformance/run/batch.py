@@ -264,7 +264,7 @@ def run_batch(
         else:
             results[index] = _repeated([prepared], [index], ep, options, sessions, watch)[0]
     for members in waiting.values():
-        for span in pack_spans([compile_cost(p.lowering) for _, p in members], options.pack):  # type: ignore[arg-type]
+        for span in pack_spans([compile_cost(_onnx(p)) for _, p in members], options.pack):
             chunk = members[span.start : span.stop]
             places = [index for index, _ in chunk]
             group_results = _repeated([p for _, p in chunk], places, ep, options, sessions, watch)
