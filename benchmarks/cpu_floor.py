@@ -56,7 +56,7 @@ def prepare_all(paths: Sequence[str]) -> tuple[list[tuple[Any, ...]], int]:
     number of cases in the library."""
     from conformance.cases.suite import collect
     from conformance.ep.lower import Lowering
-    from conformance.ep.pack import packable
+    from conformance.ep.pack import small
     from conformance.ep.providers import parse_ep
     from conformance.run.options import RunOptions
     from conformance.run.runner import Prepared, prepare
@@ -67,7 +67,7 @@ def prepare_all(paths: Sequence[str]) -> tuple[list[tuple[Any, ...]], int]:
     for entry in suite.entries:
         prepared = prepare(entry, ep, options)
         if isinstance(prepared, Prepared) and isinstance(prepared.lowering, Lowering):
-            threads = options.session_threads(packable(prepared.lowering))
+            threads = options.session_threads(small(prepared.lowering))
             chosen.append((prepared.case, prepared.inputs, prepared.lowering, threads))
     return chosen, len(suite.entries)
 

@@ -28,20 +28,26 @@ from conformance.ep.graph import IR_VERSION, Array
 from conformance.ep.lower import Lowering
 from conformance.ep.placement import DML_FUSED, PlacedNode, check_placement, lowering_op_types
 
-PACK_MAX_ELEMENTS = 1 << 16  # a case is packed only when its inputs and outputs hold at most this many elements
-# What one pack may cost to compile, in units of one elementwise node. Each node is an operator DirectML compiles
-# into shaders (vkd3d-proton and the Vulkan driver then build a pipeline for each), all held by the runner until the
-# session closes: a pack's memory and session time grow with its nodes, faster than linearly. Issue 28, on lavapipe:
-# 60 MVN1 cases in one pack took 18 s and 7.6 GB, as four packs of 16 7.3 s and 2.8 GB; the whole library peaked at
-# 11.7 GB. With TopK and Slice at a unit (64 to a pack, --pack's default) and MVN1's operators at 8 (DirectML's MVN,
-# InstanceNormalization, and the decomposition's two ReduceMean: each a reduction, a pass per statistic), an MVN1
-# pack holds 8 cases, or 3 decomposed ones: MVN1's library.yaml alone then peaks at 2.75 GB and takes 36 s, against
-# 4.25 GB and 28 s at 16 MVN1 cases a pack; at 4 a pack it took 48 s for the same 2.75 GB, which one session of
-# that file reaches whatever its pack (docs/performance.md#memory). A pack only groups cases: no verdict depends on
-# where a pack ends.
+SMALL_ELEMENTS = 1 << 16  # a small case (its session's threads: RunOptions.session_threads)
+# A case is packed when its inputs and outputs hold at most PACK_MAX_ELEMENTS, and a pack's cases at most
+# PACK_MAX_TOTAL together (16 MiB of float32 arrays, the case's inputs, outputs and expected outputs each). Issue 28:
+# the library's 44 cases of 2^17 to 2^18 elements ran alone, a session each; a session on lavapipe costs a
+# shader-visible descriptor heap (below), so packing them took the whole library from 77 s to 63 s there.
+PACK_MAX_ELEMENTS = 1 << 19
+PACK_MAX_TOTAL = 1 << 22
+# What one pack may cost DirectML, in units of which a pack holds PACK_MAX_COST. On lavapipe nearly all of a DirectML
+# session's time and memory is its shader-visible descriptor heaps: vkd3d-proton makes each a descriptor set of
+# 1,000,000 descriptors whatever the heap's size, and lavapipe zeroes them, 2 x 244 MiB, about 0.27 s a heap
+# (docs/performance.md#lavapipe). onnxruntime's DirectML EP makes one heap a session, and one more for each
+# partition (connected nodes) of 5 nodes or more, which it records once as a reusable command list: MVN1's
+# decomposition with variance (two ReduceMean and at least five more nodes) costs a heap of its own wherever it
+# runs. InstanceNormalization and MeanVarianceNormalization cases, a node each, stay in the session's one heap up
+# to 16 a pack (measured); TopK and Slice take none of their own (64 a pack, one heap). So MVN1's single operators
+# cost 4 units (16 a pack), a ReduceMean 10: three decompositions with variance a pack (four heaps, about 2 GB), six
+# of the mean alone (two nodes: no heap of their own); every other node costs nothing, and --pack bounds the count.
+# The whole library had peaked at 11.7 GB with 64-case MVN1 packs. No verdict depends on where a pack ends.
 PACK_MAX_COST = 64
-REDUCTION = 8  # MVN1's operators: each a reduction DirectML compiles in several passes
-COMPILE_COST = {"InstanceNormalization": REDUCTION, "MeanVarianceNormalization": REDUCTION, "ReduceMean": REDUCTION}
+COMPILE_COST = {"InstanceNormalization": 4, "MeanVarianceNormalization": 4, "ReduceMean": 10}
 PACKED = "packed"
 _PREFIXED = re.compile(r"(?<![A-Za-z0-9])p([0-9]+)_")
 _QUOTED = re.compile(r"'p([0-9]+)_")
@@ -69,26 +75,33 @@ def elements(lowering: Lowering) -> int:
     return 2 * sum(int(np.asarray(array).size) for array in lowering.feeds.values())
 
 
+def small(lowering: Lowering) -> bool:
+    return elements(lowering) <= SMALL_ELEMENTS
+
+
 def packable(lowering: Lowering) -> bool:
     return elements(lowering) <= PACK_MAX_ELEMENTS
 
 
 def compile_cost(lowering: Lowering) -> int:
-    """What the case adds to its pack's compile (PACK_MAX_COST's units): its nodes, each at its op type's cost."""
+    """What the case adds to its pack's cost (PACK_MAX_COST's units): its nodes, each at its op type's cost (none for
+    an op type not in COMPILE_COST)."""
     graph = onnx.load_from_string(lowering.model).graph
-    return sum(COMPILE_COST.get(node.op_type, 1) for node in graph.node)
+    return sum(COMPILE_COST.get(node.op_type, 0) for node in graph.node)
 
 
-def pack_spans(costs: Sequence[int], most: int) -> list[range]:
-    """Consecutive packs of the cases whose compile costs are ``costs``: at most ``most`` cases (--pack) and at most
-    PACK_MAX_COST units each, the one place a pack's size is decided (a case dearer than that is a pack alone)."""
+def pack_spans(costs: Sequence[int], sizes: Sequence[int], most: int) -> list[range]:
+    """Consecutive packs of the cases whose compile costs are ``costs`` and whose elements are ``sizes``: at most
+    ``most`` cases (--pack), PACK_MAX_COST units and PACK_MAX_TOTAL elements each, the one place a pack's size is
+    decided (a case dearer than that is a pack alone)."""
     spans: list[range] = []
-    start = total = 0
-    for index, cost in enumerate(costs):
-        if index > start and (index - start >= most or total + cost > PACK_MAX_COST):
+    start = total = held = 0
+    for index, (cost, size) in enumerate(zip(costs, sizes, strict=True)):
+        full = total + cost > PACK_MAX_COST or held + size > PACK_MAX_TOTAL
+        if index > start and (index - start >= most or full):
             spans.append(range(start, index))
-            start, total = index, 0
-        total += cost
+            start, total, held = index, 0, 0
+        total, held = total + cost, held + size
     if start < len(costs):
         spans.append(range(start, len(costs)))
     return spans

@@ -41,12 +41,14 @@ from conformance.ep.lower import Lowering
 from conformance.ep.pack import (
     Unattributed,
     compile_cost,
+    elements,
     named_cases,
     opset_of,
     pack,
     pack_spans,
     packable,
     signature,
+    small,
     unpack,
 )
 from conformance.ep.providers import EpSpec
@@ -120,7 +122,13 @@ def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions
     try:
         packed = pack(lowerings)
         opened = sessions.open(
-            packed, ep, partial(open_session, threads=options.session_threads(small=True), runners=sessions.runners)
+            packed,
+            ep,
+            partial(
+                open_session,
+                threads=options.session_threads(all(small(low) for low in lowerings)),
+                runners=sessions.runners,
+            ),
         )
         outputs = run_session(opened, packed)  # before the record: the DirectML runner's comes with the first run
         executions = unpack(lowerings, outputs, opened.records, opened.ep_name)
@@ -248,7 +256,7 @@ def run_batch(
     entries: Sequence[Entry], ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch | None = None
 ) -> list[Result]:
     """Every entry's result on ``ep``, in order. Small cases wait to be packed, grouped by opset, at most
-    ``options.pack`` per pack and at most pack.PACK_MAX_COST of compile cost (pack_spans); the others run at once,
+    ``options.pack`` per pack, within pack.PACK_MAX_COST and PACK_MAX_TOTAL (pack_spans); the others run at once,
     so that a large case's arrays are never held while others run."""
     watch = watch or Unwatched()
     results: dict[int, Result] = {}
@@ -264,7 +272,9 @@ def run_batch(
         else:
             results[index] = _repeated([prepared], [index], ep, options, sessions, watch)[0]
     for members in waiting.values():
-        for span in pack_spans([compile_cost(_onnx(p)) for _, p in members], options.pack):
+        lowerings = [_onnx(p) for _, p in members]
+        spans = pack_spans([compile_cost(low) for low in lowerings], [elements(low) for low in lowerings], options.pack)
+        for span in spans:
             chunk = members[span.start : span.stop]
             places = [index for index, _ in chunk]
             group_results = _repeated([p for _, p in chunk], places, ep, options, sessions, watch)

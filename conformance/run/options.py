@@ -552,9 +552,9 @@ class RunOptions:
     case_timeout: float | None = None  # --case-timeout: the longest wait on the DirectML runner's answer; None: none
 
     def session_threads(self, small: bool) -> int | None:
-        """A session's intra-op threads: one for small cases (pack.packable, alone or packed), which a thread pool
-        cannot speed up and whose pool's spinning threads cost more to start and stop than the case itself (most of
-        the CPU EP's per-case overhead, docs/performance.md); else ``threads``, None being onnxruntime's default of
+        """A session's intra-op threads: one for small cases (pack.small, alone or in a pack of them), which a thread
+        pool cannot speed up and whose pool's spinning threads cost more to start and stop than the case itself (most
+        of the CPU EP's per-case overhead, docs/performance.md); else ``threads``, None being onnxruntime's default of
         one per physical core."""
         return 1 if small else self.threads
 

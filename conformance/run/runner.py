@@ -31,7 +31,7 @@ from conformance.ep.errors import (
 )
 from conformance.ep.execute import Execution, execute
 from conformance.ep.lower import Lowering, NotExpressible, lower, same_for_every_ep
-from conformance.ep.pack import packable
+from conformance.ep.pack import small
 from conformance.ep.providers import DML, DMLOP, EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.model import FAULT_KINDS, Case, Status
@@ -277,7 +277,7 @@ def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessio
         if isinstance(prepared.lowering, DmlOperator):
             outcome = _dispatch(prepared, prepared.lowering, ep, sessions)
         else:
-            threads = options.session_threads(packable(prepared.lowering))
+            threads = options.session_threads(small(prepared.lowering))
             outcome = execute(prepared.lowering, ep, sessions, threads)
     except InfrastructureError:  # no verdict of this case: the run stops (pool.py)
         raise
