@@ -38,10 +38,10 @@ PACK_MAX_TOTAL = 1 << 22
 # What one pack may cost DirectML, in units of which a pack holds PACK_MAX_COST. On lavapipe nearly all of a DirectML
 # session's time and memory is its shader-visible descriptor heaps: vkd3d-proton makes each a descriptor set of
 # 1,000,000 descriptors whatever the heap's size, and lavapipe zeroes them, 2 x 244 MiB, about 0.27 s a heap
-# (docs/performance.md#lavapipe). onnxruntime's DirectML EP makes one heap a session, and one more for each
-# partition (connected nodes) of 5 nodes or more, which it records once as a reusable command list: MVN1's
-# decomposition with variance (two ReduceMean and at least five more nodes) costs a heap of its own wherever it
-# runs. InstanceNormalization and MeanVarianceNormalization cases, a node each, stay in the session's one heap up
+# (docs/performance.md#directml-at-scale-issue-28). onnxruntime's DirectML EP makes one heap a session, and one
+# more for each partition (connected nodes) of 5 nodes or more, which it records once as a reusable command list:
+# MVN1's decomposition with variance (two ReduceMean and at least five more nodes) costs a heap of its own wherever
+# it runs. InstanceNormalization and MeanVarianceNormalization cases, a node each, stay in the session's one heap up
 # to 16 a pack (measured); TopK and Slice take none of their own (64 a pack, one heap). So MVN1's single operators
 # cost 4 units (16 a pack), a ReduceMean 10: three decompositions with variance a pack (four heaps, about 2 GB), six
 # of the mean alone (two nodes: no heap of their own); every other node costs nothing, and --pack bounds the count.
