@@ -30,7 +30,7 @@ from conformance.ep.placement import DML_FUSED, PlacedNode, check_placement, low
 
 SMALL_ELEMENTS = 1 << 16  # a small case (its session's threads: RunOptions.session_threads)
 # A case is packed when its inputs and outputs hold at most PACK_MAX_ELEMENTS, and a pack's cases at most
-# PACK_MAX_TOTAL together (16 MiB of float32 arrays, the case's inputs, outputs and expected outputs each). Issue 28:
+# PACK_MAX_TOTAL together (16 MiB as float32; a pack's expected outputs are held beside them). Issue 28:
 # the library's 44 cases of 2^17 to 2^18 elements ran alone, a session each; a session on lavapipe costs a
 # shader-visible descriptor heap (below), so packing them took the whole library from 77 s to 63 s there.
 PACK_MAX_ELEMENTS = 1 << 19

@@ -255,9 +255,9 @@ def _repeated(
 def run_batch(
     entries: Sequence[Entry], ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch | None = None
 ) -> list[Result]:
-    """Every entry's result on ``ep``, in order. Small cases wait to be packed, grouped by opset, at most
-    ``options.pack`` per pack, within pack.PACK_MAX_COST and PACK_MAX_TOTAL (pack_spans); the others run at once,
-    so that a large case's arrays are never held while others run."""
+    """Every entry's result on ``ep``, in order. Cases up to pack.PACK_MAX_ELEMENTS wait to be packed, grouped by
+    opset, at most ``options.pack`` per pack, within pack.PACK_MAX_COST and PACK_MAX_TOTAL (pack_spans); the others
+    run at once, so that a large case's arrays are never held while others run."""
     watch = watch or Unwatched()
     results: dict[int, Result] = {}
     waiting: dict[tuple[tuple[str, int], ...], list[tuple[int, Prepared]]] = {}
