@@ -18,6 +18,7 @@ import pytest
 
 from conformance.cases.suite import collect
 from conformance.ep.providers import parse_ep
+from conformance.ep.wine.chain import ChainMissing
 from conformance.model import Status
 from conformance.results import Result
 from conformance.survive.supervisor import Supervisor, Task, _Worker
@@ -449,6 +450,38 @@ class _Supervisor:
         if self.ending == "stop":
             return ("stop",)
         raise EOFError
+
+
+# -- DirectML described by the workers as they start -----------------------------------------------------------
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="dml is onnxruntime-directml in process there: no chain to miss")
+def test_a_worker_that_cannot_describe_directml_tells_why_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run's describe is the first worker's (its runner started as it starts): a chain it cannot start is the
+    # run's usage error, one line, not a worker death retried for ever.
+    monkeypatch.setenv("DMLCONF_WINE", str(tmp_path / "no-wine"))
+    with Supervisor(1, None, [parse_ep("dml")]) as supervisor, pytest.raises(ChainMissing) as raised:
+        supervisor.directml()
+    assert str(raised.value) == f"DMLCONF_WINE={tmp_path / 'no-wine'}: no such program"
+
+
+def test_the_first_describe_is_the_run_s_and_a_worker_that_dies_starting_counts(supervisor: Any) -> None:
+    supervisor.describe = [parse_ep("dml")]
+    worker, theirs = _listening(supervisor)
+    theirs.send(("ready",))
+    theirs.send(("described", {"dml": "first"}, None))
+    supervisor._receive(worker)
+    other, theirs_too = _listening(supervisor)
+    theirs_too.send(("ready",))
+    theirs_too.send(("described", {"dml": "second"}, None))
+    supervisor._receive(other)
+    assert supervisor.directml() == {"dml": "first"}
+    starting, _ = _listening(supervisor)  # ready, then gone before its describe: a failed start, as one not ready
+    starting.task = None
+    supervisor._lost(starting, Status.CRASH, "died")
+    assert supervisor.failed_starts == 1
 
 
 # -- peak memory, runners included -----------------------------------------------------------------------------

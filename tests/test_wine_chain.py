@@ -76,6 +76,8 @@ def test_the_spec_examples_pass_on_directml(chain_ready: None, tmp_path: Path) -
         assert result["placement"] and set(result["placement"].values()) == {DML}, result["case"]
     chain = found["environment"]["eps"][0]["directml"]["chain"]
     assert chain["transport"] == "wine+vkd3d-proton"
+    # One runner: the worker's, whose describe as it started is the run's (the run's own process starts none).
+    assert found["environment"]["peak_memory"]["runners"] == 1
     assert chain["wine"].startswith("wine-") and chain["directml_dll"].startswith("1.")
     assert chain["dml_feature_level"] == found["environment"]["eps"][0]["target_feature_level"]
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")

@@ -364,6 +364,21 @@ def test_an_adapter_that_is_not_there_is_a_usage_error_before_any_case(chain_rea
     assert not (tmp_path / "results.json").exists() and "running" not in done.stdout
 
 
+def test_workers_that_die_starting_while_the_run_waits_for_their_describe_stop_it_with_one_line(
+    chain_ready: None, tmp_path: Path
+) -> None:
+    # The run's DirectML is described by its workers as they start: workers that die before they are ready (each
+    # after its describe) stop the run there, as without DirectML, with nothing run and no traceback.
+    done = _run("run", TOP_K, "--ep", "dml", "--report-dir", str(tmp_path), env={TEST_FAULT: "start:"})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    [line] = done.stderr.splitlines()
+    assert line == (
+        "ERROR 3 worker processes in a row died, or hung for 120 s, before they were ready: nothing more can run "
+        "(try -j 0 to run in this process)"
+    )
+    assert not (tmp_path / "results.json").exists()
+
+
 def test_a_stopped_runner_s_peak_memory_is_counted(stand_in: Path) -> None:
     # The runner's own high-water mark, read here from /proc while it lives, is in what the process's runners peaked
     # at once it is stopped: its process is gone by then, and no getrusage of the harness's counts it.

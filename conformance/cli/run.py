@@ -9,7 +9,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -30,8 +30,8 @@ from conformance.cli.shared import (
 )
 from conformance.environment import environment_from_json
 from conformance.ep.directml import DirectML
-from conformance.ep.dml_here import directml_for
-from conformance.ep.providers import EpSpec
+from conformance.ep.dml_here import check_chains, directml_for
+from conformance.ep.providers import EpSpec, uses_directml
 from conformance.ep.wine.chain import ChainMissing
 from conformance.ep.wine.client import runners_peak
 from conformance.gate.summary import Summary, summarize
@@ -52,18 +52,34 @@ from conformance.survive.stream import (
     read_stream,
     run_identity,
 )
-from conformance.survive.supervisor import Supervisor
+from conformance.survive.supervisor import RunStopped, Supervisor
 
 log = logging.getLogger(__name__)
 
 
+Describe = Callable[[], Mapping[str, DirectML]]  # each DirectML EP's DirectML, by its --ep text (UsageError)
+
+
+def _chain_missing(error: ChainMissing) -> UsageError:
+    return UsageError(f"--ep dml: {error}")
+
+
 def _directml(eps: Sequence[EpSpec]) -> dict[str, DirectML]:
     """Each DirectML EP's DirectML, by its ``--ep`` text (off Windows, asked of the device through its build's
-    runner); a usage error naming the missing piece where the chain or a build is not there."""
+    runner, started here and stopped after: -j 0); a usage error naming the missing piece where the chain or a build
+    is not there."""
     try:
-        return directml_for(list(eps))
+        return directml_for(eps)
     except ChainMissing as error:
-        raise UsageError(f"--ep dml: {error}") from None
+        raise _chain_missing(error) from None
+
+
+def _described(supervisor: Supervisor) -> Mapping[str, DirectML]:
+    """The workers' answer (supervisor.py's ``directml``): their runners started as they did, beside the reading."""
+    try:
+        return supervisor.directml()
+    except ChainMissing as error:
+        raise _chain_missing(error) from None
 
 
 @dataclass(frozen=True)
@@ -78,13 +94,23 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     start = _Start(datetime.now(UTC), time.monotonic())
     eps = chosen_eps(args.ep)  # an EP that is not installed is a usage error, as is
     existing(args.paths or ["cases"])  # a wrong path, before the workers start: it costs nothing
-    directml = _directml(eps)  # so is a missing piece of the DirectML chain
     with contextlib.ExitStack() as held:  # the report folder's lock, once _run_suite takes it, until the reports
         if args.jobs < 1:
-            return _run_suite(args, argv, eps, None, directml, start, held)
-        # Started before the case files are read, so that the workers' imports overlap the reading.
-        with Supervisor(args.jobs, run_options(vars(args), {}).case_timeout) as supervisor:
-            return _run_suite(args, argv, eps, supervisor, directml, start, held)
+            directml = _directml(eps)  # so is a missing piece of the DirectML chain
+            return _run_suite(args, argv, eps, None, lambda: directml, start, held)
+        try:
+            check_chains(eps)  # so is a missing piece of a DirectML chain, told before any worker starts
+        except ChainMissing as error:
+            raise _chain_missing(error) from None
+        # Started before the case files are read, so that the workers' imports, and their DirectML runners and
+        # devices, come up while this process reads them; the first worker's describe is the run's.
+        describe = [ep for ep in eps if uses_directml(ep)]
+        with Supervisor(args.jobs, run_options(vars(args), {}).case_timeout, describe) as supervisor:
+            try:
+                return _run_suite(args, argv, eps, supervisor, lambda: _described(supervisor), start, held)
+            except RunStopped as error:  # workers that never started, while the describe waited: nothing ran
+                log.error("%s", error)
+                return EXIT_FAILED
 
 
 @contextlib.contextmanager
@@ -184,18 +210,20 @@ def _run_suite(
     argv: Sequence[str],
     eps: list[EpSpec],
     supervisor: Supervisor | None,
-    directml: Mapping[str, DirectML],
+    describe: Describe,
     start: _Start,
     held: contextlib.ExitStack,
 ) -> int:
-    """The run, from its selection to its exit code; ``held`` keeps the report folder's lock, taken once the input
-    is known to be valid, until the caller's reports are written."""
+    """The run, from its selection to its exit code; ``describe`` gives each DirectML EP's DirectML once the case
+    files are read; ``held`` keeps the report folder's lock, taken once the input is known to be valid, until the
+    caller's reports are written."""
     suite = selected(args)  # the selection ``dmlconf list`` shows
     if suite is None:
         return EXIT_USAGE
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
     _within_limit(args, suite, eps)
+    directml = describe()
     digest, files = _cases_hash(suite)
     options = run_options(vars(args), directml)
     _folders(args)

@@ -6,6 +6,7 @@ in-process there)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from conformance.ep import directml as dml
@@ -22,22 +23,43 @@ def dml_through_wine(ep: EpSpec) -> bool:
     return uses_directml(ep) and (sys.platform != "win32" or ep.name == DMLOP)
 
 
-def directml_for(eps: list[EpSpec]) -> dict[str, dml.DirectML]:
+def directml_for(eps: Sequence[EpSpec], runners: Runners | None = None) -> dict[str, dml.DirectML]:
     """The DirectML each of ``eps`` that is DirectML uses (version, feature level), by its ``--ep`` text. On Windows,
     the installed onnxruntime-directml's (``dml``) or the native runner's on its DLLs (``dmlop``); elsewhere the
     runner's under Wine for that EP's build; the runner's device answers the feature level (ChainMissing, one line,
-    where a piece of that chain is absent or a build option is given on Windows: nothing has run yet)."""
+    where a piece of that chain is absent or a build option is given on Windows: nothing has run yet).
+
+    ``runners``: a worker's own, kept for its cases, so that describing starts its runner and makes the device its
+    first session uses (a warm-up, worker.py); None: runners started for this alone and stopped after."""
     chosen = [ep for ep in eps if uses_directml(ep)]
     if not any(dml_through_wine(ep) for ep in chosen):
         return {ep.text: _installed(ep) for ep in chosen}
     from conformance.ep.wine.client import Runners
 
-    runners = Runners()  # one runner per build, however many of the EPs use it
+    own = runners is None
+    used = Runners() if runners is None else runners  # one runner per build, however many of the EPs use it
     try:
         # On Windows ``dml`` beside ``dmlop`` is still the installed package in this process
-        return {ep.text: _through_wine(ep, runners) if dml_through_wine(ep) else _installed(ep) for ep in chosen}
+        return {ep.text: _through_wine(ep, used) if dml_through_wine(ep) else _installed(ep) for ep in chosen}
     finally:
-        runners.close()
+        if own:
+            used.close()
+
+
+def check_chains(eps: Sequence[EpSpec]) -> None:
+    """Each DirectML EP's chain found, its pieces there, its runner built and its prefix made, without starting a
+    runner (that is the workers' describe, which warms their runners); ChainMissing (one line) naming the first
+    piece missing, or a build option given on Windows. What only a runner can tell (an adapter index not on this
+    machine, a build that does not start) is told by the describe."""
+    from conformance.ep.wine.chain import find_chain
+
+    for ep in eps:
+        if not uses_directml(ep):
+            continue
+        if sys.platform == "win32":
+            _refuse_build_options(ep)
+        if dml_through_wine(ep):
+            find_chain(build=dml.build_of(ep.options))
 
 
 def _installed(ep: EpSpec) -> dml.DirectML:

@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # this module is imported before anything heavy
+    from conformance.ep.providers import EpSpec
 
 _MASKABLE = hasattr(signal, "pthread_sigmask")  # POSIX
 
@@ -48,10 +52,15 @@ def ignore_sigint() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def start_worker(conn: Connection, stderr_path: str) -> None:
+def start_worker(conn: Connection, stderr_path: str, describe: Sequence[EpSpec] = ()) -> None:
     """A worker process's entry point (supervisor.py): SIGINT ignored before anything heavy is imported, then the
-    worker's life (worker.py)."""
+    worker's life (worker.py), which starts by describing ``describe``'s DirectML."""
     ignore_sigint()
+    described = None
+    if describe:  # its runners started, and their devices described, while the rest is imported (early.py)
+        from conformance.survive.early import describe_while_importing
+
+        described = describe_while_importing(describe, "conformance.survive.worker")
     from conformance.survive.worker import worker_main  # NumPy, onnx, onnxruntime: after SIGINT is ignored
 
-    worker_main(conn, stderr_path)
+    worker_main(conn, stderr_path, described)

@@ -14,7 +14,9 @@ and the DirectML runner's deaths, and workers' under a pack, are counted per EP 
 ``runner_deaths``).
 
 The CLI starts the supervisor (its workers) before it reads the case files, so that their start (each imports
-NumPy, onnx and onnxruntime: about 0.6 s) overlaps the reading instead of following it.
+NumPy, onnx and onnxruntime: about 0.6 s) overlaps the reading instead of following it. For a DirectML EP each
+worker also starts its runner and describes the device as it starts (early.py), and the first worker's describe is
+the run's: the runners and their D3D12 devices come up beside the reading, and the CLI's process starts none.
 """
 
 from __future__ import annotations

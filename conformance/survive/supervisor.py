@@ -34,6 +34,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from conformance.cases.parse import Entry
+from conformance.ep.directml import DirectML
 from conformance.ep.providers import EpSpec
 from conformance.model import Status
 from conformance.results import Result
@@ -78,6 +79,7 @@ class _Worker:
     conn: Connection
     stderr_path: str
     ready: bool = False
+    described: bool = False  # it sent its describe (Supervisor.describe), which ends its start
     task: Task | None = None
     task_id: int = -1
     in_flight: list[int] = field(default_factory=list)  # places in the task
@@ -126,10 +128,13 @@ RunnerDeath = Callable[[str, Sequence[str], Sequence[str]], None]  # (the EP's l
 
 class Supervisor:
     """Up to ``jobs`` workers, started at once (so that their imports overlap whatever the caller does next) and
-    kept across ``run`` calls until ``close``; ``timeout``: seconds a worker may stay silent on a task."""
+    kept across ``run`` calls until ``close``; ``timeout``: seconds a worker may stay silent on a task; ``describe``:
+    the DirectML EPs whose runner each worker starts, and whose device it describes (``directml``), as it starts."""
 
-    def __init__(self, jobs: int, timeout: float | None) -> None:
+    def __init__(self, jobs: int, timeout: float | None, describe: Sequence[EpSpec] = ()) -> None:
         self.jobs, self.timeout = jobs, timeout
+        self.describe = list(describe)  # the DirectML EPs each worker describes as it starts (``directml``)
+        self.described: tuple[dict[str, DirectML] | None, str | None] | None = None  # the first worker's answer
         self.options = RunOptions()
         self.on_result: Callable[[int, Result], None] = _ignore
         self.on_death: RunnerDeath = _ignore_death
@@ -158,7 +163,7 @@ class Supervisor:
         self.started += 1
         stderr_path = os.path.join(self.folder.name, f"worker-{self.started}.stderr")
         mine, theirs = self.context.Pipe()
-        process = self.context.Process(target=start_worker, args=(theirs, stderr_path), daemon=True)
+        process = self.context.Process(target=start_worker, args=(theirs, stderr_path, self.describe), daemon=True)
         with sigint_held():  # Ctrl-C is the supervisor's, even while the worker starts (interrupt.py)
             process.start()
         theirs.close()
@@ -198,7 +203,11 @@ class Supervisor:
             kind = message[0]
             if kind == "ready":
                 worker.ready = True
-                self.failed_starts = 0
+                if not self.describe:  # else its start ends with its describe
+                    self.failed_starts = 0
+            elif kind == "described":
+                worker.described, self.failed_starts = True, 0
+                self.described = self.described or (message[1], message[2])
             elif worker.task is None or message[1] != worker.task_id:
                 continue
             elif kind == "begin":
@@ -227,7 +236,7 @@ class Supervisor:
         worker.conn.close()
         task = worker.task
         if task is None:
-            if not worker.ready:
+            if not worker.ready or (self.describe and not worker.described):  # it died starting
                 self.failed_starts += 1
             return
         left = [place for place in range(len(task.entries)) if place not in worker.finished]
@@ -293,6 +302,22 @@ class Supervisor:
         except BaseException:
             self.close()
             raise
+
+    def directml(self) -> dict[str, DirectML]:
+        """The DirectML of each EP in ``describe``, by its ``--ep`` text, as the first worker to start described it:
+        the run's runners and devices start in the workers, beside whatever the caller does meanwhile (reading the
+        case files), and none in this process. ChainMissing (one line) where the device could not be described;
+        WorkerStartError where workers keep failing to start."""
+        if not self.describe:
+            return {}
+        while self.described is None:
+            self._turn()
+        described, why = self.described
+        if described is None:
+            from conformance.ep.wine.chain import ChainMissing
+
+            raise ChainMissing(why or "the DirectML device could not be described")
+        return described
 
     def wait_ready(self) -> None:
         """Until every worker has started (a benchmark's timing starts after)."""

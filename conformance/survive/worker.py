@@ -7,7 +7,9 @@ task, place, result)`` as each result is final, and ``("task_done", task)``. The
 worker dies or hangs, which cases were in flight and which results are already safe. Besides: ``("runner_died",
 task, ep, cases, stderr)`` for each DirectML runner that ended unasked (the full ids of the cases it was serving,
 none where it died between requests or at its start; the last lines of its stderr), and ``("stopped", task, why)``
-where cases cannot run at all (the runner fails to start again and again), which stops the run; and before each
+where cases cannot run at all (the runner fails to start again and again), which stops the run; once, before its
+first task where the supervisor asks it, ``("described", directml, why)``: the DirectML of the run's DirectML EPs, as
+its runner's device answers (early.py); and before each
 ``task_done``, ``("memory", task, own_kib, runners_kib, runners)``: its peak resident memory and its runners' so far
 (memory.py).
 
@@ -36,6 +38,7 @@ from conformance.model import Status
 from conformance.results import Result
 from conformance.run.batch import run_batch
 from conformance.run.options import RunOptions
+from conformance.survive.early import Described
 from conformance.survive.faults import provoke, provoke_at_start
 from conformance.survive.memory import own_peak_kib
 
@@ -113,15 +116,19 @@ def _exit_with_the_supervisor() -> None:
     threading.Thread(target=wait_then_exit, name="supervisor-watch", daemon=True).start()
 
 
-def worker_main(conn: Connection, stderr_path: str) -> None:
-    """A worker's life: ready, then tasks until told to stop or the supervisor is gone. SIGINT is ignored already
-    (interrupt.py's ``start_worker``, the process's entry point): Ctrl-C is the supervisor's."""
+def worker_main(conn: Connection, stderr_path: str, described: Described | None = None) -> None:
+    """A worker's life: ready (and its DirectML ``described``, where the supervisor asked: early.py), then tasks until
+    told to stop or the supervisor is gone. SIGINT is ignored already (interrupt.py's ``start_worker``, the process's
+    entry point): Ctrl-C is the supervisor's."""
     _exit_with_the_supervisor()
     _stderr_to(stderr_path)
     provoke_at_start()
     conn.send(("ready",))
-    runners = Runners()  # the DirectML runner, where one is needed: started once, serving every task of this worker
+    # The DirectML runner, where one is needed: started once (by the describe, if any), serving every task here.
+    runners = described.runners if described is not None else Runners()
     try:
+        if described is not None:
+            conn.send(("described", described.directml, described.why))
         _serve(conn, runners)
     finally:  # its runners stopped and waited for: one left behind would hold its memory (and the device) after it
         runners.close()

@@ -516,6 +516,11 @@ static void describe(Frame *f) {
       json_str(&j, "dml_feature_level", best ? text : "", &first);
       ((Release_t)((void **)*dml_device)[2])(dml_device);
     }
+    /* The runner's own device on this adapter (shared_device) made now, while this one lives: D3D12 hands back the
+     * device that exists for an adapter, so the device measured above becomes the one every session uses, and a
+     * run's first session finds it made (a worker describes as it starts: the describe is its warm-up). */
+    char why[160];
+    shared_device((int)index, why, sizeof why);
     ID3D12Device_Release(device);
   }
   if (chosen) IDXGIAdapter1_Release(chosen);

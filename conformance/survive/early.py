@@ -1,0 +1,48 @@
+"""A starting worker's DirectML described before its heavy imports are done (supervisor.py's ``describe``).
+
+The describe starts the worker's runner under Wine and makes its D3D12 device, which the runner keeps for every
+session after (the first session then finds it made). Both are mostly waiting on Wine and the driver, so the rest of
+the worker (NumPy, onnx, onnxruntime, the pipeline) is imported in a second thread meanwhile. The describe itself
+stays in the worker's main thread: a runner is killed when the thread that started it ends (client.py's
+``PR_SET_PDEATHSIG``, which Linux ties to the thread), and the main thread lives as long as the worker.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported in describe_while_importing, once the other thread's imports have started
+    from conformance.ep.directml import DirectML
+    from conformance.ep.providers import EpSpec
+    from conformance.ep.wine.client import Runners
+
+
+@dataclass(frozen=True)
+class Described:
+    """What a worker tells the supervisor once started: each DirectML EP's DirectML by its ``--ep`` text, or why
+    (one line) it could not be described; and the runners it started, which serve the worker's cases after."""
+
+    runners: Runners
+    directml: dict[str, DirectML] | None
+    why: str | None
+
+
+def describe_while_importing(eps: Sequence[EpSpec], worker_module: str) -> Described:
+    """``eps``' DirectML described in this thread while ``worker_module`` is imported in another."""
+    importing = threading.Thread(target=importlib.import_module, args=(worker_module,), name="imports", daemon=True)
+    importing.start()
+    from conformance.ep.dml_here import directml_for
+    from conformance.ep.wine.chain import ChainMissing
+    from conformance.ep.wine.client import Runners
+
+    runners = Runners()
+    try:
+        described = Described(runners, directml_for(eps, runners), None)
+    except ChainMissing as error:
+        described = Described(runners, None, str(error))
+    importing.join()
+    return described
