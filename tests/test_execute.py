@@ -301,3 +301,44 @@ def _one_node_model(op_type: str) -> bytes:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
     graph = helper.make_graph([helper.make_node(op_type, ["x"], ["y"], name=f"{op_type}_0")], "g", [x], [y])
     return bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]).SerializeToString())
+
+
+# -- refused attempts share a never-run context (WebGPU: a device context per live sessions) ---------------------
+
+
+def test_refused_attempts_share_a_never_run_context_and_a_session_that_runs_gets_a_fresh_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from conformance.ep.sessions import RefusalContext
+
+    refusals = RefusalContext()
+    attempts: list[tuple[str, bool]] = []  # (the lowering's name, whether a keeper held a context as it was made)
+    diagnosed: list[bool] = []
+
+    def session(lowering: Lowering, ep: EpSpec, devices: Any, strict: bool, threads: Any) -> object:
+        attempts.append((lowering.name, refusals.keeper is not None))
+        if lowering.name.startswith("refused"):
+            raise RuntimeError("no kernel")
+        return object()
+
+    def refusal(*args: Any) -> Exception:
+        diagnosed.append(refusals.keeper is not None)
+        return NotSupported("refused")
+
+    monkeypatch.setattr(execute_module, "_session", session)
+    monkeypatch.setattr(execute_module, "_never_run", lambda ep, devices: object())
+    monkeypatch.setattr(execute_module, "_refusal", refusal)
+    ep = parse_ep("cpu")
+    for name in ("refused-1", "refused-2", "runs", "refused-3"):
+        lowering = Lowering(name, b"", {}, {}, ())
+        with contextlib.suppress(NotSupported):
+            execute_module._create(lowering, ep, CPU, [], None, refusals)
+    assert attempts == [
+        ("refused-1", False),  # a fresh context, as every attempt had before
+        ("refused-2", True),  # the keeper's, held since the first refusal
+        ("runs", True),  # made in the keeper's context: dropped, since it would run there
+        ("runs", False),  # the keeper closed first: the session that runs has a context of its own
+        ("refused-3", False),
+    ]
+    assert diagnosed == [True, True, True]  # each diagnosis in the keeper's context, never a fresh one
+    assert refusals.keeper is not None  # held again after refused-3, for the attempts after it

@@ -321,8 +321,11 @@ def test_mvn1_packs_are_smaller_than_top_k_packs() -> None:
     variance = _of_nodes("ReduceMean", "Sub", "Mul", "ReduceMean", "Add", "Sqrt", "Div")
     # issue 28's lavapipe measurements (descriptor heaps) set these: DirectML's MVN and InstanceNormalization 4
     # units, a ReduceMean 10, every other node none
-    costs = [compile_cost(lowering) for lowering in (top_k, slice_, mvn, mvn13, mean, variance)]
+    costs = [compile_cost(lowering, parse_ep("dml")) for lowering in (top_k, slice_, mvn, mvn13, mean, variance)]
     assert costs == [0, 0, 4, 4, 10, 20]
+    # DirectML's heaps alone: another EP's packs are bounded by --pack and their elements only
+    for other in ("cpu", "cuda", "webgpu"):
+        assert [compile_cost(lowering, parse_ep(other)) for lowering in (mvn, variance)] == [0, 0]
     assert PACK_MAX_COST == 64  # the budget the numbers below are worked out on
     small = [1] * 100
     # 100 TopK cases: --pack's 64, then the rest; 20 single-node MVN1 cases: 16 a pack; decompositions 3 or 6 a pack

@@ -31,7 +31,7 @@ from conformance.ep.errors import ExecutionError, NotSupported, ProcessDied
 from conformance.ep.graph import IR_VERSION, Array
 from conformance.ep.lower import Lowering
 from conformance.ep.placement import check_placement, lowering_op_types, recorded_placement
-from conformance.ep.providers import CPU, CUDA, DML, EpSpec, is_plugin, plugin_devices
+from conformance.ep.providers import CONTEXT_PER_LIVE_SESSIONS, CPU, CUDA, DML, EpSpec, is_plugin, plugin_devices
 from conformance.ep.rules import (
     DISABLE_CPU_FALLBACK,  # noqa: F401 - tests read the rules' names here
     KEEP_NODES,
@@ -45,7 +45,7 @@ from conformance.ep.rules import (
     refusal,
     wrapper_fallback,
 )
-from conformance.ep.sessions import Opened, Sessions
+from conformance.ep.sessions import Opened, RefusalContext, Sessions
 from conformance.ep.wine.client import Runners
 from conformance.ep.wine.session import open_in_runner
 
@@ -115,11 +115,30 @@ def _diagnose(
     return ExecutionError(f"{ep_name} refused {lowering.name}: {one_line(error)}")
 
 
-def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], threads: int | None) -> Any:
+def _create(
+    lowering: Lowering,
+    ep: EpSpec,
+    ep_name: str,
+    devices: Sequence[Any],
+    threads: int | None,
+    refusals: RefusalContext | None = None,
+) -> Any:
+    """The fallback-free session, or the refusal raised. ``refusals`` (an EP whose context lives while its sessions
+    do): after a refusal, attempts share the keeper's context until one succeeds, which is made again in a fresh one
+    (sessions.py's RefusalContext)."""
+    sharing = refusals is not None and refusals.keeper is not None
     try:
-        return _session(lowering, ep, devices, strict=True, threads=threads)
+        session = _session(lowering, ep, devices, strict=True, threads=threads)
     except Exception as error:  # onnxruntime's own exception types
+        if refusals is not None and refusals.keeper is None:  # the next attempts, and this diagnosis, share it
+            refusals.keeper = _never_run(ep, devices)
         refusal = _refusal(lowering, ep, ep_name, devices, error, threads)
+    else:
+        if refusals is None or not sharing:
+            return session
+        del session  # made in the keeper's context, and it would run there: the keeper closed, then made afresh
+        refusals.keeper = None
+        return _create(lowering, ep, ep_name, devices, threads, refusals)
     # Raised outside the except block, so that onnxruntime's exception (whose traceback holds the half-created
     # session and its thread pool) is not kept as the context; and not kept in this frame, which would put the
     # refusal in a cycle with its own traceback. Either would keep them until a garbage collection.
@@ -157,6 +176,11 @@ def _probe_model() -> bytes:
     return bytes(model.SerializeToString())
 
 
+def _never_run(ep: EpSpec, devices: Sequence[Any]) -> Any:
+    """A session of the probe model that is never run: it holds the EP's device context for refused attempts."""
+    return ort.InferenceSession(_probe_model(), _session_options(ep, devices, strict=False), providers=_providers(ep))
+
+
 def _starts(ep: EpSpec, devices: Sequence[Any]) -> bool:
     """Whether the EP can create a session at all (with CPU fallback allowed: only its start is in question). A
     case whose session fails on an EP that starts is an ERROR of that case, not an EP that never started."""
@@ -186,15 +210,23 @@ def _target(ep: EpSpec) -> tuple[str, list[Any]]:
     return name, devices[:1]
 
 
-def open_session(lowering: Lowering, ep: EpSpec, threads: int | None = None, runners: Runners | None = None) -> Opened:
+def open_session(
+    lowering: Lowering,
+    ep: EpSpec,
+    threads: int | None = None,
+    runners: Runners | None = None,
+    refusals: RefusalContext | None = None,
+) -> Opened:
     """A fallback-free session for ``lowering`` on ``ep``; NotSupported or ExecutionError saying why there is none.
 
     ``threads``: the session's intra-op threads (None: onnxruntime's default). ``runners``: the process's DirectML
-    runner, where DirectML is not native (a runner of its own otherwise, for this session alone)."""
+    runner, where DirectML is not native (a runner of its own otherwise, for this session alone). ``refusals``: the
+    context refused attempts share, used on an EP whose context lives while its sessions do (sessions.py)."""
     if dml_through_wine(ep):
         return open_in_runner(lowering, ep, runners if runners is not None else Runners(), threads)
     ep_name, devices = _target(ep)
-    session = _create(lowering, ep, ep_name, devices, threads)
+    shared = refusals if ep.name in CONTEXT_PER_LIVE_SESSIONS else None
+    session = _create(lowering, ep, ep_name, devices, threads, shared)
     return Opened(session, ep_name, tuple(recorded_placement(session)))
 
 
@@ -216,7 +248,8 @@ def execute(lowering: Lowering, ep: EpSpec, sessions: Sessions | None = None, th
     ``sessions`` keeps sessions for reuse: a case whose model is one already opened on ``ep`` runs in that session.
     ``threads``: a new session's intra-op threads (None: onnxruntime's default)."""
     sessions = sessions if sessions is not None else Sessions(capacity=0)
-    opened = sessions.open(lowering, ep, partial(open_session, threads=threads, runners=sessions.runners))
+    create = partial(open_session, threads=threads, runners=sessions.runners, refusals=sessions.refusals)
+    opened = sessions.open(lowering, ep, create)
     op_types = lowering_op_types(lowering)
     if opened.known is not None:  # checked before running, where the record comes with the session
         placement = check_placement(opened.known, lowering.nodes, opened.ep_name, op_types)

@@ -124,6 +124,12 @@ EP_LABELS: Mapping[str, str] = {
 }
 
 
+# EPs whose device context, with its program cache, lives as long as any of their sessions, a session made while none
+# is open getting a fresh one: WebGPU (its context factory keeps a context per deviceId, counted by the sessions on
+# it). sessions.py's rule and its RefusalContext are about these.
+CONTEXT_PER_LIVE_SESSIONS = frozenset({WEBGPU})
+
+
 def uses_directml(ep: EpSpec) -> bool:
     """Whether ``ep`` runs on DirectML: onnxruntime's DirectML EP, or DirectML's own operator API."""
     return ep.name in (DML, DMLOP)

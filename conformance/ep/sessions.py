@@ -10,6 +10,11 @@ on the H100; reports/README.md). A verdict must not depend on which cases ran be
 
 A cache belongs to one run, or to one worker's share of it; nothing is kept between runs. Only sessions that were
 created are kept: a model that failed to open is tried again (and diagnosed again) for each case, as alone.
+
+Refused sessions share a context (``RefusalContext``): on WebGPU most of the library's session attempts are refused
+(a node the EP does not take: NOT_SUPPORTED), and each made and destroyed a device context of its own, about 90 ms on
+the H100, 85 % of the library's time there. A refused attempt runs nothing, so sharing a context among the attempts
+and their diagnosis shares no program; a session that is created will run, and is made again in a fresh context.
 """
 
 from __future__ import annotations
@@ -44,6 +49,17 @@ class Opened:
         return tuple(self.session.records or ())
 
 
+@dataclass
+class RefusalContext:
+    """For an EP whose device context lives while any of its sessions does (providers.CONTEXT_PER_LIVE_SESSIONS): once
+    a session is refused, ``keeper``, a session that is never run, holds a context open, and the next attempts and
+    their diagnosis are made in it instead of a context each. Nothing runs there, so its program cache stays empty. An
+    attempt that succeeds will run: it is dropped, the keeper closed, and it is created again in a fresh context
+    (execute.py's ``_create``), so that every case still runs in a context no other case has run in."""
+
+    keeper: Any = None  # the never-run session while attempts are being refused; None: the next attempt is fresh
+
+
 class Sessions:
     """At most ``capacity`` open sessions (0: none kept), the least recently used closed before another is created;
     counts what it saved."""
@@ -54,6 +70,7 @@ class Sessions:
         self.runners = runners if runners is not None else Runners()  # the process's DirectML runner, where needed
         self.created = 0
         self.reused = 0
+        self.refusals = RefusalContext()  # this task's refused attempts' shared context (WebGPU)
 
     def open(self, lowering: Lowering, ep: EpSpec, create: Callable[[Lowering, EpSpec], Opened]) -> Opened:
         """The open session for ``lowering``'s model on ``ep``, created by ``create`` the first time."""

@@ -273,7 +273,8 @@ def run_batch(
             results[index] = _repeated([prepared], [index], ep, options, sessions, watch)[0]
     for members in waiting.values():
         lowerings = [_onnx(p) for _, p in members]
-        spans = pack_spans([compile_cost(low) for low in lowerings], [elements(low) for low in lowerings], options.pack)
+        costs = [compile_cost(low, ep) for low in lowerings]
+        spans = pack_spans(costs, [elements(low) for low in lowerings], options.pack)
         for span in spans:
             chunk = members[span.start : span.stop]
             places = [index for index, _ in chunk]
