@@ -306,13 +306,14 @@ def _one_node_model(op_type: str) -> bytes:
 # -- refused attempts share a never-run context (WebGPU: a device context per live sessions) ---------------------
 
 
-def test_refused_attempts_share_a_never_run_context_and_a_session_that_runs_gets_a_fresh_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _attempts(monkeypatch: pytest.MonkeyPatch, ep: EpSpec, names: list[str], keeper: object) -> tuple[Any, ...]:
+    """``names`` through ``_create`` on ``ep`` (those starting "refused" refused): each attempt's name with whether a
+    keeper held a context as it was made, each diagnosis's the same, and the keeper left."""
     from conformance.ep.sessions import RefusalContext
 
     refusals = RefusalContext()
-    attempts: list[tuple[str, bool]] = []  # (the lowering's name, whether a keeper held a context as it was made)
+    monkeypatch.setattr(execute_module, "REFUSALS", refusals)
+    attempts: list[tuple[str, bool]] = []
     diagnosed: list[bool] = []
 
     def session(lowering: Lowering, ep: EpSpec, devices: Any, strict: bool, threads: Any) -> object:
@@ -326,19 +327,38 @@ def test_refused_attempts_share_a_never_run_context_and_a_session_that_runs_gets
         return NotSupported("refused")
 
     monkeypatch.setattr(execute_module, "_session", session)
-    monkeypatch.setattr(execute_module, "_never_run", lambda ep, devices: object())
+    monkeypatch.setattr(execute_module, "_never_run", lambda ep, devices: keeper)
     monkeypatch.setattr(execute_module, "_refusal", refusal)
-    ep = parse_ep("cpu")
-    for name in ("refused-1", "refused-2", "runs", "refused-3"):
-        lowering = Lowering(name, b"", {}, {}, ())
+    for name in names:
         with contextlib.suppress(NotSupported):
-            execute_module._create(lowering, ep, CPU, [], None, refusals)
+            execute_module._create(Lowering(name, b"", {}, {}, ()), ep, ep.name, [], None)
+    return attempts, diagnosed, refusals.keeper
+
+
+def test_refused_attempts_share_a_never_run_context_and_a_session_that_runs_gets_a_fresh_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kept = object()
+    names = ["refused-1", "refused-2", "pack", "refused-3"]  # a pack's session is made by _create as a case's is
+    attempts, diagnosed, keeper = _attempts(monkeypatch, parse_ep("webgpu"), names, kept)
     assert attempts == [
         ("refused-1", False),  # a fresh context, as every attempt had before
         ("refused-2", True),  # the keeper's, held since the first refusal
-        ("runs", True),  # made in the keeper's context: dropped, since it would run there
-        ("runs", False),  # the keeper closed first: the session that runs has a context of its own
+        ("pack", True),  # made in the keeper's context: dropped, since it would run there
+        ("pack", False),  # the keeper closed first: the session that runs has a context of its own
         ("refused-3", False),
     ]
     assert diagnosed == [True, True, True]  # each diagnosis in the keeper's context, never a fresh one
-    assert refusals.keeper is not None  # held again after refused-3, for the attempts after it
+    assert keeper is kept  # held again after refused-3, for the attempts after it
+
+
+def test_only_an_ep_whose_context_lives_with_its_sessions_keeps_one_and_a_keeper_that_fails_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    names = ["refused-1", "refused-2", "runs"]
+    attempts, diagnosed, keeper = _attempts(monkeypatch, parse_ep("cuda"), names, object())
+    assert attempts == [("refused-1", False), ("refused-2", False), ("runs", False)] and keeper is None
+    # WebGPU without a keeper (it could not be made): every attempt fresh, each refusal still the verdict
+    attempts, diagnosed, keeper = _attempts(monkeypatch, parse_ep("webgpu"), names, None)
+    assert attempts == [("refused-1", False), ("refused-2", False), ("runs", False)]
+    assert diagnosed == [False, False] and keeper is None

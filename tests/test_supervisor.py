@@ -467,21 +467,43 @@ def test_a_worker_that_cannot_describe_directml_tells_why_in_one_line(
     assert str(raised.value) == f"DMLCONF_WINE={tmp_path / 'no-wine'}: no such program"
 
 
-def test_the_first_describe_is_the_run_s_and_a_worker_that_dies_starting_counts(supervisor: Any) -> None:
+def _describes(supervisor: Supervisor, *answers: tuple[Any, Any]) -> list[_Worker]:
+    """Workers that each said they are ready, then described as ``answers`` say ((directml, why) each)."""
+    workers = []
+    for directml, why in answers:
+        worker, theirs = _listening(supervisor)
+        worker.task = None
+        theirs.send(("ready",))
+        theirs.send(("described", directml, why))
+        supervisor._receive(worker)
+        workers.append(worker)
+    return workers
+
+
+def test_the_first_describe_is_the_run_s_and_one_worker_s_failure_does_not_decide_it(supervisor: Any) -> None:
+    supervisor.describe = [parse_ep("dml")]
+    _describes(supervisor, (None, "the runner failed to start"), ({"dml": "first"}, None), ({"dml": "second"}, None))
+    assert supervisor.directml() == {"dml": "first"}
+
+
+def test_directml_fails_with_the_first_why_once_every_worker_has_answered(supervisor: Any) -> None:
+    supervisor.describe = [parse_ep("dml")]
+    supervisor.jobs = 2
+    _describes(supervisor, (None, "no DXGI adapter 7"), (None, "no DXGI adapter 7 either"))
+    with pytest.raises(ChainMissing, match=r"^no DXGI adapter 7$"):
+        supervisor.directml()
+
+
+def test_a_worker_that_dies_before_its_describe_is_a_failed_start(supervisor: Any) -> None:
     supervisor.describe = [parse_ep("dml")]
     worker, theirs = _listening(supervisor)
-    theirs.send(("ready",))
-    theirs.send(("described", {"dml": "first"}, None))
+    worker.task = None
+    theirs.send(("ready",))  # ready, then gone before its describe: a failed start, as one not ready
     supervisor._receive(worker)
-    other, theirs_too = _listening(supervisor)
-    theirs_too.send(("ready",))
-    theirs_too.send(("described", {"dml": "second"}, None))
-    supervisor._receive(other)
-    assert supervisor.directml() == {"dml": "first"}
-    starting, _ = _listening(supervisor)  # ready, then gone before its describe: a failed start, as one not ready
-    starting.task = None
-    supervisor._lost(starting, Status.CRASH, "died")
+    supervisor._lost(worker, Status.CRASH, "died")
     assert supervisor.failed_starts == 1
+    _describes(supervisor, ({"dml": "level"}, None))  # a describe ends a start: the count restarts
+    assert supervisor.failed_starts == 0
 
 
 # -- peak memory, runners included -----------------------------------------------------------------------------

@@ -373,7 +373,7 @@ def test_workers_that_die_starting_while_the_run_waits_for_their_describe_stop_i
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     [line] = done.stderr.splitlines()
     assert line == (
-        "ERROR 3 worker processes in a row died, or hung for 120 s, before they were ready: nothing more can run "
+        "ERROR 3 worker processes in a row died, or hung for 660 s, before they were ready: nothing more can run "
         "(try -j 0 to run in this process)"
     )
     assert not (tmp_path / "results.json").exists()

@@ -45,7 +45,7 @@ from conformance.ep.rules import (
     refusal,
     wrapper_fallback,
 )
-from conformance.ep.sessions import Opened, RefusalContext, Sessions
+from conformance.ep.sessions import REFUSALS, Opened, Sessions
 from conformance.ep.wine.client import Runners
 from conformance.ep.wine.session import open_in_runner
 
@@ -115,17 +115,11 @@ def _diagnose(
     return ExecutionError(f"{ep_name} refused {lowering.name}: {one_line(error)}")
 
 
-def _create(
-    lowering: Lowering,
-    ep: EpSpec,
-    ep_name: str,
-    devices: Sequence[Any],
-    threads: int | None,
-    refusals: RefusalContext | None = None,
-) -> Any:
-    """The fallback-free session, or the refusal raised. ``refusals`` (an EP whose context lives while its sessions
-    do): after a refusal, attempts share the keeper's context until one succeeds, which is made again in a fresh one
+def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], threads: int | None) -> Any:
+    """The fallback-free session, or the refusal raised. On an EP whose context lives while its sessions do, after a
+    refusal the attempts share a never-run keeper's context until one succeeds, which is made again in a fresh one
     (sessions.py's RefusalContext)."""
+    refusals = REFUSALS if ep.name in CONTEXT_PER_LIVE_SESSIONS else None
     sharing = refusals is not None and refusals.keeper is not None
     try:
         session = _session(lowering, ep, devices, strict=True, threads=threads)
@@ -138,7 +132,7 @@ def _create(
             return session
         del session  # made in the keeper's context, and it would run there: the keeper closed, then made afresh
         refusals.keeper = None
-        return _create(lowering, ep, ep_name, devices, threads, refusals)
+        return _create(lowering, ep, ep_name, devices, threads)
     # Raised outside the except block, so that onnxruntime's exception (whose traceback holds the half-created
     # session and its thread pool) is not kept as the context; and not kept in this frame, which would put the
     # refusal in a cycle with its own traceback. Either would keep them until a garbage collection.
@@ -177,8 +171,15 @@ def _probe_model() -> bytes:
 
 
 def _never_run(ep: EpSpec, devices: Sequence[Any]) -> Any:
-    """A session of the probe model that is never run: it holds the EP's device context for refused attempts."""
-    return ort.InferenceSession(_probe_model(), _session_options(ep, devices, strict=False), providers=_providers(ep))
+    """A session of the probe model that is never run, on one thread: it holds the EP's device context for refused
+    attempts. None where it cannot be made (the attempts then make contexts of their own, as before)."""
+    try:
+        return ort.InferenceSession(
+            _probe_model(), _session_options(ep, devices, strict=False, threads=1), providers=_providers(ep)
+        )
+    except Exception as error:  # onnxruntime's own exception types: the refusal's diagnosis says what is wrong
+        log.debug("no session to keep %s's context for refused attempts: %s", ep.name, error)
+        return None
 
 
 def _starts(ep: EpSpec, devices: Sequence[Any]) -> bool:
@@ -210,23 +211,15 @@ def _target(ep: EpSpec) -> tuple[str, list[Any]]:
     return name, devices[:1]
 
 
-def open_session(
-    lowering: Lowering,
-    ep: EpSpec,
-    threads: int | None = None,
-    runners: Runners | None = None,
-    refusals: RefusalContext | None = None,
-) -> Opened:
+def open_session(lowering: Lowering, ep: EpSpec, threads: int | None = None, runners: Runners | None = None) -> Opened:
     """A fallback-free session for ``lowering`` on ``ep``; NotSupported or ExecutionError saying why there is none.
 
     ``threads``: the session's intra-op threads (None: onnxruntime's default). ``runners``: the process's DirectML
-    runner, where DirectML is not native (a runner of its own otherwise, for this session alone). ``refusals``: the
-    context refused attempts share, used on an EP whose context lives while its sessions do (sessions.py)."""
+    runner, where DirectML is not native (a runner of its own otherwise, for this session alone)."""
     if dml_through_wine(ep):
         return open_in_runner(lowering, ep, runners if runners is not None else Runners(), threads)
     ep_name, devices = _target(ep)
-    shared = refusals if ep.name in CONTEXT_PER_LIVE_SESSIONS else None
-    session = _create(lowering, ep, ep_name, devices, threads, shared)
+    session = _create(lowering, ep, ep_name, devices, threads)
     return Opened(session, ep_name, tuple(recorded_placement(session)))
 
 
@@ -248,8 +241,7 @@ def execute(lowering: Lowering, ep: EpSpec, sessions: Sessions | None = None, th
     ``sessions`` keeps sessions for reuse: a case whose model is one already opened on ``ep`` runs in that session.
     ``threads``: a new session's intra-op threads (None: onnxruntime's default)."""
     sessions = sessions if sessions is not None else Sessions(capacity=0)
-    create = partial(open_session, threads=threads, runners=sessions.runners, refusals=sessions.refusals)
-    opened = sessions.open(lowering, ep, create)
+    opened = sessions.open(lowering, ep, partial(open_session, threads=threads, runners=sessions.runners))
     op_types = lowering_op_types(lowering)
     if opened.known is not None:  # checked before running, where the record comes with the session
         placement = check_placement(opened.known, lowering.nodes, opened.ep_name, op_types)

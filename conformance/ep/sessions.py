@@ -2,8 +2,8 @@
 cases whose lowering is the same model (the same structure: operator, attributes, shapes and data types; only the
 data differs, since data are graph inputs) run in one session.
 
-At most one session is open at a time, and it is closed before a session for another model is created, so that no
-case runs beside another case's session. An EP may keep state for as long as any of its sessions lives: the WebGPU
+At most one session is open at a time (besides a refused attempt's keeper, below, which never runs), and it is
+closed before a session for another model is created, so that no case runs beside another case's session. An EP may keep state for as long as any of its sessions lives: the WebGPU
 EP's program cache belongs to its device context, and it keys InstanceNormalization's shader by shape while the
 shader has epsilon written into it, so a second session with another epsilon computed with the first one's (found
 on the H100; reports/README.md). A verdict must not depend on which cases ran before it.
@@ -55,9 +55,15 @@ class RefusalContext:
     a session is refused, ``keeper``, a session that is never run, holds a context open, and the next attempts and
     their diagnosis are made in it instead of a context each. Nothing runs there, so its program cache stays empty. An
     attempt that succeeds will run: it is dropped, the keeper closed, and it is created again in a fresh context
-    (execute.py's ``_create``), so that every case still runs in a context no other case has run in."""
+    (execute.py's ``_create``), so that every case still runs in a context no other case has run in.
+
+    One for the process (``REFUSALS``), not one per ``Sessions``: every session of such an EP, a pack's, a repeat's or
+    a lone case's, is made through ``_create``, which closes the keeper before making a session that will run."""
 
     keeper: Any = None  # the never-run session while attempts are being refused; None: the next attempt is fresh
+
+
+REFUSALS = RefusalContext()
 
 
 class Sessions:
@@ -70,7 +76,6 @@ class Sessions:
         self.runners = runners if runners is not None else Runners()  # the process's DirectML runner, where needed
         self.created = 0
         self.reused = 0
-        self.refusals = RefusalContext()  # this task's refused attempts' shared context (WebGPU)
 
     def open(self, lowering: Lowering, ep: EpSpec, create: Callable[[Lowering, EpSpec], Opened]) -> Opened:
         """The open session for ``lowering``'s model on ``ep``, created by ``create`` the first time."""

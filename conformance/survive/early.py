@@ -44,5 +44,8 @@ def describe_while_importing(eps: Sequence[EpSpec], worker_module: str) -> Descr
         described = Described(runners, directml_for(eps, runners), None)
     except ChainMissing as error:
         described = Described(runners, None, str(error))
+    except Exception as error:  # anything else: the run's one line, not a traceback at each worker's start
+        why = f"the DirectML device could not be described ({type(error).__name__}: {error})"
+        described = Described(runners, None, " ".join(why.split()))
     importing.join()
     return described

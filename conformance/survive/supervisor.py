@@ -36,6 +36,7 @@ from typing import Any
 from conformance.cases.parse import Entry
 from conformance.ep.directml import DirectML
 from conformance.ep.providers import EpSpec
+from conformance.ep.wine.client import START_ATTEMPTS, START_SECONDS
 from conformance.model import Status
 from conformance.results import Result
 from conformance.run.options import RunOptions
@@ -57,6 +58,8 @@ class WorkerStartError(RunStopped):
 
 
 START_LIMIT = 120.0  # seconds a worker may take to start (import NumPy, onnx, onnxruntime) before it is replaced
+# and, where it describes DirectML as it starts, as long again as its runner's starts may take (client.py's limits)
+DESCRIBE_LIMIT = START_SECONDS * START_ATTEMPTS
 STDERR_TAIL_BYTES = 64 * 1024
 FOLDER_PREFIX = "dmlconf-workers-"  # then the supervisor's pid: a killed one's folder is removed by the next
 KILL_WAIT = 10.0  # seconds to wait for a killed worker to be gone; one stuck in a driver call is left behind
@@ -134,7 +137,9 @@ class Supervisor:
     def __init__(self, jobs: int, timeout: float | None, describe: Sequence[EpSpec] = ()) -> None:
         self.jobs, self.timeout = jobs, timeout
         self.describe = list(describe)  # the DirectML EPs each worker describes as it starts (``directml``)
-        self.described: tuple[dict[str, DirectML] | None, str | None] | None = None  # the first worker's answer
+        self.described: dict[str, DirectML] | None = None  # the first worker's answer that described them all
+        self.undescribed: list[str] = []  # why each worker that could not describe them could not
+        self.start_limit = START_LIMIT + (DESCRIBE_LIMIT if self.describe else 0.0)
         self.options = RunOptions()
         self.on_result: Callable[[int, Result], None] = _ignore
         self.on_death: RunnerDeath = _ignore_death
@@ -207,7 +212,10 @@ class Supervisor:
                     self.failed_starts = 0
             elif kind == "described":
                 worker.described, self.failed_starts = True, 0
-                self.described = self.described or (message[1], message[2])
+                if message[1] is None:
+                    self.undescribed.append(message[2])
+                elif self.described is None:
+                    self.described = message[1]
             elif worker.task is None or message[1] != worker.task_id:
                 continue
             elif kind == "begin":
@@ -274,7 +282,7 @@ class Supervisor:
             self._lost(worker, Status.CRASH, f"the worker process running it {ended}", meant)
             return
         now = time.monotonic()
-        if not worker.ready and now - worker.heard > START_LIMIT:
+        if not worker.ready and now - worker.heard > self.start_limit:
             worker.process.kill()
         elif worker.task is not None and self.timeout and now - worker.heard > self.timeout:
             worker.process.kill()
@@ -304,20 +312,24 @@ class Supervisor:
             raise
 
     def directml(self) -> dict[str, DirectML]:
-        """The DirectML of each EP in ``describe``, by its ``--ep`` text, as the first worker to start described it:
-        the run's runners and devices start in the workers, beside whatever the caller does meanwhile (reading the
-        case files), and none in this process. ChainMissing (one line) where the device could not be described;
-        WorkerStartError where workers keep failing to start."""
+        """The DirectML of each EP in ``describe``, by its ``--ep`` text, as the first worker to describe it did: the
+        run's runners and devices start in the workers, beside whatever the caller does meanwhile (reading the case
+        files), and none in this process. A worker that could not describe it (one runner's start that failed, say)
+        does not decide the run while another may still: ChainMissing (the first worker's why, one line) only once
+        every worker started has answered and none described it; WorkerStartError where workers keep failing to
+        start."""
         if not self.describe:
             return {}
-        while self.described is None:
+        while self.described is None and not (self.undescribed and self._all_answered()):
             self._turn()
-        described, why = self.described
-        if described is None:
+        if self.described is None:
             from conformance.ep.wine.chain import ChainMissing
 
-            raise ChainMissing(why or "the DirectML device could not be described")
-        return described
+            raise ChainMissing(self.undescribed[0])
+        return self.described
+
+    def _all_answered(self) -> bool:
+        return len(self.workers) >= self.jobs and all(worker.described for worker in self.workers)
 
     def wait_ready(self) -> None:
         """Until every worker has started (a benchmark's timing starts after)."""
@@ -328,7 +340,7 @@ class Supervisor:
         """Workers to ``jobs`` again, idle ones given pending tasks, then what any of them says or does settled."""
         if self.failed_starts >= 3:
             raise WorkerStartError(
-                f"{self.failed_starts} worker processes in a row died, or hung for {START_LIMIT:g} s, before they "
+                f"{self.failed_starts} worker processes in a row died, or hung for {self.start_limit:g} s, before they "
                 "were ready: nothing more can run (try -j 0 to run in this process)"
             )
         while len(self.workers) < self.jobs:

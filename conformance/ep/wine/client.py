@@ -84,11 +84,21 @@ class RunnerStartFailed(InfrastructureError):
 Deaths = Callable[[RunnerDied], None]  # told of each runner that ended unasked
 
 
+_PRCTL: list[Any] = []  # libc's prctl, found in the parent: the child between fork and exec only calls it
+
+
+def _found_prctl() -> None:
+    """prctl looked up before any fork: a dlopen in the child could wait for ever on the loader's lock, held at the
+    fork by another thread of the parent (a worker's imports run beside its runner's start: survive/early.py)."""
+    if sys.platform.startswith("linux") and not _PRCTL:
+        _PRCTL.append(ctypes.CDLL(None, use_errno=True).prctl)
+
+
 def _die_with_parent() -> None:
-    """In the runner's child process before exec: killed when the process that started it dies (a worker killed for
-    a hang must not leave a runner holding the device)."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    """In the runner's child process before exec: killed when the thread that started it ends, with its process (a
+    worker killed for a hang must not leave a runner holding the device)."""
+    if _PRCTL:
+        _PRCTL[0](_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _how_it_ended(code: int | None) -> str:
@@ -199,6 +209,7 @@ class Runner:
         self._tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self._closing: list[int] = []  # sessions whose owners are gone, closed before the next request
         started = time.perf_counter()
+        _found_prctl()
         self._process = subprocess.Popen(
             chain.command(),
             cwd=chain.folder,
