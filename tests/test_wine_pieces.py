@@ -469,3 +469,15 @@ def test_the_vulkan_link_lists_devices_whatever_becomes_of_the_display() -> None
         pytest.skip("no Vulkan device here (source .ci/dml-chain.sh)")
     name = next(line.split("=", 1)[1].strip() for line in listed.stdout.splitlines() if "deviceName" in line)
     assert name in _vulkan({**headless, "DISPLAY": ":987"})  # no X server answers there; Broken where none is found
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the chain under Wine")
+def test_a_run_checks_each_build_s_chain_once_before_its_workers_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conformance.ep import dml_here
+    from conformance.ep.providers import parse_ep
+
+    asked: list[object] = []
+    monkeypatch.setattr(chain, "find_chain", lambda build: asked.append(build))
+    eps = [parse_ep(text) for text in ("cpu", "dml", "dmlop", "dml:directml=1.13.1")]
+    dml_here.check_chains(eps)
+    assert asked == [NEWEST_BUILD, dml_here.dml.build_of({"directml": "1.13.1"})]  # dml and dmlop share one build

@@ -53,13 +53,16 @@ def check_chains(eps: Sequence[EpSpec]) -> None:
     machine, a build that does not start) is told by the describe."""
     from conformance.ep.wine.chain import find_chain
 
+    found: set[dml.Build] = set()  # each build's chain once, however many EPs use it (dml and dmlop)
     for ep in eps:
         if not uses_directml(ep):
             continue
         if sys.platform == "win32":
             _refuse_build_options(ep)
-        if dml_through_wine(ep):
-            find_chain(build=dml.build_of(ep.options))
+        build = dml.build_of(ep.options)
+        if dml_through_wine(ep) and build not in found:
+            find_chain(build=build)
+            found.add(build)
 
 
 def _installed(ep: EpSpec) -> dml.DirectML:

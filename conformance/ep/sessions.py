@@ -3,10 +3,11 @@ cases whose lowering is the same model (the same structure: operator, attributes
 data differs, since data are graph inputs) run in one session.
 
 At most one session is open at a time (besides a refused attempt's keeper, below, which never runs), and it is
-closed before a session for another model is created, so that no case runs beside another case's session. An EP may keep state for as long as any of its sessions lives: the WebGPU
-EP's program cache belongs to its device context, and it keys InstanceNormalization's shader by shape while the
-shader has epsilon written into it, so a second session with another epsilon computed with the first one's (found
-on the H100; reports/README.md). A verdict must not depend on which cases ran before it.
+closed before a session for another model is created, so that no case runs beside another case's session. An EP
+may keep state for as long as any of its sessions lives: the WebGPU EP's program cache belongs to its device
+context, and it keys InstanceNormalization's shader by shape while the shader has epsilon written into it, so a
+second session with another epsilon computed with the first one's (found on the H100; reports/README.md). A
+verdict must not depend on which cases ran before it.
 
 A cache belongs to one run, or to one worker's share of it; nothing is kept between runs. Only sessions that were
 created are kept: a model that failed to open is tried again (and diagnosed again) for each case, as alone.
