@@ -257,3 +257,40 @@ def test_case_inputs_names_and_distinct_streams() -> None:
     assert len(set(blobs.values())) == 3
     no_scale = _case(Mvn1Desc(spec, None, None, (2,), True, 1e-5, None), Operator.MEAN_VARIANCE_NORMALIZATION1)
     assert set(case_inputs(no_scale)) == {"InputTensor"}
+
+
+# -- generated values kept for the next case with the same generator (a sweep's cases share their inputs) ----------
+
+
+def test_a_generator_s_values_are_kept_read_only_and_equal_to_a_fresh_generation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from collections import OrderedDict
+
+    from conformance.cases import generate
+
+    monkeypatch.setattr(generate, "_kept", OrderedDict())
+    monkeypatch.setattr(generate, "_kept_bytes", [0])
+    ties = Generator("ties", 7, {"Distinct": 3.0})
+    first = generate._generated(ties, DataType.FLOAT32, 1000, "InputTensor")
+    again = generate._generated(ties, DataType.FLOAT32, 1000, "InputTensor")
+    assert again is first  # kept: the argsort behind "ties" is not done again
+    assert np.array_equal(first, generate._generate(ties, DataType.FLOAT32, 1000, "InputTensor"))
+    with pytest.raises(ValueError, match="read-only"):  # a caller that writes into an input fails, not the next case
+        first[0] = 1.0
+    other = generate._generated(Generator("ties", 8, {"Distinct": 3.0}), DataType.FLOAT32, 1000, "InputTensor")
+    scale = generate._generated(ties, DataType.FLOAT32, 1000, "ScaleTensor")
+    assert not np.array_equal(other, first) and not np.array_equal(scale, first)  # seed and name are in the key
+
+
+def test_the_kept_values_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from collections import OrderedDict
+
+    from conformance.cases import generate
+
+    monkeypatch.setattr(generate, "_kept", OrderedDict())
+    monkeypatch.setattr(generate, "_kept_bytes", [0])
+    monkeypatch.setattr(generate, "_KEPT_BYTES", 3 * 4000)  # three 1000-element float32 tensors
+    for seed in range(5):
+        generate._generated(Generator("uniform", seed), DataType.FLOAT32, 1000, "InputTensor")
+    assert [key[1] for key in generate._kept] == [2, 3, 4] and generate._kept_bytes == [12000]
