@@ -383,6 +383,12 @@ static Shared *shared_device(int index, char *why, size_t size) {
   if (SUCCEEDED(hr)) hr = dcd ? dcd(slot->device, 0, &IID_IDMLDevice_, &slot->dml) : E_NOINTERFACE;
   if (FAILED(hr)) {
     snprintf(why, size, "the DirectML device on adapter %d could not be made: HRESULT 0x%08lx", index, (unsigned long)hr);
+    /* Nothing of a half-made slot is kept: a reference left here would pin the adapter's D3D12 device, so that the
+     * next try (a describe, then a session) would get it back instead of a new one. */
+    if (slot->queue) ID3D12CommandQueue_Release(slot->queue);
+    ID3D12Device_Release(slot->device);
+    slot->queue = NULL;
+    slot->device = NULL;
     slot->dml = NULL;
     return NULL;
   }
