@@ -57,29 +57,16 @@ from conformance.survive.supervisor import RunStopped, Supervisor
 log = logging.getLogger(__name__)
 
 
-Describe = Callable[[], Mapping[str, DirectML]]  # each DirectML EP's DirectML, by its --ep text (UsageError)
+Describe = Callable[[], Mapping[str, DirectML]]  # each DirectML EP's DirectML, by its --ep text (ChainMissing)
 
 
-def _chain_missing(error: ChainMissing) -> UsageError:
-    return UsageError(f"--ep dml: {error}")
-
-
-def _directml(eps: Sequence[EpSpec]) -> dict[str, DirectML]:
-    """Each DirectML EP's DirectML, by its ``--ep`` text (off Windows, asked of the device through its build's
-    runner, started here and stopped after: -j 0); a usage error naming the missing piece where the chain or a build
-    is not there."""
+@contextlib.contextmanager
+def _chain_usage() -> Iterator[None]:
+    """A missing piece of a DirectML chain, or a build that cannot describe its device: a usage error naming it."""
     try:
-        return directml_for(eps)
+        yield
     except ChainMissing as error:
-        raise _chain_missing(error) from None
-
-
-def _described(supervisor: Supervisor) -> Mapping[str, DirectML]:
-    """The workers' answer (supervisor.py's ``directml``): their runners started as they did, beside the reading."""
-    try:
-        return supervisor.directml()
-    except ChainMissing as error:
-        raise _chain_missing(error) from None
+        raise UsageError(f"--ep dml: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -96,18 +83,17 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     existing(args.paths or ["cases"])  # a wrong path, before the workers start: it costs nothing
     with contextlib.ExitStack() as held:  # the report folder's lock, once _run_suite takes it, until the reports
         if args.jobs < 1:
-            directml = _directml(eps)  # so is a missing piece of the DirectML chain
+            with _chain_usage():  # so is a missing piece of the DirectML chain (described here: a runner of its own)
+                directml = directml_for(eps)
             return _run_suite(args, argv, eps, None, lambda: directml, start, held)
-        try:
+        with _chain_usage():
             check_chains(eps)  # so is a missing piece of a DirectML chain, told before any worker starts
-        except ChainMissing as error:
-            raise _chain_missing(error) from None
         # Started before the case files are read, so that the workers' imports, and their DirectML runners and
         # devices, come up while this process reads them; the first worker's describe is the run's.
         describe = [ep for ep in eps if uses_directml(ep)]
         with Supervisor(args.jobs, run_options(vars(args), {}).case_timeout, describe) as supervisor:
             try:
-                return _run_suite(args, argv, eps, supervisor, lambda: _described(supervisor), start, held)
+                return _run_suite(args, argv, eps, supervisor, supervisor.directml, start, held)
             except RunStopped as error:  # workers that never started, while the describe waited: nothing ran
                 log.error("%s", error)
                 return EXIT_FAILED
@@ -223,7 +209,8 @@ def _run_suite(
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
     _within_limit(args, suite, eps)
-    directml = describe()
+    with _chain_usage():  # -j N: the workers' answer, their runners started beside the reading (supervisor.py)
+        directml = describe()
     digest, files = _cases_hash(suite)
     options = run_options(vars(args), directml)
     _folders(args)

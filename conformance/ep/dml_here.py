@@ -36,13 +36,12 @@ def directml_for(eps: Sequence[EpSpec], runners: Runners | None = None) -> dict[
         return {ep.text: _installed(ep) for ep in chosen}
     from conformance.ep.wine.client import Runners
 
-    own = runners is None
-    used = Runners() if runners is None else runners  # one runner per build, however many of the EPs use it
+    used = runners if runners is not None else Runners()  # one runner per build, however many of the EPs use it
     try:
         # On Windows ``dml`` beside ``dmlop`` is still the installed package in this process
         return {ep.text: _through_wine(ep, used) if dml_through_wine(ep) else _installed(ep) for ep in chosen}
     finally:
-        if own:
+        if used is not runners:  # started for this alone
             used.close()
 
 

@@ -128,10 +128,10 @@ def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any]
             refusals.keeper = _never_run(ep, devices)
         refusal = _refusal(lowering, ep, ep_name, devices, error, threads)
     else:
-        if refusals is None or not sharing:
+        if not sharing:
             return session
         del session  # made in the keeper's context, and it would run there: the keeper closed, then made afresh
-        refusals.keeper = None
+        REFUSALS.keeper = None
         return _create(lowering, ep, ep_name, devices, threads)
     # Raised outside the except block, so that onnxruntime's exception (whose traceback holds the half-created
     # session and its thread pool) is not kept as the context; and not kept in this frame, which would put the
@@ -171,26 +171,22 @@ def _probe_model() -> bytes:
 
 
 def _never_run(ep: EpSpec, devices: Sequence[Any]) -> Any:
-    """A session of the probe model that is never run, on one thread: it holds the EP's device context for refused
-    attempts. None where it cannot be made (the attempts then make contexts of their own, as before)."""
+    """A session of the probe model, on one thread, that is never run (CPU fallback allowed: only the EP's start is
+    in question); None where the EP does not start. It says whether the EP starts (``_starts``), and it holds the
+    EP's device context for refused attempts (``_create``)."""
     try:
         return ort.InferenceSession(
             _probe_model(), _session_options(ep, devices, strict=False, threads=1), providers=_providers(ep)
         )
     except Exception as error:  # onnxruntime's own exception types: the refusal's diagnosis says what is wrong
-        log.debug("no session to keep %s's context for refused attempts: %s", ep.name, error)
+        log.debug("%s does not start: %s", ep.name, error)
         return None
 
 
 def _starts(ep: EpSpec, devices: Sequence[Any]) -> bool:
-    """Whether the EP can create a session at all (with CPU fallback allowed: only its start is in question). A
-    case whose session fails on an EP that starts is an ERROR of that case, not an EP that never started."""
-    try:
-        ort.InferenceSession(_probe_model(), _session_options(ep, devices, strict=False), providers=_providers(ep))
-    except Exception as error:  # onnxruntime's own exception types
-        log.debug("%s does not start: %s", ep.name, error)
-        return False
-    return True
+    """Whether the EP can create a session at all. A case whose session fails on an EP that starts is an ERROR of
+    that case, not an EP that never started."""
+    return _never_run(ep, devices) is not None
 
 
 def _target(ep: EpSpec) -> tuple[str, list[Any]]:
