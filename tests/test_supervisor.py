@@ -524,3 +524,17 @@ def test_each_worker_s_latest_peak_memory_reaches_the_run(supervisor: Any) -> No
     record = supervisor.peaks.record(50 * 1024, 300 * 1024 + 1, 1)
     harness, runners = 50 + 120 + 80, 301 + 2000 + 1000
     assert record == {"total_mib": harness + runners, "harness_mib": harness, "runners_mib": runners, "runners": 4}
+
+
+def test_stopped_workers_exit_without_being_reaped_and_take_no_more_tasks() -> None:
+    """``stop`` ends the workers while the caller writes its reports (cli/run.py): each exits on its own, before
+    ``close`` joins it; a later ``run`` is refused rather than waiting on workers that will never answer."""
+    with Supervisor(2, None) as supervisor:
+        supervisor.wait_ready()
+        processes = [worker.process for worker in supervisor.workers]
+        supervisor.stop()
+        for process in processes:
+            process.join(60)
+        assert [process.exitcode for process in processes] == [0, 0]
+        with pytest.raises(RuntimeError, match="after stop"):
+            supervisor.run([_task()], supervisor.options, lambda pair, result: None)

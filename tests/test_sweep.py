@@ -224,3 +224,24 @@ cases:
         ("ranks[2x5,1-1]", (2, 5), 1, 1),
         ("ranks[2x5,1-3]", (2, 5), 1, 3),
     ]
+
+
+def test_a_later_matrix_path_over_an_earlier_one_takes_its_positions() -> None:
+    """Positions are by hand (the mapping, not a file): where one matrix entry sets ``A.E`` (a field the case
+    lacks) and a later one sets ``A`` itself, the variant's position for ``A`` is the later entry's and ``A.E``'s,
+    which no longer exists in the variant, is gone, as are the case's own positions under ``A``; a path beside them
+    keeps its own."""
+    at = {name: SourcePos("f.yaml", line, 1) for line, name in enumerate(("", "A", "A.B", "A.C", "AB", "matrix"), 1)}
+    at |= {"matrix.A.E": SourcePos("f.yaml", 7, 7), "matrix.A": SourcePos("f.yaml", 8, 7)}
+    raw = {"A": {"B": 1, "C": 2}, "AB": 3, "matrix": {"A.E": [5], "A": [{"D": 4}]}}
+    [variant], problems = expand(raw, at)
+    assert problems == []
+    assert variant.raw == {"A": {"D": 4}, "AB": 3}
+    assert variant.positions == {
+        "": at[""],
+        "AB": at["AB"],
+        "matrix": at["matrix"],
+        "matrix.A.E": at["matrix.A.E"],
+        "matrix.A": at["matrix.A"],
+        "A": at["matrix.A"],
+    }

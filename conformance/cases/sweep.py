@@ -96,12 +96,14 @@ def expand(
     if over is not None:
         return [], [Problem(where, "matrix", over)]
     variants = []
+    under = _Under(positions)
     for combo in itertools.product(*matrix.values()):
         variant_raw = copy.deepcopy(base)
         variant_pos = dict(positions)
+        applied: list[str] = []
         for key, value in zip(matrix, combo, strict=True):
             for dotted, field_value in _settings(key, value):
-                problem = _apply(variant_raw, variant_pos, positions, where, dotted, field_value, key)
+                problem = _apply(variant_raw, variant_pos, under, applied, where, dotted, field_value, key)
                 if problem is not None:
                     return [], [problem]
         labels = [_entry_label(key, value) for key, value in zip(matrix, combo, strict=True)]
@@ -140,21 +142,45 @@ def _settings(key: str, value: Any) -> list[tuple[str, Any]]:
     return list(value.items()) if _is_each(key) else [(key, value)]
 
 
+class _Under:
+    """The case's positions under each field path (the path itself and every key below it), found once per path
+    for all of a matrix's variants: a sweep of hundreds of variants would otherwise scan every position again for
+    each field it sets."""
+
+    def __init__(self, positions: Mapping[str, SourcePos]) -> None:
+        self.positions = positions
+        self._found: dict[str, list[str]] = {}
+
+    def keys(self, dotted: str) -> list[str]:
+        found = self._found.get(dotted)
+        if found is None:
+            found = self._found[dotted] = [k for k in self.positions if _is_under(k, dotted)]
+        return found
+
+
+def _is_under(key: str, dotted: str) -> bool:
+    return key == dotted or key.startswith(dotted + ".")
+
+
 def _apply(
     raw: dict[str, Any],
     variant_pos: dict[str, SourcePos],
-    positions: Mapping[str, SourcePos],
+    under: _Under,
+    applied: list[str],
     where: SourcePos,
     dotted: str,
     value: Any,
     key: str,
 ) -> Problem | None:
-    """Set one field of a variant and point its position at the matrix entry; a Problem if the path is bad."""
+    """Set one field of a variant and point its position at the matrix entry; a Problem if the path is bad.
+    ``applied``: the paths this variant has set so far (a later path may hold an earlier one's position)."""
+    positions = under.positions
     if not _assign(raw, dotted, value):
         pos = positions.get(f"matrix.{key}", where)
         path = f"path {dotted!r}" if _is_each(key) else "path"
         return Problem(pos, f"matrix.{key}", f"{path} does not lead to a field of the case")
-    for stale in [k for k in variant_pos if k == dotted or k.startswith(dotted + ".")]:
-        del variant_pos[stale]
+    for stale in (*under.keys(dotted), *(k for k in applied if _is_under(k, dotted))):
+        variant_pos.pop(stale, None)
     variant_pos[dotted] = positions.get(f"matrix.{key}", where)
+    applied.append(dotted)
     return None

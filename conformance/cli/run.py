@@ -240,6 +240,8 @@ def _run_suite(
     finally:
         unsynced = stream.close()
         progress.close()
+    if supervisor is not None:  # no more tasks: the workers exit while the reports are written (closed after)
+        supervisor.stop()
     if unsynced is not None:
         warn(f"dmlconf: {unsynced}: its last results may be cut short (results.json has them all)")
     if ran.stopped is not None:

@@ -92,6 +92,7 @@ class _Worker:
     began: float = field(default_factory=time.monotonic)  # when the case (or pack) in flight began
     closed: bool = False  # its end of the pipe is closed: it is exiting, and only its sentinel is waited on
     reported_lost: bool = False  # it sent a DEVICE_LOST result, after which it exits on purpose (worker.py)
+    stopped: bool = False  # told to stop (Supervisor.stop): it takes no more tasks
     number: int = 0  # the how-manieth worker started: whose peak memory a report is
 
 
@@ -302,6 +303,8 @@ class Supervisor:
         """Every task to its end, each result to ``on_result(pair, result)`` as it comes, each DirectML runner death
         to ``on_death``. On any exception (a KeyboardInterrupt, RunStopped) the workers are stopped and it goes up
         to the caller."""
+        if any(worker.stopped for worker in self.workers):
+            raise RuntimeError("Supervisor.run after stop: its workers take no more tasks")
         self.options, self.on_result, self.on_death = options, on_result, on_death
         self.pending.extend(tasks)
         try:
@@ -360,10 +363,17 @@ class Supervisor:
         handles: list[Any] = [w.conn for w in self.workers if not w.closed] + [w.process.sentinel for w in self.workers]
         wait(handles, timeout=min(1.0, self.timeout or 1.0))
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Every worker told to stop, not waited for: a caller with no more tasks writes its reports while they exit
+        (stopping their runners, finalizing onnxruntime), and ``close`` reaps them after."""
         for worker in self.workers:
-            with contextlib.suppress(OSError):
-                worker.conn.send(("stop",))
+            if not worker.stopped:
+                worker.stopped = True
+                with contextlib.suppress(OSError):
+                    worker.conn.send(("stop",))
+
+    def close(self) -> None:
+        self.stop()
         deadline = time.monotonic() + 5.0
         for worker in self.workers:
             worker.process.join(max(0.0, deadline - time.monotonic()))
