@@ -130,7 +130,7 @@ def main() -> int:
     planned = [(label, shlex.split(options)) for label, options in (_pair(r, "=", "--run") for r in args.run)]
     ratios = [_pair(r, "/", "--ratio") for r in args.ratio]
     pairs = [_pair(a, "=", "--against") for a in args.against]
-    against = [(label, _stripped(read_results(path), args.strip)) for label, path in pairs]
+    against = [(label, path, _stripped(read_results(path), args.strip)) for label, path in pairs]
     folder = args.keep or tempfile.mkdtemp(prefix="library-runs-")
     if args.warm:
         run_once("warm", args.paths, shlex.split(args.warm), os.path.join(folder, "warm"))
@@ -141,11 +141,11 @@ def main() -> int:
             runs.append(timed)
             print(f"{label} round {round_number}: {timed.seconds:.2f} s, exit {timed.code}", flush=True)
     print("\n".join(report(runs, ratios)))
-    for label, baseline in against:
+    for label, path, baseline in against:
         for number, run in enumerate((run for run in runs if run.label == label), 1):
             if run.results is not None:
                 diff = diff_runs(baseline.results, run.results.results, baseline.environment, run.results.environment)
-                print(f"{label} round {number} against the older run: {changes(diff)}")
+                print(f"{label} round {number} against {path}: {changes(diff)}")
     print(f"report folders: {folder}")
     return 1 if any(run.results is None for run in runs) else 0
 

@@ -47,11 +47,11 @@ def test_rounds_ratios_and_diffs_against_older_runs(tmp_path: Path) -> None:
     }
     assert table["one"][1] == table["packed1"][1] == "2"  # runs of each
     assert any(line.startswith("one / packed1 (medians): ") and line.endswith("x") for line in lines)
-    diffs = [line for line in lines if "against the older run" in line]
-    assert diffs == [
-        "one round 1 against the older run: 0 changes (4 compared, 4 outputs bit for bit)",
-        "one round 2 against the older run: 0 changes (4 compared, 4 outputs bit for bit)",
-        "one round 1 against the older run: fixes 1 (4 compared, 4 outputs bit for bit)",
-        "one round 2 against the older run: fixes 1 (4 compared, 4 outputs bit for bit)",
+    same, changed = tmp_path / "same.json", tmp_path / "changed.json"
+    assert [line for line in lines if " against " in line] == [
+        f"one round 1 against {same}: 0 changes (4 compared, 4 outputs bit for bit)",
+        f"one round 2 against {same}: 0 changes (4 compared, 4 outputs bit for bit)",
+        f"one round 1 against {changed}: fixes 1 (4 compared, 4 outputs bit for bit)",
+        f"one round 2 against {changed}: fixes 1 (4 compared, 4 outputs bit for bit)",
     ]
     assert sorted(path.name for path in (tmp_path / "r").iterdir()) == ["one-1", "one-2", "packed1-1", "packed1-2"]
