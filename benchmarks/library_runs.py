@@ -70,20 +70,11 @@ def _stripped(baseline: ResultsFile, prefix: str) -> ResultsFile:
 
 
 def changes(diff: RunDiff) -> str:
-    """The diff's counts in a line; "0 changes" where there is nothing to tell."""
-    counts = {
-        "regressions": len(diff.regressions),
-        "fixes": len(diff.fixes),
-        "other changes": len(diff.other_changes),
-        "metric drift": len(diff.metric_drift),
-        "inputs differ": len(diff.inputs_differ),
-        "outputs differ": len(diff.outputs_differ),
-        "new": len(diff.new_cases),
-        "removed": len(diff.removed_cases),
-    }
+    """The diff's counts that are not 0 (``dmlconf diff``'s, RunDiff.counts), in a line; "0 changes" where there
+    is nothing to tell."""
     if diff.nothing_compared:
         return "nothing compared: no (case, EP) is in both (another EP, or other case ids: --strip)"
-    told = ", ".join(f"{name} {count}" for name, count in counts.items() if count)
+    told = ", ".join(f"{name} {count}" for name, count in diff.counts if count)
     compared = f"{diff.compared} compared, {diff.outputs_compared} outputs bit for bit"
     return f"{told or '0 changes'} ({compared})"
 

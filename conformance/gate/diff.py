@@ -138,6 +138,22 @@ class RunDiff:
         return self.compared == 0
 
     @property
+    def counts(self) -> tuple[tuple[str, int], ...]:
+        """Each kind of difference and how many, in the order reports give them. Inputs and outputs differ only where
+        hashes were compared (runs from before the hashes cannot tell): those two are left out where there is no
+        such count to give."""
+        return (
+            ("regressions", len(self.regressions)),
+            ("fixes", len(self.fixes)),
+            ("metric drift", len(self.metric_drift)),
+            *([("inputs differ", len(self.inputs_differ))] if self.inputs_differ else []),
+            *([("outputs differ", len(self.outputs_differ))] if self.outputs_compared else []),
+            ("new", len(self.new_cases)),
+            ("removed", len(self.removed_cases)),
+            ("other changes", len(self.other_changes)),
+        )
+
+    @property
     def removed_regress(self) -> bool:
         return bool(self.removed_cases) and not self.allow_removed
 

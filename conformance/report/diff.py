@@ -31,20 +31,9 @@ def _grown(d: Drift) -> str:
 
 
 def _counts(d: RunDiff) -> str:
-    # Inputs and outputs differ only where hashes were compared: runs from before the hashes cannot tell.
-    counts = [
-        ("regressions", len(d.regressions)),
-        ("fixes", len(d.fixes)),
-        ("metric drift", len(d.metric_drift)),
-        *([("inputs differ", len(d.inputs_differ))] if d.inputs_differ else []),
-        *([("outputs differ", len(d.outputs_differ))] if d.outputs_compared else []),
-        ("new", len(d.new_cases)),
-        ("removed", len(d.removed_cases)),
-        ("other changes", len(d.other_changes)),
-    ]
     pairs = "cases" if d.by_case else "(case, EP) results"
     bits = f", {d.outputs_compared} of them with outputs compared bit for bit" if d.outputs_compared else ""
-    return ", ".join(f"{label} {n}" for label, n in counts) + f" (of {d.compared} {pairs} in both runs{bits})"
+    return ", ".join(f"{label} {n}" for label, n in d.counts) + f" (of {d.compared} {pairs} in both runs{bits})"
 
 
 def _side(which: str, s: Side) -> str:
