@@ -270,6 +270,16 @@ class Environment:
         return record_json(self)
 
 
+def recorded_text(text: str) -> str:
+    """``text`` as results.json records it: valid Unicode, a byte of a path that is not UTF-8 (which Python keeps as a
+    lone surrogate) written as ``\\xNN``, so that a run in such a folder keeps its results (a path that reads back
+    differently is only shown, never opened again)."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that came from no file name: its code point, escaped
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def pci_id(value: int | None) -> str:
     """A PCI vendor or device id as lspci writes it ("10de"); "?" where the record has none."""
     return f"{value:04x}" if value is not None else "?"

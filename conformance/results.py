@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import json
 import math
 import os
+import secrets
 import stat
 import zlib
 from collections.abc import Mapping, Sequence
@@ -209,24 +211,112 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def write_text_atomic(path: str, text: str) -> None:
+class NotOurFile(OSError):
+    """A path the harness writes, or reads back as its own, that is a symbolic link or not a regular file: one line
+    naming it and what it is. A checkout the harness runs in may be a pull request's, which can commit a link where
+    results.jsonl will be: the harness never writes through one (docs/reliability.md#planted-links)."""
+
+
+def _what_is(path: str) -> str:
+    """What stands at ``path`` (a link is not followed), in words: "a symbolic link to X", "a FIFO"."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "gone"
+    if stat.S_ISLNK(mode):
+        with contextlib.suppress(OSError):
+            return f"a symbolic link to {os.readlink(path)}"
+        return "a symbolic link"
+    kinds = [
+        (stat.S_ISREG, "a file"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    kinds += [(stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")]
+    return next((words for test, words in kinds if test(mode)), "not a regular file")
+
+
+def not_our_file(path: str, meant: str = "a regular file") -> NotOurFile:
+    """The refusal of ``path``: one line saying what it is, what the harness needs there, and what to do."""
+    return NotOurFile(f"{path}: {_what_is(path)}, not {meant}: dmlconf does not write through it; remove it")
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX; Windows: checked by lstat before the open
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once (and is refused) instead of waiting for a reader
+
+
+def open_own_file(path: str, flags: int) -> int:
+    """``path`` opened with ``flags`` (os.O_*) without following a symbolic link at its last component, and only
+    where it is (or is created as) a regular file: its descriptor; NotOurFile for a link, a FIFO, a device, a
+    folder; OSError as ``os.open`` raises it otherwise."""
+    if not _NOFOLLOW and os.path.islink(path):
+        raise not_our_file(path)
+    try:
+        fd = os.open(
+            path, flags | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0), 0o666
+        )
+    except OSError as error:
+        # ELOOP: a link at the last component (O_NOFOLLOW); ENXIO: a FIFO without a reader; EISDIR: a folder
+        if error.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR) or os.path.islink(path):
+            raise not_our_file(path) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise not_our_file(path)
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def own_folder(path: str) -> None:
+    """The folder ``path`` made where it is missing, refusing (NotOurFile) a symbolic link standing at its last
+    component or, for a relative path, at any of its components: a relative path lies in the working folder,
+    which may be a pull request's checkout, where a committed link would lead the harness's writes elsewhere."""
+    parts = os.path.normpath(path).split(os.sep)
+    checked = parts if not os.path.isabs(path) else parts[-1:]
+    for depth in range(len(parts) - len(checked), len(parts)):
+        prefix = os.sep.join(parts[: depth + 1]) or os.sep
+        if prefix in (os.curdir, os.pardir) or prefix.endswith(os.sep + os.pardir):
+            continue
+        if os.path.islink(prefix):  # a file there fails makedirs below, which names it
+            raise not_our_file(prefix, "a folder")
+    os.makedirs(path, exist_ok=True)
+
+
+def write_text_atomic(path: str, text: str, in_place_device: bool = True) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``: a reader sees
-    the old file or the new one, never half of one, and a failed write leaves no temporary file behind. A device or
-    a pipe (``/dev/stdout``, ``/dev/full``, a FIFO) is written in place: renaming a file over it would replace the
-    device, not write to it."""
-    if _device(path):
+    the old file or the new one, never half of one, and a failed write leaves no temporary file behind; a link at
+    ``path`` is replaced, never followed. A device or a pipe (``/dev/stdout``, ``/dev/full``, a FIFO) that the user
+    named is written in place (renaming a file over it would replace the device, not write to it); a file of a
+    report folder (``in_place_device`` False) is replaced whatever stands there."""
+    if in_place_device and _device(path):
         with open(path, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
         return
-    temporary = f"{path}.{os.getpid()}.tmp"
+    temporary, fd = _temporary_beside(path)
     try:
-        with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+        with open(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(temporary)
         raise
+
+
+def _temporary_beside(path: str) -> tuple[str, int]:
+    """A new file beside ``path``, made here (O_EXCL: nothing planted at a guessable name is opened): its name and
+    descriptor."""
+    while True:
+        temporary = f"{path}.{secrets.token_hex(6)}.tmp"
+        try:
+            return temporary, open_own_file(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            continue
 
 
 def _device(path: str) -> bool:
@@ -239,9 +329,9 @@ def _device(path: str) -> bool:
 
 
 def write_results(path: str, env: Mapping[str, Any], results: Sequence[Result]) -> None:
-    """Write results.json atomically (a reader never sees half a file)."""
+    """Write results.json atomically (a reader never sees half a file), replacing whatever stands at ``path``."""
     document = {"schema_version": SCHEMA_VERSION, "environment": dict(env), "results": [r.to_json() for r in results]}
-    write_text_atomic(path, json.dumps(document, indent=1, allow_nan=False, default=str) + "\n")
+    write_text_atomic(path, json.dumps(document, indent=1, allow_nan=False, default=str) + "\n", in_place_device=False)
 
 
 def result_from_json(data: object, where: str = "result") -> Result:

@@ -82,8 +82,8 @@ def test_a_second_run_into_a_folder_being_written_is_refused_and_the_first_goes_
         os.kill(first.pid, signal.SIGCONT)
     assert second.returncode == 2, second.stdout + second.stderr
     assert second.stderr.splitlines() == [
-        f"dmlconf: --report-dir {tmp_path}: another dmlconf run (pid {first.pid}) is writing its results there: wait "
-        "for it to end, or give another --report-dir"
+        f"dmlconf: --report-dir {tmp_path}: another dmlconf command (pid {first.pid}) is writing its results there: "
+        "wait for it to end, or give another folder"
     ]
     assert first.wait(timeout=120) == 1  # its hanging case timed out; nothing else changed
     results = _results(tmp_path)
@@ -141,7 +141,7 @@ def test_resume_refuses_a_line_at_another_case_s_place(tmp_path: Path) -> None:
 
 def test_the_lock_is_one_holder_s_until_it_is_released(tmp_path: Path) -> None:
     held = FolderLock(str(tmp_path))
-    with pytest.raises(FolderBusy, match=rf"another dmlconf run \(pid {os.getpid()}\) is writing"):
+    with pytest.raises(FolderBusy, match=rf"another dmlconf command \(pid {os.getpid()}\) is writing"):
         FolderLock(str(tmp_path))
     held.release()
     FolderLock(str(tmp_path)).release()
@@ -154,17 +154,20 @@ def test_on_windows_the_lock_is_unlocked_before_the_file_is_closed(
     """Windows may drop a byte lock some time after its file is closed, and a ``--resume`` started at once would be
     refused: release unlocks the byte it locked (msvcrt locks from the file's position) while the file is open."""
     calls: list[tuple[int, int, int]] = []
+    fds: list[int] = []
 
     def locking(fd: int, mode: int, nbytes: int) -> None:
         os.fstat(fd)  # the file is still open: an OSError here otherwise
         calls.append((mode, os.lseek(fd, 0, os.SEEK_CUR), nbytes))
+        fds.append(fd)
 
     monkeypatch.setitem(sys.modules, "msvcrt", types.SimpleNamespace(LK_NBLCK=2, LK_UNLCK=0, locking=locking))
     monkeypatch.setattr(sys, "platform", "win32")
     lock = FolderLock(str(tmp_path))
     lock.release()
     assert calls == [(2, 0, 1), (0, 0, 1)]  # the first byte locked, then that byte unlocked
-    assert lock.handle.closed
+    with pytest.raises(OSError):  # then closed
+        os.fstat(fds[-1])
 
 
 @posix

@@ -29,7 +29,8 @@ def to_devnull(stream: TextIO | None) -> None:
 
 def write(stream: TextIO | None, text: str) -> None:
     """``text`` written to ``stream`` and flushed at once; a reader that went away sends the stream to the null
-    device, and the command goes on."""
+    device, and the command goes on. So does a stream that fails otherwise (``> /dev/full``, a log on a disk that
+    filled): said once on stderr where the failed stream was another; the command's exit code and files stand."""
     if stream is None:  # started without the descriptor (``>&-``): print would drop the line anyway
         return
     try:
@@ -37,6 +38,12 @@ def write(stream: TextIO | None, text: str) -> None:
         stream.flush()
     except BrokenPipeError:
         to_devnull(stream)
+    except OSError as error:
+        to_devnull(stream)
+        if stream is not sys.stderr:
+            name = "stdout" if stream is sys.stdout else "an output"
+            why = error.strerror or str(error)
+            write(sys.stderr, f"dmlconf: {name}: {why}: nothing more is shown there; the exit code and files stand\n")
 
 
 def _line(stream: TextIO | None, text: str) -> None:

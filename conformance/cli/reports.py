@@ -25,9 +25,18 @@ from conformance.report.diff import render_diff_console, render_diff_markdown
 from conformance.report.html import render_html
 from conformance.report.junit import render_junit
 from conformance.report.markdown import render_markdown
-from conformance.results import Result, ResultsFile, read_results, write_results, write_text_atomic
+from conformance.results import (
+    NotOurFile,
+    Result,
+    ResultsFile,
+    own_folder,
+    read_results,
+    write_results,
+    write_text_atomic,
+)
 from conformance.run.artifacts import folder_name
 from conformance.run.options import REPORT_FORMATS
+from conformance.survive.lock import FolderBusy, FolderLock
 
 
 def read_waivers(path: str | None) -> list[Waiver] | None:
@@ -67,6 +76,38 @@ def _one_line() -> Iterator[None]:
         yield
     except CannotWrite as error:
         raise UsageError(error.line) from None
+
+
+@contextlib.contextmanager
+def locked(folder: str, option: str, names_holder: bool = True) -> Iterator[FolderLock]:
+    """``folder`` (which exists) locked against a run or a report writing there (survive/lock.py) while the body
+    writes into it; a usage error, one line, where another command holds it or ``.dmlconf.lock`` is a link or no
+    regular file. ``option``: the folder's option, named in the line; ``names_holder``: lock.py's."""
+    try:
+        lock = FolderLock(folder, names_holder)
+    except FolderBusy as error:
+        raise UsageError(f"{option} {error}") from None
+    except NotOurFile as error:
+        raise UsageError(f"{option}: {error}") from None
+    except OSError as error:
+        raise UsageError(f"{option}: cannot write in {folder}: {error.strerror or error}") from None
+    try:
+        yield lock
+    finally:
+        lock.release()
+
+
+@contextlib.contextmanager
+def writing_in(folder: str, option: str) -> Iterator[None]:
+    """``folder`` made where missing, not reached through a planted link (results.own_folder), and ``locked``."""
+    try:
+        own_folder(folder)
+    except NotOurFile as error:
+        raise UsageError(f"{option}: {error}") from None
+    except OSError as error:
+        raise UsageError(f"{folder}: cannot create the folder: {error.strerror or error}") from None
+    with locked(folder, option, names_holder=False):
+        yield
 
 
 def _read(path: str) -> ResultsFile:
@@ -119,7 +160,7 @@ def write_reports(
     for name, text in texts.items():
         path = os.path.join(out_dir, REPORT_FORMATS[name])
         with _output(path):
-            write_text_atomic(path, text)
+            write_text_atomic(path, text, in_place_device=False)
         written.append(path)
     return written
 
@@ -169,8 +210,6 @@ def _publish(
     gate = apply_waivers(env, results, waivers) if waivers is not None else None
     summary = summarize(env, results)
     with _one_line():
-        with _output(out_dir, "create the folder"):
-            os.makedirs(out_dir, exist_ok=True)
         written = write_reports(out_dir, summary, results, gate, formats)
     lines, passed = verdict_lines(summary, gate, quiet)
     return written, lines, 0 if passed else 1
@@ -190,7 +229,8 @@ def report_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     env, results = document.environment, document.results
     out_dir = args.out_dir or os.path.dirname(args.results) or "."
     formats = args.format or list(REPORT_FORMATS)
-    written, lines, code = _publish(out_dir, env, results, args.waivers, formats, args.quiet)
+    with writing_in(out_dir, "--out-dir"):
+        written, lines, code = _publish(out_dir, env, results, args.waivers, formats, args.quiet)
     say("\n".join([*([] if args.quiet else written), *lines]))
     return _skipped_input(env, code)
 
@@ -203,12 +243,10 @@ def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except MergeError as error:
         raise UsageError(str(error)) from None
     results_path = os.path.join(args.report_dir, "results.json")
-    with _one_line():
-        with _output(args.report_dir, "create the folder"):
-            os.makedirs(args.report_dir, exist_ok=True)
-        with _output(results_path):
+    with writing_in(args.report_dir, "--report-dir"):
+        with _one_line(), _output(results_path):
             write_results(results_path, env.to_json(), results)
-    written, lines, code = _publish(args.report_dir, env, results, args.waivers, list(REPORT_FORMATS), args.quiet)
+        written, lines, code = _publish(args.report_dir, env, results, args.waivers, list(REPORT_FORMATS), args.quiet)
     if not args.quiet:
         say(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
     say("\n".join(lines))

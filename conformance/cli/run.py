@@ -17,7 +17,7 @@ from typing import Any
 from conformance.cases.suite import Suite, run_elements
 from conformance.cli.output import say, warn
 from conformance.cli.progress import Progress
-from conformance.cli.reports import read_waivers, verdict_lines, write_reports
+from conformance.cli.reports import locked, read_waivers, verdict_lines, write_reports
 from conformance.cli.selection import selected
 from conformance.cli.shared import (
     EXIT_FAILED,
@@ -37,11 +37,13 @@ from conformance.ep.wine.client import runners_peak
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.waivers import Gate, Waiver, apply_waivers
 from conformance.report.console import render_console
-from conformance.results import Result, write_results
+from conformance.results import NotOurFile, Result, not_our_file, own_folder, write_results
+from conformance.run.artifacts import folder_name
 from conformance.run.identity import RunFacts, cases_sha256, environment, skipped_files
 from conformance.run.options import REPORT_FORMATS, RunOptions, run_options
 from conformance.survive.faults import RunLog
-from conformance.survive.lock import FolderBusy, FolderLock
+from conformance.survive.interrupt import Interrupts, interrupts_stop_the_run
+from conformance.survive.lock import FolderLock
 from conformance.survive.memory import Peaks, own_peak_kib
 from conformance.survive.pool import ran_so_far, run_pairs
 from conformance.survive.stream import (
@@ -71,14 +73,21 @@ def _chain_usage() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class _Start:
-    """When the command started: the wall clock for results.json, the monotonic clock for its duration."""
+    """When the command started: the wall clock for results.json, the monotonic clock for its duration; and the
+    handler of the signals that interrupt it, which tells which came."""
 
     at: datetime
     clock: float
+    interrupts: Interrupts
 
 
 def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    start = _Start(datetime.now(UTC), time.monotonic())
+    with interrupts_stop_the_run() as interrupts:  # SIGTERM and SIGHUP as Ctrl-C (survive/interrupt.py)
+        return _run_command(args, argv, interrupts)
+
+
+def _run_command(args: argparse.Namespace, argv: Sequence[str], interrupts: Interrupts) -> int:
+    start = _Start(datetime.now(UTC), time.monotonic(), interrupts)
     eps = chosen_eps(args.ep)  # an EP that is not installed is a usage error, as is
     existing(args.paths or ["cases"])  # a wrong path, before the workers start: it costs nothing
     with contextlib.ExitStack() as held:  # the report folder's lock, once _run_suite takes it, until the reports
@@ -99,22 +108,6 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 return EXIT_FAILED
 
 
-@contextlib.contextmanager
-def _report_lock(folder: str) -> Iterator[None]:
-    """The report folder locked for this run (lock.py) until its reports are written; a usage error, one line,
-    where another run holds it."""
-    try:
-        lock = FolderLock(folder)
-    except FolderBusy as error:
-        raise UsageError(f"--report-dir {error}") from None
-    except OSError as error:
-        raise UsageError(f"--report-dir: cannot write in {folder}: {error.strerror or error}") from None
-    try:
-        yield
-    finally:
-        lock.release()
-
-
 def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> None:
     """--max-run-elements and, with -j, --max-case-bytes, from the descriptors' sizes: checked before anything is
     generated or run."""
@@ -127,14 +120,24 @@ def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec])
         )
 
 
-def _folders(args: argparse.Namespace) -> None:
-    """--report-dir and --artifacts made before the run, so that an unusable one costs nothing."""
+def _folders(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> None:
+    """--report-dir and --artifacts made before the run, so that an unusable one costs nothing, and neither
+    reached through a link planted in a checkout (results.own_folder); nor a folder name --artifacts would give a
+    failure of this run taken by a link or a file (artifacts.py puts each folder there by renaming its own)."""
     for option, folder in (("--report-dir", args.report_dir), ("--artifacts", args.artifacts)):
         try:
             if folder:
-                os.makedirs(folder, exist_ok=True)
+                own_folder(folder)
+        except NotOurFile as error:
+            raise UsageError(f"{option}: {error}") from None
         except OSError as error:
             raise UsageError(f"{option}: cannot create {folder}: {error.strerror or error}") from None
+    if args.artifacts:
+        for entry in suite.entries:
+            for ep in eps:
+                path = os.path.join(args.artifacts, folder_name(entry.id, ep.text))
+                if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+                    raise UsageError(f"--artifacts: {not_our_file(path, 'a folder')}")
 
 
 def _stream(
@@ -159,10 +162,13 @@ def _stream(
             say(f"resuming: {len(done)} result(s) kept from {path}")
         elif args.resume:
             warn(f"nothing to resume in {path}: running every case")
+        stream = Stream(path, identity, keep)
         _remove_previous_reports(args.report_dir)
-        return Stream(path, identity, keep), done
+        return stream, done
     except StreamError as error:
         raise UsageError(f"--resume: {error}; run without --resume to start again") from None
+    except NotOurFile as error:
+        raise UsageError(f"--report-dir: {error}") from None
     except OSError as error:
         raise UsageError(f"--report-dir: cannot write {error.filename or path}: {error.strerror or error}") from None
 
@@ -213,8 +219,8 @@ def _run_suite(
         directml = describe()
     digest, files = _cases_hash(suite)
     options = run_options(vars(args), directml)
-    _folders(args)
-    held.enter_context(_report_lock(args.report_dir))  # a second run into the folder is refused before it writes
+    _folders(args, suite, eps)
+    lock = held.enter_context(locked(args.report_dir, "--report-dir"))  # a second run: refused before it writes
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
     stream, done = _stream(args, suite, eps, options, digest, directml)
     planned = len(suite.entries) * len(eps)
@@ -255,7 +261,7 @@ def _run_suite(
         env["runner_deaths"] = [death.to_json() for death in ran.runner_deaths]
     peaks = supervisor.peaks if supervisor is not None else Peaks()  # -j 0: this process's own runners alone
     env["peak_memory"] = peaks.record(own_peak_kib(), *runners_peak())  # this process's runners: describe's, -j 0's
-    code = _report(args, env, ran.results, planned, waivers)
+    code = _report(args, env, ran.results, planned, waivers, lock, start.interrupts.received)
     if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
         why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
         warn(f"{why} (listed above and in results.json): exit code 2")
@@ -269,17 +275,20 @@ def _report(
     results: Sequence[Result],
     planned: int,
     waivers: list[Waiver] | None,
+    lock: FolderLock,
+    signal_name: str | None,
 ) -> int:
     """results.json and every report written, then the console's summary: a reader of stdout that went away
     (``| head``) costs no report, and the exit code is the run's verdict whatever became of stdout."""
     interrupted = len(results) < planned
     if interrupted:  # recorded, so that every report of this results.json says the run failed, and how far it got
-        warn(f"interrupted: writing the {len(results)} result(s) finished so far")
+        by = f" by {signal_name}" if signal_name else ""
+        warn(f"interrupted{by}: writing the {len(results)} result(s) finished so far")
         env |= {"interrupted": True, "planned_results": planned}
     recorded = environment_from_json(env)  # what every report of the results.json written below reads
     summary = summarize(recorded, results)
     gate = apply_waivers(recorded, results, waivers) if waivers is not None else None
-    written, unwritten = _write_all(args.report_dir, env, summary, results, gate)
+    written, unwritten = _write_all(args.report_dir, env, summary, results, gate, lock)
     # where nothing could be written, with results.jsonl the only record of the results; --quiet: the unexpected alone
     console = render_console(summary, gate=gate, quiet=args.quiet)
     if console:
@@ -297,12 +306,15 @@ def _report(
 
 
 def _write_all(
-    folder: str, env: dict[str, Any], summary: Summary, results: Sequence[Result], gate: Gate | None
+    folder: str, env: dict[str, Any], summary: Summary, results: Sequence[Result], gate: Gate | None, lock: FolderLock
 ) -> tuple[list[str], str | None]:
     """results.json, then the reports, each written where it can be (a full disk may take the small summary.md
-    and not the large results.json): the paths written, and what could not be written and why (one line)."""
+    and not the large results.json): the paths written, and what could not be written and why (one line). Nothing
+    is written into a folder that was removed or replaced while the run went on: another run may hold it now."""
     results_path = os.path.join(folder, "results.json")
     written: list[str] = []
+    if not lock.still_ours():
+        return written, f"{folder}: removed or replaced while this run went on (another run may hold it now)"
     unwritten = None
     try:
         write_results(results_path, env, results)

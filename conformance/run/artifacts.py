@@ -5,10 +5,13 @@ Windows the lines that run it through the harness's runner under Wine)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Mapping, Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +22,7 @@ from conformance.ep.providers import DML
 from conformance.model import Case
 from conformance.problems import first_line
 from conformance.records import RecordError, read_record
-from conformance.results import Result, write_text_atomic
+from conformance.results import Result, not_our_file, write_text_atomic
 from conformance.run.dxdispatch import NotExpressibleInDml, dxdispatch_readme, save_dxdispatch
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]+")
@@ -32,6 +35,26 @@ def folder_name(case: str, ep: str) -> str:
     digest = hashlib.sha1(f"{case}@{ep}".encode()).hexdigest()[:8]
     name = _UNSAFE.sub("_", f"{case}@{ep}").strip("_.")[:MAX_NAME]
     return f"{name or 'case'}-{digest}"
+
+
+@contextlib.contextmanager
+def _new_folder(directory: str, name: str) -> Iterator[str]:
+    """A folder of the harness's own making to write one result's files into, put at ``directory/name`` once they
+    are all written (a previous run's folder there is removed first): nothing is written through a link planted at
+    that name or in a folder there (NotOurFile for one; the run refused such names before it began)."""
+    staging = tempfile.mkdtemp(prefix=f".{name}.", dir=directory)
+    try:
+        os.chmod(staging, 0o755)  # as a folder made by os.makedirs under the usual umask (mkdtemp's is 0o700)
+        yield staging
+        final = os.path.join(directory, name)
+        if os.path.islink(final) or (os.path.lexists(final) and not os.path.isdir(final)):
+            raise not_our_file(final, "a folder")
+        if os.path.lexists(final):
+            shutil.rmtree(final)  # never follows a link inside it
+        os.rename(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def directml_text(found: DirectML) -> str:
@@ -119,23 +142,23 @@ def save_artifacts(
     build and device that ran it (``directml_text``), where the EP is DirectML. ``case`` and its ``inputs`` (the
     case's own, not the model's feeds): where the EP is DirectML, the case as a DxDispatch model too
     (dxdispatch.json), so that DirectML's operator runs it without onnxruntime."""
-    folder = os.path.join(directory, folder_name(result.case, result.ep))
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "model.onnx"), "wb") as handle:
-        handle.write(model)
-    for prefix, arrays in (("input", feeds), ("expected", expected), ("actual", actual)):
-        for name, array in arrays.items():
-            np.save(os.path.join(folder, f"{prefix}_{_UNSAFE.sub('_', name)}.npy"), np.asarray(array))
-    dxdispatch = ""
-    if ep_name == DML and case is not None and inputs is not None:
-        try:
-            save_dxdispatch(Path(folder), case, inputs)
-            dxdispatch = "\n" + dxdispatch_readme(case)
-        except NotExpressibleInDml as error:
-            dxdispatch = f"\nNo DxDispatch model: {error}.\n"
-    readme = _readme(result, feeds, list(expected), ep_name, executed_by, dxdispatch)
-    write_text_atomic(os.path.join(folder, "README.txt"), readme)
-    return folder
+    folder_id = folder_name(result.case, result.ep)
+    with _new_folder(directory, folder_id) as folder:
+        with open(os.path.join(folder, "model.onnx"), "wb") as handle:
+            handle.write(model)
+        for prefix, arrays in (("input", feeds), ("expected", expected), ("actual", actual)):
+            for name, array in arrays.items():
+                np.save(os.path.join(folder, f"{prefix}_{_UNSAFE.sub('_', name)}.npy"), np.asarray(array))
+        dxdispatch = ""
+        if ep_name == DML and case is not None and inputs is not None:
+            try:
+                save_dxdispatch(Path(folder), case, inputs)
+                dxdispatch = "\n" + dxdispatch_readme(case)
+            except NotExpressibleInDml as error:
+                dxdispatch = f"\nNo DxDispatch model: {error}.\n"
+        readme = _readme(result, feeds, list(expected), ep_name, executed_by, dxdispatch)
+        write_text_atomic(os.path.join(folder, "README.txt"), readme)
+    return os.path.join(directory, folder_id)
 
 
 def save_operator_artifacts(
@@ -152,21 +175,21 @@ def save_operator_artifacts(
     """A failing ``--ep dmlop`` result's files: no ONNX model (none ran), the case's inputs, the spec's and
     DirectML's outputs, each output buffer's whole bytes (guard region included: buffer_*.bin), and the case as a
     DxDispatch model, so that Microsoft's own tool runs the same descriptor on Windows."""
-    folder = os.path.join(directory, folder_name(result.case, result.ep))
-    os.makedirs(folder, exist_ok=True)
-    for prefix, arrays in (("input", inputs), ("expected", expected), ("actual", actual)):
-        for name, array in arrays.items():
-            np.save(os.path.join(folder, f"{prefix}_{_UNSAFE.sub('_', name)}.npy"), np.asarray(array))
-    for name, data in buffers.items():
-        with open(os.path.join(folder, f"buffer_{_UNSAFE.sub('_', name)}.bin"), "wb") as handle:
-            handle.write(data)
-    try:
-        save_dxdispatch(Path(folder), case, inputs, execution_flags)
-        dxdispatch = dxdispatch_readme(case)
-    except NotExpressibleInDml as error:
-        dxdispatch = f"No DxDispatch model: {error}.\n"
-    ran = f"\nExecuted by: DirectML's operator API: {executed_by}\n" if executed_by else ""
-    readme = f"""{result.status.value} ({result.failure_kind}) {result.case} on {result.ep}
+    folder_id = folder_name(result.case, result.ep)
+    with _new_folder(directory, folder_id) as folder:
+        for prefix, arrays in (("input", inputs), ("expected", expected), ("actual", actual)):
+            for name, array in arrays.items():
+                np.save(os.path.join(folder, f"{prefix}_{_UNSAFE.sub('_', name)}.npy"), np.asarray(array))
+        for name, data in buffers.items():
+            with open(os.path.join(folder, f"buffer_{_UNSAFE.sub('_', name)}.bin"), "wb") as handle:
+                handle.write(data)
+        try:
+            save_dxdispatch(Path(folder), case, inputs, execution_flags)
+            dxdispatch = dxdispatch_readme(case)
+        except NotExpressibleInDml as error:
+            dxdispatch = f"No DxDispatch model: {error}.\n"
+        ran = f"\nExecuted by: DirectML's operator API: {executed_by}\n" if executed_by else ""
+        readme = f"""{result.status.value} ({result.failure_kind}) {result.case} on {result.ep}
 
 {first_line(result.message, None)}
 {ran}
@@ -176,5 +199,5 @@ With the harness: {result.repro}
 buffer_*.bin hold each output buffer as DirectML left it: its binding (TotalTensorSizeInBytes) and the guard
 region past it, both filled with the canary pattern before the dispatch.
 """
-    write_text_atomic(os.path.join(folder, "README.txt"), readme)
-    return folder
+        write_text_atomic(os.path.join(folder, "README.txt"), readme)
+    return os.path.join(directory, folder_id)

@@ -27,7 +27,7 @@ from typing import Any
 
 from conformance.cases.parse import display_path
 from conformance.cases.suite import ShardOf
-from conformance.environment import NATIVE_TRANSPORT
+from conformance.environment import NATIVE_TRANSPORT, recorded_text
 from conformance.ep import device
 from conformance.ep.directml import DirectML, capi_folder, package_version
 from conformance.ep.installed import ONNXRUNTIME_PACKAGES, WEBGPU_DISTRIBUTION
@@ -224,8 +224,8 @@ def environment(
 
     runtime = device.runtime()
     return {
-        "command": list(argv),
-        "cwd": os.getcwd(),
+        "command": [recorded_text(arg) for arg in argv],
+        "cwd": recorded_text(os.getcwd()),
         "python_executable": sys.executable,
         "dml_conformance": package_version("dml-conformance"),
         "gpus": device.gpus(),
@@ -245,7 +245,7 @@ def environment(
         "pack": options.pack,
         **_run_facts(facts, problems, eps),
         # where --artifacts kept each FAIL's files (artifacts.py names them), so that report.html links to them
-        "artifacts": os.path.abspath(options.artifacts) if options.artifacts else None,
+        "artifacts": recorded_text(os.path.abspath(options.artifacts)) if options.artifacts else None,
     }
 
 

@@ -1,18 +1,29 @@
-"""One run at a time in a report folder: ``dmlconf run`` holds a lock on ``.dmlconf.lock`` there while it writes
-results.jsonl, results.json and the reports, so that a second run into the same folder is refused at once rather
-than interleave its results with the first's.
+"""One writer at a time in a report folder: ``dmlconf run`` holds a lock on the folder while it writes results.jsonl,
+results.json and the reports (``report`` and ``merge`` while they write theirs), so that a second writer into the
+same folder is refused at once rather than interleave its results with the first's.
 
-The lock is the operating system's (``flock`` on POSIX, a byte-range lock through ``msvcrt.locking`` on Windows),
-held by an open file: a run killed in any way (kill -9, the OOM killer) loses it with its process, and the next run
-or ``--resume`` takes it. The file itself stays (removing it would let two runs lock two files of the same name); it
-holds the holder's process id, which the refusal names.
+The lock is the operating system's, held by an open descriptor: a run killed in any way (kill -9, the OOM killer)
+loses it with its process, and the next run or ``--resume`` takes it.
+
+* POSIX: ``flock`` on the folder itself. A lock on a file in it would be lost to anything that removes the file while
+  the run holds it (a cleanup step, ``git clean -fdx``): the next run would make a new file of the same name, lock
+  it, and write into the first run's results.jsonl. A folder cannot be unlinked while it holds files, and a folder
+  removed or replaced is seen before the reports are written (``still_ours``).
+* Windows: a byte-range lock (``msvcrt.locking``) on ``.dmlconf.lock``; a file Python holds open cannot be removed
+  there.
+
+``.dmlconf.lock`` holds the holder's process id, which the refusal names. It is opened without following a link and
+only as a regular file (results.open_own_file): a pull request's checkout may commit a link in its place
+(docs/reliability.md#planted-links).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from typing import IO
+
+from conformance.results import open_own_file
 
 LOCK_NAME = ".dmlconf.lock"
 
@@ -21,70 +32,112 @@ class FolderBusy(Exception):
     """Another process holds the folder's lock: one line."""
 
 
-def _try_lock(handle: IO[bytes]) -> bool:
-    """Locks ``handle``'s file without waiting; False where another process holds it."""
-    try:
-        if sys.platform == "win32":
-            import msvcrt
-
-            handle.seek(0)
-            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
-        else:
-            import fcntl
-
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:  # BlockingIOError on POSIX, PermissionError (EACCES) on Windows: held elsewhere
-        return False
-    return True
-
-
 def _holder(path: str) -> str:
-    """ " (pid N)" as the holder wrote it; empty where it cannot be read (Windows keeps a locked byte unreadable)."""
+    """ " (pid N)" as the holder wrote it; empty where it cannot be read (Windows keeps a locked byte unreadable; a
+    link or a FIFO there is not read)."""
     try:
-        with open(path, "rb") as file:
-            text = file.read(32).decode("ascii", "replace").strip()
+        fd = open_own_file(path, os.O_RDONLY)
     except OSError:
         return ""
+    with os.fdopen(fd, "rb") as file:
+        text = file.read(32).decode("ascii", "replace").strip()
     return f" (pid {text})" if text.isdigit() else ""
+
+
+def _busy(folder: str, path: str) -> FolderBusy:
+    return FolderBusy(
+        f"{folder}: another dmlconf command{_holder(path)} is writing its results there: wait for it to end, "
+        "or give another folder"
+    )
 
 
 class FolderLock:
     """The lock on ``folder`` (which exists), taken at once or refused: ``FolderBusy`` names the folder and the
-    holder. Released by ``release``, or by the operating system when the process ends."""
+    holder; results.NotOurFile where ``.dmlconf.lock`` is a link or not a regular file. Released by ``release``, or
+    by the operating system when the process ends. ``names_holder`` False (``report``, ``merge``): on POSIX no
+    ``.dmlconf.lock`` is made, so that rendering a committed run's reports leaves no new file beside them."""
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, names_holder: bool = True) -> None:
+        self.folder = folder
         self.path = os.path.join(folder, LOCK_NAME)
-        self.handle: IO[bytes] = open(self.path, "a+b")  # noqa: SIM115 (closed in release): "a" truncates nothing
-        if not _try_lock(self.handle):
-            self.handle.close()
-            raise FolderBusy(
-                f"{folder}: another dmlconf run{_holder(self.path)} is writing its results there: wait for it to end, "
-                "or give another --report-dir"
-            )
+        self._folder_fd: int | None = None
+        self._file_fd: int | None = None
+        if sys.platform == "win32":
+            self._file_fd = open_own_file(self.path, os.O_RDWR | os.O_CREAT)
+            if not _lock_byte(self._file_fd):
+                self._close()
+                raise _busy(folder, self.path)
+        else:
+            import fcntl
+
+            self._folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                fcntl.flock(self._folder_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # BlockingIOError: held elsewhere
+                self._close()
+                raise _busy(folder, self.path) from None
+            try:
+                self._file_fd = open_own_file(self.path, os.O_RDWR | os.O_CREAT) if names_holder else None
+            except BaseException:
+                self._close()
+                raise
+        held = self._folder_fd if self._folder_fd is not None else self._file_fd
+        assert held is not None
+        self._identity = os.fstat(held)
+        if self._file_fd is None:
+            return
         try:  # who holds it, for the refusal of the next run: only once it is ours
-            self.handle.seek(0)
-            self.handle.truncate()
-            self.handle.write(f"{os.getpid()}\n".encode())
-            self.handle.flush()
+            os.ftruncate(self._file_fd, 0)
+            os.lseek(self._file_fd, 0, os.SEEK_SET)
+            os.write(self._file_fd, f"{os.getpid()}\n".encode())
         except OSError:  # a full disk, say: the lock holds without the process id
             pass
+        if self._folder_fd is not None:  # POSIX: the folder's lock is the lock; the file only names its holder
+            os.close(self._file_fd)
+            self._file_fd = None
+
+    def still_ours(self) -> bool:
+        """Whether ``folder`` is still the folder (or, on Windows, the lock file) this lock holds: False once it was
+        removed or replaced while the run went on (a second run may then hold the new one)."""
+        try:
+            now = os.stat(self.folder if self._folder_fd is not None else self.path)
+        except OSError:
+            return False
+        return (now.st_dev, now.st_ino) == (self._identity.st_dev, self._identity.st_ino)
 
     def release(self) -> None:
         """The lock given up: unlocked, then closed (closing alone gives it up on every platform, but Windows may
         release a byte lock some time after the close, and a ``--resume`` started at once would be refused)."""
-        if not self.handle.closed:
-            _unlock(self.handle)
-            self.handle.close()
+        if self._file_fd is not None and sys.platform == "win32":
+            _unlock_byte(self._file_fd)
+        self._close()
+
+    def _close(self) -> None:
+        for fd in (self._file_fd, self._folder_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._file_fd = self._folder_fd = None
 
 
-def _unlock(handle: IO[bytes]) -> None:
-    """Windows: the byte ``_try_lock`` locked, unlocked now; on POSIX ``flock`` is given up with the close."""
-    if sys.platform == "win32":
-        import msvcrt
+def _lock_byte(fd: int) -> bool:
+    """Windows: the file's first byte locked without waiting; False where another process holds it."""
+    import msvcrt
 
-        try:
-            handle.flush()
-            handle.seek(0)
-            msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
-        except OSError:  # not ours after all, or the file is gone: the close gives it up, later
-            pass
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined,unused-ignore]
+    except OSError:  # PermissionError (EACCES): held elsewhere
+        return False
+    return True
+
+
+def _unlock_byte(fd: int) -> None:
+    """Windows: the byte ``_lock_byte`` locked, unlocked now."""
+    import msvcrt
+
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined,unused-ignore]
+    except OSError:  # not ours after all, or the file is gone: the close gives it up, later
+        pass

@@ -26,7 +26,7 @@ from typing import IO, Any
 from conformance.cases.parse import Entry
 from conformance.ep.directml import DirectML, package_version
 from conformance.ep.providers import EpSpec
-from conformance.results import SCHEMA_VERSION, Result, result_from_json
+from conformance.results import SCHEMA_VERSION, Result, open_own_file, result_from_json
 from conformance.run.identity import PACKAGES, cases_sha256, executing, plan_sha256
 from conformance.run.options import RunOptions
 
@@ -126,7 +126,7 @@ def read_stream(path: str, identity: dict[str, Any], plan: Sequence[tuple[str, s
     ``plan``: the run's (case id, EP) pairs in order; a result whose case and EP are not its pair's in the plan
     is refused (StreamError), since it would be credited to another case."""
     done: dict[int, Result] = {}
-    with open(path, "rb") as handle:
+    with os.fdopen(open_own_file(path, os.O_RDONLY), "rb") as handle:
         data = handle.read()
     end = 0
     for number, line in enumerate(data.splitlines(keepends=True), 1):
@@ -174,10 +174,12 @@ class Stream:
     def __init__(self, path: str, identity: dict[str, Any], keep_bytes: int | None = None) -> None:
         self.path = path
         if not keep_bytes:  # a new file; or a resumed one that kept nothing, not even its header
-            self.handle: IO[bytes] = open(path, "wb")  # noqa: SIM115 (closed in close)
+            # never through a link or into a FIFO planted at its name (results.NotOurFile)
+            fd = open_own_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            self.handle: IO[bytes] = os.fdopen(fd, "wb")
             self._write({"run": identity})
         else:
-            self.handle = open(path, "r+b")  # noqa: SIM115
+            self.handle = os.fdopen(open_own_file(path, os.O_RDWR), "r+b")
             self.handle.truncate(keep_bytes)
             self.handle.seek(keep_bytes)
         self.synced = time.monotonic()

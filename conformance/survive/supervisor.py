@@ -42,7 +42,7 @@ from conformance.results import Result
 from conformance.run.options import RunOptions
 from conformance.run.runner import base_result
 from conformance.survive.faults import fault_result, how_it_ended, telling_lines
-from conformance.survive.interrupt import sigint_held, start_worker
+from conformance.survive.interrupt import interrupts_held, start_worker
 from conformance.survive.memory import Peaks
 from conformance.survive.worker import DEVICE_LOST_EXIT
 
@@ -170,7 +170,7 @@ class Supervisor:
         stderr_path = os.path.join(self.folder.name, f"worker-{self.started}.stderr")
         mine, theirs = self.context.Pipe()
         process = self.context.Process(target=start_worker, args=(theirs, stderr_path, self.describe), daemon=True)
-        with sigint_held():  # Ctrl-C is the supervisor's, even while the worker starts (interrupt.py)
+        with interrupts_held():  # Ctrl-C is the supervisor's, even while the worker starts (interrupt.py)
             process.start()
         theirs.close()
         self.workers.append(_Worker(process, mine, stderr_path, number=self.started))
