@@ -1,5 +1,6 @@
 """The DirectML runner's cache, for real (the genuine DLLs under Wine + vkd3d-proton, lavapipe in CI): a staged
-dmlrunner.exe that was damaged after staging is staged again, said in one line, and the run works.
+dmlrunner.exe that was damaged after staging is staged again, said in one line, and the run works; a runner swapped
+between a kill and ``--resume`` is refused, naming the runner's hash then and now.
 
 Each test has a cache of its own (``DMLCONF_CACHE`` in a temporary folder, never the user's), given the user's
 onnxruntime-directml wheel and Wine prefix as they are. The runner in it is "built" by a stand-in mingw-w64 gcc that
@@ -23,7 +24,7 @@ import pytest
 from conformance.ep.wine.chain import MINGW, RUNNER, cache_folder, find_chain, find_wheel
 
 REPO = Path(__file__).resolve().parent.parent
-SLICE_EXAMPLES = "cases/slice1/spec_examples.yaml"
+SLICE_EXAMPLES = "cases/slice1/spec_examples.yaml"  # two cases: one kept, one left for the resume
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="DirectML is native on Windows: no Wine chain")
 
@@ -92,3 +93,33 @@ def test_a_corrupted_staged_runner_is_staged_again_and_the_run_works(chain_ready
     ]
     assert _statuses(tmp_path / "again") == ["PASS", "PASS"]
     assert staged.read_bytes() == built
+
+
+def test_a_resume_after_the_runner_changed_is_refused_naming_it(chain_ready: None, tmp_path: Path) -> None:
+    first = _dmlconf(_decoy(tmp_path, "1"), "run", SLICE_EXAMPLES, "--ep", "dmlop", "--report-dir", str(tmp_path))
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    stream = tmp_path / "results.jsonl"
+    lines = stream.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 3  # the header and the two results
+    stream.write_bytes(b"".join(lines[:2]))  # what a kill after the first case leaves
+    killed = stream.read_bytes()
+
+    # Another compiler version: another runner in the cache, staged beside the same DLLs.
+    swapped = _dmlconf(
+        _decoy(tmp_path, "2"), "run", SLICE_EXAMPLES, "--ep", "dmlop", "--report-dir", str(tmp_path), "--resume"
+    )
+    assert swapped.returncode == 2, swapped.stdout[-3000:] + swapped.stderr[-2000:]
+    then, now = _sha256(_runner("1"))[:12], _sha256(_runner("2"))[:12]
+    assert swapped.stderr.splitlines() == [
+        f"dmlconf: --resume: {stream} is from another run: EP dmlop: runner {RUNNER} (sha256 {then}…) then, "
+        f"{RUNNER} (sha256 {now}…) now; run without --resume to start again"
+    ]
+    assert stream.read_bytes() == killed  # a refusal changes nothing
+
+    # With the runner it began with, the same resume is accepted and finishes the run.
+    again = _dmlconf(
+        _decoy(tmp_path, "1"), "run", SLICE_EXAMPLES, "--ep", "dmlop", "--report-dir", str(tmp_path), "--resume"
+    )
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
+    assert "resuming: 1 result(s) kept" in again.stdout
+    assert _statuses(tmp_path) == ["PASS", "PASS"]
