@@ -272,6 +272,9 @@ EP_NOT_STARTED = "ep_not_started"
 # (a FAIL of the case). Both are findings about DirectML, waivable like any FAIL (docs/tolerances.md).
 DML_ACCEPTED_INVALID = "dml_accepted_invalid"
 DML_REJECTED_VALID = "dml_rejected_valid"
+# CreateOperator accepted a descriptor that only the harness's decisions refuse, where the spec's words forbid nothing
+# (cases/decisions.py, docs/tolerances.md#spec-decisions): a FAIL against the harness's reading, not the spec's.
+DML_ACCEPTED_DECISION = "dml_accepted_decision"
 
 # FAIL's failure kind where the EP wrote an output buffer's bytes that no element of the output's strides addresses
 # (padding between strided elements, bytes up to TotalTensorSizeInBytes) or the guard bytes past its end

@@ -27,12 +27,15 @@ def first_line(text: str, limit: int | None = 160) -> str:
 
 @dataclass(frozen=True)
 class Problem:
-    """``clauses``: the ids of the spec clauses (conformance/coverage/clauses.py) the problem breaks, if any."""
+    """``clauses``: the ids of the spec clauses (conformance/coverage/clauses.py) the problem breaks, if any;
+    ``decision``: the name of the harness's decision it enforces where the spec itself says nothing
+    (cases/decisions.py), empty where the spec's own words refuse it."""
 
     pos: SourcePos
     field: str
     message: str
     clauses: tuple[str, ...] = ()
+    decision: str = ""
 
     def __str__(self) -> str:
         where = f"{one_line(self.pos.path)}:{self.pos.line}:{self.pos.col}: "

@@ -19,9 +19,13 @@ import pytest
 from conformance.cases.suite import collect
 from conformance.ep import dml_abi as abi
 from conformance.ep.dml_descriptor import Inexpressible
+from conformance.ep.providers import parse_ep
 from conformance.ep.wine import protocol
 from conformance.model import Case, Status
+from conformance.results import Result
 from conformance.run.operator_api import describe as describe_operator
+from conformance.run.options import RunOptions
+from conformance.run.runner import Prepared, finish, prepare
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -96,6 +100,77 @@ def test_what_a_descriptor_cannot_say_is_inexpressible() -> None:
         describe_operator(prelu)
 
 
+# A negative case shown to CreateOperator, judged on its answer (S_OK: accepted; E_INVALIDARG: refused). Whether the
+# spec forbids the case or only a decision of the harness does is the validator's, so these need no DirectML (each
+# decision is documented under the name the message gives it: tests/test_validate.py).
+
+S_OK, E_INVALIDARG = 0, 0x80070057
+
+
+def _shown(path: Path | str, name: str, hresult: int) -> Result:
+    """The verdict on a negative case of ``path`` whose descriptor DirectML's CreateOperator answered ``hresult``."""
+    [entry] = [e for e in collect([str(REPO / path)]).entries if e.id.endswith(f"::{name}")]
+    ep, options = parse_ep("dmlop"), RunOptions()
+    prepared = prepare(entry, ep, options)
+    assert isinstance(prepared, Prepared), prepared  # shown: its problem is in its descriptor
+    return finish(prepared, hresult, ep, options, 0.0)
+
+
+MVN_INVALID, MVN1 = "cases/mean_variance_normalization1/invalid.yaml", "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1"
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "operator", "decision"),
+    [
+        ("cases/slice1/layouts.yaml", "output-strides-alias", "DML_OPERATOR_SLICE1", "Output elements do not overlap"),
+        (MVN_INVALID, "no-axes", MVN1, "MVN1 Axes"),
+        (MVN_INVALID, "duplicate-axes", MVN1, "MVN1 Axes"),
+    ],
+)
+def test_directml_accepting_what_only_a_decision_refuses_is_its_own_kind(
+    path: str, name: str, operator: str, decision: str
+) -> None:
+    refused = _shown(path, name, E_INVALIDARG)
+    assert refused.status is Status.INVALID and "refused it too (HRESULT 0x80070057)" in refused.message
+    problem = refused.message.splitlines()[0]
+    accepted = _shown(path, name, S_OK)
+    assert (accepted.status, accepted.failure_kind) == (Status.FAIL, "dml_accepted_decision")
+    assert accepted.message == (
+        f"DirectML's CreateOperator accepted {operator}, which the spec does not forbid: only the harness's decision "
+        f'"{decision}" refuses it (docs/tolerances.md#spec-decisions): {problem}'
+    )
+    assert accepted.placement == {operator: "DmlOperatorApi"} and accepted.directml == {"create_hresult": "0x00000000"}
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("cases/top_k1/invalid.yaml", "k-equals-axis-size"),  # the spec's words ("less than"), read literally
+        (MVN_INVALID, "scale-without-bias"),
+    ],
+)
+def test_directml_accepting_what_the_spec_forbids_stays_dml_accepted_invalid(path: str, name: str) -> None:
+    accepted = _shown(path, name, S_OK)
+    assert (accepted.status, accepted.failure_kind) == (Status.FAIL, "dml_accepted_invalid")
+    assert "though the spec forbids it: " in accepted.message and "decision" not in accepted.message.splitlines()[0]
+
+
+def test_a_case_the_spec_forbids_besides_a_decision_is_dml_accepted_invalid(tmp_path: Path) -> None:
+    # No Axes (a decision) and ScaleTensor without BiasTensor (the spec's words): DirectML accepting it accepts what
+    # the spec forbids, whatever else the harness decided.
+    both = tmp_path / "both.yaml"
+    both.write_text(
+        'operator: MEAN_VARIANCE_NORMALIZATION1\nfeature_level: "3_1"\ncases:\n'
+        "  - id: both\n    expect: invalid\n    reason: no axes, and a scale without a bias\n"
+        "    InputTensor: {Sizes: [1, 2, 3, 3], DataType: FLOAT32, Generator: {Kind: normal, Seed: 1}}\n"
+        "    ScaleTensor: {Sizes: [1, 2, 1, 1], DataType: FLOAT32, Data: [1, 2]}\n    Axes: []\n",
+        encoding="utf-8",
+    )
+    accepted = _shown(both, "both", S_OK)
+    assert (accepted.status, accepted.failure_kind) == (Status.FAIL, "dml_accepted_invalid")
+    assert "BiasTensor is required" in accepted.message and "must name at least one axis" in accepted.message
+
+
 def test_a_dispatch_reply_is_read_field_by_field() -> None:
     refused = struct.pack("<BI", protocol.ST_OK, 0x80070057)
     assert protocol.read_dispatch(refused, create_only=False) == protocol.DispatchReply(0x80070057)
@@ -149,6 +224,26 @@ def test_negative_cases_are_shown_to_directml(chain_ready: None, tmp_path: Path)
     assert (accepted["status"], accepted["failure_kind"]) == ("FAIL", "dml_accepted_invalid")
     assert accepted["directml"]["create_hresult"] == "0x00000000" and "less than" in accepted["message"]
     assert accepted["placement"] == {"DML_OPERATOR_TOP_K1": "DmlOperatorApi"}  # DirectML made the operator
+
+
+@wine
+def test_directml_accepting_what_only_a_decision_refuses_is_told_apart(chain_ready: None, tmp_path: Path) -> None:
+    done = _dmlconf("run", MVN_INVALID, "--ep", "dmlop", "--report-dir", str(tmp_path))
+    results = {r["case"].rpartition("::")[2]: r for r in json.loads((tmp_path / "results.json").read_text())["results"]}
+    assert done.returncode == 1, done.stdout + done.stderr  # DirectML 1.15.4 takes the four below
+    accepted = {name: r["failure_kind"] for name, r in results.items() if r["status"] == "FAIL"}
+    assert accepted == {
+        "no-axes": "dml_accepted_decision",  # the spec states no rule on Axes: the harness's decision refuses them
+        "duplicate-axes": "dml_accepted_decision",
+        "scale-without-bias": "dml_accepted_invalid",  # "required if the BiasTensor is used"
+        "bias-without-scale": "dml_accepted_invalid",
+    }
+    decided, forbidden = results["no-axes"], results["scale-without-bias"]
+    assert decided["message"].startswith(
+        f"DirectML's CreateOperator accepted {MVN1}, which the spec does not forbid: only the harness's decision "
+        '"MVN1 Axes" refuses it (docs/tolerances.md#spec-decisions): '
+    )
+    assert forbidden["message"].startswith(f"DirectML's CreateOperator accepted {MVN1} though the spec forbids it: ")
 
 
 def test_a_negative_case_s_own_output_sizes_are_the_descriptor_s() -> None:

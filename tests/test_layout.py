@@ -162,6 +162,15 @@ def test_a_zero_stride_on_an_input_is_a_broadcast(tmp_path: Path) -> None:
     ]
 
 
+def test_the_layout_decisions_are_named_on_their_problems(tmp_path: Path) -> None:
+    # Neither is the spec's: DirectML's pages forbid neither overlapping outputs nor a Data that a broadcast loses.
+    [overlap] = validate(_case(tmp_path, output="    OutputTensor: {Strides: [2, 1]}\n"))
+    [broadcast] = validate(_case(tmp_path, "      Strides: [0, 1]\n"))
+    assert (overlap.decision, broadcast.decision) == ("Output elements do not overlap", "One value per address")
+    [total] = validate(_case(tmp_path, "      Strides: [4, 1]\n      TotalTensorSizeInBytes: 24\n"))
+    assert total.decision == ""  # DML_BUFFER_TENSOR_DESC's own rule
+
+
 def test_strides_spanning_more_than_max_elements_are_refused(tmp_path: Path) -> None:
     case = _case(tmp_path, "      Strides: [4000, 1]\n")
     (problem,) = validate(case, max_elements=1000)

@@ -182,6 +182,7 @@ def test_what_each_ep_executes_on_is_named_in_parts(monkeypatch: pytest.MonkeyPa
         "vulkan_driver": "llvmpipe Mesa 25.0.7",
         "wine": "wine-8.0",
         "vkd3d_proton": {"version": "3.0.1", "sha256": {"d3d12core.dll": "c3" * 32, "d3d12.dll": "d4" * 32}},
+        "runner": {"compiler": "mingw", "version": "12-win32", "sha256": "e5" * 32},
     }
     monkeypatch.setattr(device, "gpus", lambda: [{"name": "NVIDIA H100 80GB HBM3", "driver_version": "550.54.15"}])
     library = tmp_path / "plugin.so"
@@ -192,6 +193,7 @@ def test_what_each_ep_executes_on_is_named_in_parts(monkeypatch: pytest.MonkeyPa
     assert parts["dml"] == {
         "DirectML.dll": f"1.15.4.0 (sha256 {'a1' * 32})",
         "onnxruntime.dll": f"1.24.26.316 (sha256 {'b2' * 32})",
+        "runner": f"dmlrunner.exe (sha256 {'e5' * 32})",
         "adapter": "llvmpipe (LLVM 15.0.6, 256 bits) (vendor 0x10005, device 0x0000)",
         "driver": "llvmpipe Mesa 25.0.7",
         "Wine": "wine-8.0",

@@ -135,9 +135,9 @@ def _rewritten(path: Path, header: dict[str, Any]) -> None:
 DLL_THEN, DLL_NOW = "a1" * 32, "b2" * 32  # two DirectML.dll files' SHA-256
 
 
-def _directml(version: str, sha256: str) -> DirectML:
+def _directml(version: str, sha256: str, runner: str = "f6" * 32) -> DirectML:
     """A DirectML as the runner under Wine describes it (wine/device.py's chain record), with the parts that say
-    what executes: the DLLs, the adapter and its Vulkan driver, Wine and vkd3d-proton."""
+    what executes: the DLLs, the runner, the adapter and its Vulkan driver, Wine and vkd3d-proton."""
     chain = {
         "directml_dll": version,
         "onnxruntime_dll": "1.24.26.316",
@@ -146,22 +146,43 @@ def _directml(version: str, sha256: str) -> DirectML:
         "vulkan_driver": "llvmpipe Mesa 25.0.7",
         "wine": "wine-8.0",
         "vkd3d_proton": {"version": "3.0.1", "sha256": {"d3d12.dll": "d4" * 32, "d3d12core.dll": "e5" * 32}},
+        "runner": {"compiler": "mingw", "version": "12-win32", "sha256": runner},
     }
     return DirectML(version.rsplit(".", 1)[0], "DirectML.dll file version under Wine", FeatureLevel(6, 4), chain)
 
 
-def test_a_stream_of_another_directml_build_is_refused_naming_the_dll(tmp_path: Path) -> None:
+RUNNER_THEN, RUNNER_NOW = "0a" * 32, "0b" * 32  # two dmlrunner.exe files' SHA-256
+
+
+@pytest.mark.parametrize(
+    ("then", "now", "said"),
+    [
+        (
+            ("1.15.4.0", DLL_THEN, RUNNER_THEN),
+            ("1.15.2.0", DLL_NOW, RUNNER_THEN),
+            f"DirectML.dll 1.15.4.0 (sha256 {DLL_THEN[:12]}…) then, 1.15.2.0 (sha256 {DLL_NOW[:12]}…) now",
+        ),
+        # The same DLLs, device and chain, another dmlrunner.exe (rebuilt, or swapped between the kill and the
+        # resume): the killed run's results would be credited to the program that runs now.
+        (
+            ("1.15.4.0", DLL_THEN, RUNNER_THEN),
+            ("1.15.4.0", DLL_THEN, RUNNER_NOW),
+            f"runner dmlrunner.exe (sha256 {RUNNER_THEN[:12]}…) then, dmlrunner.exe (sha256 {RUNNER_NOW[:12]}…) now",
+        ),
+    ],
+    ids=["DirectML.dll", "runner"],
+)
+def test_a_stream_of_another_directml_build_or_runner_is_refused_naming_it(
+    tmp_path: Path, then: tuple[str, str, str], now: tuple[str, str, str], said: str
+) -> None:
     entries, dml = collect([str(EXAMPLES)]).entries, [parse_ep("dml")]
-    then = run_identity(entries, dml, RunOptions(), directml={"dml": _directml("1.15.4.0", DLL_THEN)})
-    now = run_identity(entries, dml, RunOptions(), directml={"dml": _directml("1.15.2.0", DLL_NOW)})
+    killed = run_identity(entries, dml, RunOptions(), directml={"dml": _directml(*then)})
     path = tmp_path / "results.jsonl"
-    _written(path, then, [_result("a", Status.PASS)])
+    _written(path, killed, [_result("a", Status.PASS)])
     with pytest.raises(StreamError) as refused:
-        read_stream(str(path), now, PLAN)
-    assert str(refused.value) == (
-        f"{path} is from another run: EP dml: DirectML.dll 1.15.4.0 (sha256 {DLL_THEN[:12]}…) then, "
-        f"1.15.2.0 (sha256 {DLL_NOW[:12]}…) now"
-    )
+        read_stream(str(path), run_identity(entries, dml, RunOptions(), directml={"dml": _directml(*now)}), PLAN)
+    assert str(refused.value) == f"{path} is from another run: EP dml: {said}"
+    assert read_stream(str(path), killed, PLAN)[0]  # on what it began with: resumed
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.cases.decisions import DECISIONS, WHERE
 from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.load import load_document
 from conformance.cases.parse import parse_document
@@ -29,6 +30,7 @@ from conformance.model import (
     TensorSpec,
     TopK1Desc,
 )
+from conformance.problems import Problem
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 INTEGER_TYPES = [t for t in DataType if not t.is_float]
@@ -41,6 +43,12 @@ def gen(sizes: Sequence[int], dt: DataType = F32, kind: str = "uniform", **param
 
 def data(sizes: Sequence[int], values: Sequence[float], dt: DataType = F32) -> TensorSpec:
     return TensorSpec(tuple(sizes), dt, data=tuple(values), data_shape=(len(values),))
+
+
+def problems(desc: Descriptor, level: str = "3_1") -> list[Problem]:
+    """What validate() says of ``desc`` at feature ``level``."""
+    case = Case("t::a", "t", OPERATORS[type(desc)], FeatureLevel.parse(level), desc)
+    return validate(case)
 
 
 def fields(
@@ -318,6 +326,34 @@ def test_element_limit_is_checked_before_anything_is_allocated() -> None:
 def test_a_zero_size_is_refused() -> None:
     """DECISION: the pages never allow an empty tensor."""
     assert fields(topk([0, 4], 1, 2)) == ["InputTensor.Sizes"]
+
+
+@pytest.mark.parametrize(
+    ("desc", "decision"),
+    [
+        pytest.param(topk([0, 4], 1, 2), "Sizes at least 1", id="zero-size"),
+        pytest.param(mvn([1, 2, 3, 4], []), "MVN1 Axes", id="no-axes"),
+        pytest.param(mvn([1, 2, 3, 4], [2, 2]), "MVN1 Axes", id="duplicate-axes"),
+        pytest.param(mvn([1, 2, 3, 4], [4]), "MVN1 Axes", id="axis-past-rank"),
+        # The spec's own words: "less than the number of elements ... along Axis" (read literally, a decision not to
+        # read more into it), "required if the BiasTensor is used".
+        pytest.param(topk([1, 1, 3, 4], 3, 4), "", id="k-equals-axis-size"),
+        pytest.param(mvn([1, 2, 3, 3], [2, 3], scale=[1, 2, 1, 1]), "", id="scale-without-bias"),
+    ],
+)
+def test_a_problem_names_the_decision_it_enforces_where_the_spec_forbids_nothing(
+    desc: Descriptor, decision: str
+) -> None:
+    [problem] = problems(desc)
+    assert problem.decision == decision
+
+
+def test_every_decision_is_documented_under_its_name() -> None:
+    """Where a verdict on DirectML names a decision (run/operator_api.py), the reader finds it by that name."""
+    text = (Path(__file__).parent.parent / "docs" / "tolerances.md").read_text(encoding="utf-8")
+    section = text.split("\n## Spec decisions\n", 1)[1].split("\n## ", 1)[0]
+    assert WHERE == "docs/tolerances.md#spec-decisions"  # the heading's GitHub anchor
+    assert [name for name in DECISIONS if f"\n- **{name}**" not in section] == []
 
 
 G = "InputTensor.Generator"

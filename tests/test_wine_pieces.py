@@ -10,6 +10,7 @@ need the real chain say so and are skipped without it (failed in CI), as tests/t
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -44,12 +45,23 @@ def _script(path: Path, body: str) -> None:
     path.chmod(0o755)
 
 
-def _wheel(path: Path) -> Path:
+def _recorded(data: bytes) -> str:
+    """A file's hash as a wheel's RECORD writes it (PEP 376): sha256=, urlsafe base64 without padding."""
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip("=")
+
+
+def _wheel(path: Path, record: bool = True, wrong: str = "") -> Path:
     """A stand-in wheel: the three DLLs (incompressible enough that a flipped byte breaks the deflate stream or the
-    CRC) under onnxruntime/capi/."""
+    CRC) under onnxruntime/capi/, and (``record``) a RECORD with their hashes, ``wrong``'s not its own."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        rows = []
         for index, name in enumerate(WHEEL_DLLS):
-            archive.writestr(f"onnxruntime/capi/{name}", pe_file() + os.urandom(20000) + bytes([index]) * 20000)
+            data = pe_file() + os.urandom(20000) + bytes([index]) * 20000
+            archive.writestr(f"onnxruntime/capi/{name}", data)
+            rows.append(f"onnxruntime/capi/{name},{_recorded(data + b'!' if name == wrong else data)},{len(data)}\n")
+        if record:
+            info = f"onnxruntime_directml-{NEWEST_BUILD.onnxruntime}.dist-info"
+            archive.writestr(f"{info}/RECORD", "".join(rows) + f"{info}/RECORD,,\n")
     return path
 
 
@@ -181,6 +193,90 @@ def test_a_damaged_wheel_in_the_cache_is_one_line_saying_to_delete_it(
     expected = f"{cached}: a damaged wheel (File is not a zip file): delete it: it is downloaded again"
     _run_refuses(env, tmp_path, expected)
     _doctor_fails_at(env, "onnxruntime-directml", expected)
+
+
+def test_a_dll_unlike_its_wheel_s_record_is_a_damaged_wheel(stand_ins: dict[str, str], tmp_path: Path) -> None:
+    # The member reads whole (its CRC holds), but its bytes are not those the wheel's RECORD gives the hash of.
+    (tmp_path / "recorded").mkdir()
+    wheel = _wheel(tmp_path / "recorded" / WHEEL_NAME, wrong="DirectML.dll")
+    env = stand_ins | {"DMLCONF_ORT_DIRECTML_WHEEL": str(wheel)}
+    expected = (
+        f"{wheel}: a damaged wheel (DirectML.dll's sha256 is not the one its RECORD gives): replace it with a good copy"
+    )
+    _run_refuses(env, tmp_path, expected)
+    _doctor_fails_at(env, "onnxruntime-directml", expected)
+
+
+# What the cache keeps is checked by its SHA-256 each time a process finds the chain: a damaged piece is made again.
+
+
+def _found(env: dict[str, str]) -> chain.Chain:
+    """The chain of the stand-ins, found as a new process finds it: every file hashed afresh (chain.file_digest keeps
+    each file's hash for the rest of a process), the prefix there (the stand-in Wine makes none)."""
+    chain._DIGESTS.clear()
+    (Path(env["WINEPREFIX"]) / "drive_c").mkdir(parents=True, exist_ok=True)
+    found = chain.find_chain(env)
+    assert isinstance(found, chain.Chain)
+    return found
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("name", "record", "damage"),
+    [
+        ("dmlrunner.exe", True, "flip"),
+        ("DirectML.dll", True, "flip"),
+        ("DirectML.dll", False, "flip"),  # a wheel whose RECORD lists nothing: the DLL's own bytes in it are the hash
+        ("d3d12core.dll", True, "delete"),
+    ],
+)
+def test_a_damaged_staged_file_is_staged_again_in_one_line(
+    stand_ins: dict[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture, name: str, record: bool, damage: str
+) -> None:
+    (tmp_path / "given").mkdir()
+    env = stand_ins | {"DMLCONF_ORT_DIRECTML_WHEEL": str(_wheel(tmp_path / "given" / WHEEL_NAME, record))}
+    staged = _found(env).folder
+    sources = {  # what staging copies into the folder, read here from where each comes from
+        "dmlrunner.exe": next((tmp_path / "cache" / "runner").glob("*/dmlrunner.exe")).read_bytes(),
+        "DirectML.dll": zipfile.ZipFile(env["DMLCONF_ORT_DIRECTML_WHEEL"]).read("onnxruntime/capi/DirectML.dll"),
+        "d3d12core.dll": (Path(env["DMLCONF_VKD3D_PROTON"]) / "d3d12core.dll").read_bytes(),
+    }
+    assert (staged / name).read_bytes() == sources[name]
+    if damage == "flip":
+        data = bytearray(sources[name])
+        data[1] ^= 0xFF
+        (staged / name).write_bytes(bytes(data))
+        said = f"{name} is damaged (sha256 {_sha256(bytes(data))[:12]}…, not {_sha256(sources[name])[:12]}…)"
+    else:
+        (staged / name).unlink()
+        said = f"{name} is missing"
+    caplog.clear()
+    assert _found(env).folder == staged  # the same sources: the same folder, made whole again
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [f"{staged}: {said}: staged again"]
+    assert (staged / name).read_bytes() == sources[name]
+    assert [path.name for path in staged.parent.iterdir()] == [staged.name]  # the damaged folder is not left behind
+    caplog.clear()
+    assert _found(env).folder == staged and not caplog.records  # whole now: nothing more to say
+
+
+def test_a_damaged_built_runner_is_built_again_in_one_line(
+    stand_ins: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    staged = _found(stand_ins).folder
+    [built] = (Path(stand_ins["DMLCONF_CACHE"]) / "runner").glob("*/dmlrunner.exe")
+    assert built.read_bytes() == b"MZ"  # what the stand-in gcc writes
+    assert (built.parent / "built-by.txt").read_text().splitlines()[2] == _sha256(b"MZ")
+    built.write_bytes(b"MX")
+    caplog.clear()
+    assert _found(stand_ins).folder == staged  # built again, the same program: the same staged folder
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"{built} is damaged (sha256 {_sha256(b'MX')[:12]}…, not the {_sha256(b'MZ')[:12]}… that built-by.txt "
+        "records): built again"
+    ]
+    assert built.read_bytes() == (staged / "dmlrunner.exe").read_bytes() == b"MZ"
 
 
 # vkd3d-proton's DLLs: x86-64 PE files (a run checks), vkd3d-proton's own with a version string (doctor checks).

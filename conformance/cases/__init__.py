@@ -10,6 +10,7 @@ inputs; ``parameters`` describes a descriptor for reports; ``memory`` what a cas
 (--max-run-elements, --max-case-bytes); ``suite`` finds, reads, filters and shards case files, ``ids`` says how
 case ids name a file (from its repository's root, not the working directory), and ``detect`` tells a case file
 from other YAML met while walking a directory (the pytest plugin's rule too).
+``decisions`` names the refusals the harness adds where the spec is silent (a problem says which it enforces).
 
 May import: the core, reference.
 """

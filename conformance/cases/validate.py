@@ -2,11 +2,13 @@
 
 Each rule quotes the sentence of the spec (reference/spec/) it enforces and cites that sentence's clause id
 (reference/clauses/), so a negative case's problem names the clause it covers. Decisions where the
-spec is ambiguous are marked DECISION and documented in docs/tolerances.md#spec-decisions.
+spec is ambiguous are marked DECISION and documented in docs/tolerances.md#spec-decisions; a problem that enforces
+one where the spec's words refuse nothing names it (decisions.py).
 """
 
 from __future__ import annotations
 
+from conformance.cases.decisions import MVN_AXES
 from conformance.cases.layouts import input_tensors, output_layouts
 from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.validate_checker import Checker, DimensionRule, OutputRules
@@ -58,7 +60,8 @@ def _topk(c: Checker, d: TopK1Desc) -> None:
         return
     axis_size = d.input.sizes[d.axis]
     # "K must be greater than 0, but less than the number of elements in the InputTensor along ... Axis."
-    # DECISION: read literally, K equal to the axis size is invalid.
+    # DECISION: read literally, K equal to the axis size is invalid. The spec's words refuse it, so its problem names
+    # no decision (decisions.py): the decision is only not to read "less than" as "at most".
     if not 0 < d.k < axis_size:
         message = f"must be greater than 0 but less than the axis size {axis_size} (the spec's words), got {d.k}"
         c.fail("K", message, f"{T}k-range")
@@ -146,13 +149,14 @@ def _mvn(c: Checker, d: Mvn1Desc) -> None:
             _scale_bias(c, d, name, tensor)
     # "The number of axes. This field determines the size of the Axes array." DECISION: at least one axis.
     if not d.axes:
-        c.fail("Axes", "must name at least one axis", f"{M}axis-count")
+        c.fail("Axes", "must name at least one axis", f"{M}axis-count", decision=MVN_AXES)
     # "The axes along which to calculate the Mean and Variance." DECISION: each an axis of the input, once.
     for i, axis in enumerate(d.axes):
         if axis >= rank and axis not in d.axes[:i]:
-            c.fail(f"Axes.{i}", f"axis {axis} is not below the InputTensor's DimensionCount {rank}", f"{M}axes")
+            message = f"axis {axis} is not below the InputTensor's DimensionCount {rank}"
+            c.fail(f"Axes.{i}", message, f"{M}axes", decision=MVN_AXES)
     if len(set(d.axes)) != len(d.axes):
-        c.fail("Axes", f"axes must be unique, got {list(d.axes)}", f"{M}axes")
+        c.fail("Axes", f"axes must be unique, got {list(d.axes)}", f"{M}axes", decision=MVN_AXES)
     output = OutputRules(
         "This tensor's dimensions are { BatchCount, ChannelCount, Height, Width }: the InputTensor's",
         "the same DataType as the InputTensor",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from conformance.cases.decisions import NO_EMPTY_TENSOR
 from conformance.cases.generate import GENERATOR_KINDS, tie_levels
 from conformance.dtypes import value_range
 from conformance.model import Case, DataType, FeatureLevel, TensorSpec
@@ -43,8 +44,10 @@ class Checker:
         self.max_elements = max_elements
         self.problems: list[Problem] = []
 
-    def fail(self, field: str, message: str, *clauses: str) -> None:
-        self.problems.append(Problem(self.case.pos(field), field, message, clauses))
+    def fail(self, field: str, message: str, *clauses: str, decision: str = "") -> None:
+        """A problem at ``field``, citing ``clauses``; ``decision``: the harness's decision it enforces (decisions.py),
+        where the spec's words do not refuse it."""
+        self.problems.append(Problem(self.case.pos(field), field, message, clauses, decision))
 
     def dimension_count(self, field: str, rank: int, rule: DimensionRule, *clauses: str) -> None:
         """The rule's supported DimensionCount at the case's feature level."""
@@ -69,7 +72,8 @@ class Checker:
             )
         if any(size < 1 for size in tensor.sizes):
             # DECISION: the spec pages never allow an empty tensor; a zero size is refused.
-            self.fail(f"{field}.Sizes", f"every size must be at least 1, got {list(tensor.sizes)}")
+            message = f"every size must be at least 1, got {list(tensor.sizes)}"
+            self.fail(f"{field}.Sizes", message, decision=NO_EMPTY_TENSOR)
             return False
         if tensor.element_count > self.max_elements:
             self.fail(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from conformance.cases.decisions import ONE_VALUE_PER_ADDRESS, OUTPUTS_DO_NOT_OVERLAP
 from conformance.cases.generate import materialize
 from conformance.cases.validate_checker import Checker
 from conformance.dtypes import numpy_dtype
@@ -94,6 +95,7 @@ def _no_overlap(c: Checker, name: str, sizes: tuple[int, ...], strides: tuple[in
         f"{name}.Strides",
         f"put output elements {list(first)} and {list(second)} {SHARED_ADDRESS} ({why}): an output's elements "
         f"must not overlap",
+        decision=OUTPUTS_DO_NOT_OVERLAP,
     )
 
 
@@ -113,4 +115,5 @@ def check_broadcast_data(c: Checker, name: str, tensor: TensorSpec) -> None:
             f"{name}.Data",
             f"gives {values[index].item()!r} at {list(index)}, where the strides {_ints(tensor.strides)} place an "
             f"earlier element holding {kept[index].item()!r}: elements {SHARED_ADDRESS} must hold one value",
+            decision=ONE_VALUE_PER_ADDRESS,
         )

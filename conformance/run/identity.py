@@ -6,8 +6,8 @@ started and how long it took, what it did not run (interrupted, or case files sk
 A report without the device is not a conformance report.
 
 ``executing`` is what each EP of a run executes on, in named parts (for DirectML: DirectML.dll and onnxruntime.dll
-with their hashes, the adapter and its driver, the chain beneath), for the resume identity (survive/stream.py): a
-resumed run must execute on what the killed one did.
+with their hashes, the runner's hash, the adapter and its driver, the chain beneath), for the resume identity
+(survive/stream.py): a resumed run must execute on what the killed one did.
 """
 
 from __future__ import annotations
@@ -265,15 +265,18 @@ def _file_part(version: str | None, sha256: str | None) -> str:
 
 
 def _wine_parts(chain: Mapping[str, Any]) -> dict[str, str]:
-    """What DirectML executes on in the runner, from its chain record (wine/device.py): its two DLLs, the adapter,
-    and under Wine the Vulkan driver beneath it, Wine and vkd3d-proton (natively on Windows, the transport alone)."""
+    """What DirectML executes on in the runner, from its chain record (wine/device.py): its two DLLs, the runner
+    itself (the program that calls them), the adapter, and under Wine the Vulkan driver beneath it, Wine and
+    vkd3d-proton (natively on Windows, the transport alone)."""
     hashes = chain.get("dll_sha256") or {}
+    runner = (chain.get("runner") or {}).get("sha256")
     adapter = chain.get("adapter") or {}
     vkd3d = chain.get("vkd3d_proton") or {}
     vkd3d_hashes = ", ".join(f"{name} {digest}" for name, digest in sorted((vkd3d.get("sha256") or {}).items()))
     parts = {
         "DirectML.dll": _file_part(chain.get("directml_dll"), hashes.get("DirectML.dll")),
         "onnxruntime.dll": _file_part(chain.get("onnxruntime_dll"), hashes.get("onnxruntime.dll")),
+        "runner": f"dmlrunner.exe (sha256 {runner})" if runner else "dmlrunner.exe (not hashed)",
         "adapter": (
             f"{adapter.get('description') or '?'} (vendor 0x{int(adapter.get('vendor_id') or 0):04x}, "
             f"device 0x{int(adapter.get('device_id') or 0):04x})"

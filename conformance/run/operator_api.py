@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from conformance.cases.decisions import WHERE
 from conformance.cases.layouts import Layout, input_layouts, output_layouts
 from conformance.cases.validate import validate
 from conformance.compare.canary import (
@@ -30,7 +31,14 @@ from conformance.ep.dml_descriptor import DmlOperator, describe_operator
 from conformance.ep.providers import EpSpec
 from conformance.ep.wine.client import Runners
 from conformance.ep.wine.protocol import failed
-from conformance.model import DML_ACCEPTED_INVALID, DML_REJECTED_VALID, Case, FeatureLevel, Status
+from conformance.model import (
+    DML_ACCEPTED_DECISION,
+    DML_ACCEPTED_INVALID,
+    DML_REJECTED_VALID,
+    Case,
+    FeatureLevel,
+    Status,
+)
 from conformance.problems import Problem
 from conformance.results import Result
 from conformance.run.artifacts import save_operator_artifacts
@@ -49,42 +57,61 @@ def describe(case: Case) -> DmlOperator:
     return describe_operator(case, layouts(case))
 
 
-def not_for_directml(case: Case, problems: Sequence[Problem], level: FeatureLevel | None) -> str | None:
-    """Why a negative case's descriptor says nothing DirectML's CreateOperator could judge, or None: a problem in its
-    data, expected outputs or feature level is not in the descriptor; DirectML validates at its own feature level,
-    so a case forbidden only below that level (rank 3 at 2_1) is valid there; and the harness's own size limit
-    (--max-elements) is no rule of DirectML's."""
+def for_directml(case: Case, problems: Sequence[Problem], level: FeatureLevel | None) -> tuple[Problem, ...] | str:
+    """What DirectML's CreateOperator is judged against on a negative case: the validator's problems at DirectML's
+    own feature level without the harness's size limit; or why its descriptor says nothing CreateOperator could judge
+    (a str): a problem in its data, expected outputs or feature level is not in the descriptor; DirectML validates at
+    its own feature level, so a case forbidden only below that level (rank 3 at 2_1) is valid there; and the
+    harness's own size limit (--max-elements) is no rule of DirectML's."""
     fields = [part for problem in problems for part in problem.field.split(".")]
     if any(part in _NOT_DESCRIPTOR for part in fields):
         return "its problem is not in the descriptor"
     there = replace(case, feature_level=max(level or case.feature_level, case.feature_level))
-    if not validate(there, max_elements=sys.maxsize):
+    judged = validate(there, max_elements=sys.maxsize)
+    if not judged:
         at = (
             f" at DirectML's own feature level, {there.feature_level},"
             if there.feature_level != case.feature_level
             else ""
         )
         return f"the spec allows it{at} without the harness's size limit"
-    return None
+    return tuple(judged)
 
 
-def shown(base: Result, operator: str, hresult: int, ep: EpSpec) -> Result:
-    """A negative case after DirectML's CreateOperator saw its descriptor: refused, as the spec says it must be, or
-    accepted (DML_ACCEPTED_INVALID, a finding about DirectML, whose placement says DirectML made the operator)."""
+def decided_only(problems: Sequence[Problem]) -> tuple[str, ...]:
+    """The harness's decisions that alone refuse a case (cases/decisions.py): each problem enforces one; () where
+    the spec's own words refuse it (a problem that names no decision), or nothing does."""
+    if not problems or any(not problem.decision for problem in problems):
+        return ()
+    return tuple(dict.fromkeys(problem.decision for problem in problems))
+
+
+def shown(base: Result, operator: str, hresult: int, ep: EpSpec, judged: Sequence[Problem]) -> Result:
+    """A negative case after DirectML's CreateOperator saw its descriptor: refused, as the validator says it must be,
+    or accepted, a finding about DirectML whose placement says DirectML made the operator: DML_ACCEPTED_INVALID where
+    the spec forbids it, DML_ACCEPTED_DECISION where only the harness's decisions refuse it (``judged``: the problems
+    it was judged against, for_directml's)."""
     directml = {"create_hresult": f"0x{hresult:08X}"}
     if failed(hresult):
         said = f"DirectML's CreateOperator refused it too (HRESULT 0x{hresult:08X})"
         return replace(base, message=f"{base.message}\n{said}", directml=directml)
     if base.status is not Status.INVALID:  # the validator's own FAIL stands; DirectML's answer is added
         return replace(base, message=f"{base.message}\nDirectML's CreateOperator accepted it too", directml=directml)
+    decisions = decided_only(judged)
+    kind, why = DML_ACCEPTED_INVALID, " though the spec forbids it"
+    if decisions:
+        named = " and ".join(f'"{decision}"' for decision in decisions)
+        kind = DML_ACCEPTED_DECISION
+        decision = "decisions" if len(decisions) > 1 else "decision"
+        why = f", which the spec does not forbid: only the harness's {decision} {named} refuses it ({WHERE})"
     return replace(
         base,
         status=Status.FAIL,
-        failure_kind=DML_ACCEPTED_INVALID,
+        failure_kind=kind,
         dml_operator=operator,
         directml=directml,
         placement={operator: ep.name},
-        message=f"DirectML's CreateOperator accepted {operator} though the spec forbids it: {base.message}",
+        message=f"DirectML's CreateOperator accepted {operator}{why}: {base.message}",
     )
 
 

@@ -35,6 +35,7 @@ from conformance.ep.pack import small
 from conformance.ep.providers import DML, DMLOP, EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.model import FAULT_KINDS, Case, Status
+from conformance.problems import Problem
 from conformance.results import Result
 from conformance.run import operator_api
 from conformance.run.artifacts import save_artifacts
@@ -77,13 +78,13 @@ def _negative(entry: Entry, base: Result, ep: EpSpec, options: RunOptions) -> Re
         )
     if ep.name != DMLOP or isinstance(entry, Rejected):
         return verdict
-    why_not = operator_api.not_for_directml(entry, problems, options.target_level(ep))
-    if why_not is None:
+    judged = operator_api.for_directml(entry, problems, options.target_level(ep))
+    if not isinstance(judged, str):
         try:
-            return Prepared(entry, {}, {}, operator_api.describe(entry), verdict)
+            return Prepared(entry, {}, {}, operator_api.describe(entry), verdict, judged=judged)
         except Inexpressible as inexpressible:
-            why_not = str(inexpressible)
-    return replace(verdict, message=f"{verdict.message}\n(not shown to DirectML: {why_not})")
+            judged = str(inexpressible)
+    return replace(verdict, message=f"{verdict.message}\n(not shown to DirectML: {judged})")
 
 
 def _dml_operator(case: Case, inputs: Mapping[str, np.ndarray], lowering: Lowering | NotExpressible, ep: EpSpec) -> str:
@@ -109,6 +110,7 @@ class Prepared:
     lowering: Lowering | DmlOperator  # the ONNX model, or on --ep dmlop the DML operator descriptor
     base: Result
     seconds: float = 0.0  # spent preparing it
+    judged: tuple[Problem, ...] = ()  # a negative case shown to DirectML: what its answer is judged against
 
 
 def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Result | Prepared:
@@ -173,7 +175,7 @@ def _judge(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
     if isinstance(outcome, ExecutionError):
         return replace(base, status=Status.ERROR, failure_kind="execution", message=str(outcome))
     if isinstance(outcome, int) and isinstance(prepared.lowering, DmlOperator):  # a negative case, shown
-        return operator_api.shown(base, prepared.lowering.operator, outcome, ep)
+        return operator_api.shown(base, prepared.lowering.operator, outcome, ep, prepared.judged)
     if prepared.case.expect_invalid is not None and isinstance(outcome, Exception):
         # The validator's verdict stands; DirectML could not be asked (a runner that died is told apart: faults.py).
         return replace(base, message=f"{base.message}\n(DirectML could not be asked: {str(outcome).splitlines()[0]})")

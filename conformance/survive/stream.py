@@ -3,7 +3,7 @@ what it finished, and ``dmlconf run --resume`` runs only the rest.
 
 The first line says which run it is: a hash of the (case id, EP) pairs in order and of the case files' bytes, the
 options that decide verdicts, the onnxruntime and NumPy packages' versions, and what each EP executes on
-(identity.executing: for DirectML its DLLs' versions and hashes, the adapter, its driver and the chain); ``--resume``
+(identity.executing: DirectML's DLLs (versions, hashes), the runner's hash, the adapter, driver, chain); ``--resume``
 refuses a file of another run with one line naming the first part that differs. Each further line is one result
 with its pair's index in the run. A line cut short by the kill (no newline, or not JSON) is dropped, and the file
 cut back to the last whole line before anything is appended.

@@ -24,10 +24,17 @@ system's D3D12; only the compiler (as above: pip's ziglang, or mingw-w64) and th
 The cache is ``DMLCONF_CACHE``, default ``$XDG_CACHE_HOME/dml-conformance`` (``~/.cache/dml-conformance``). A missing
 piece is a ``ChainMissing``: one line naming it and what to do, which the CLI turns into a usage error; so is a piece
 that is there but unusable (a cache or prefix that cannot be created, a damaged wheel, a DLL that is no x86-64 PE file).
+What the cache keeps is checked by its SHA-256 whenever a process finds the chain (each file hashed once per process:
+``file_digest``): the runner against the one its built-by.txt records (a damaged one is built again), the staged
+folder's files against their sources (the runner, vkd3d-proton's DLLs, and the wheels' RECORD for theirs: a damaged
+folder is staged again), each said in one line; the DLLs taken from a wheel against its RECORD.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import csv
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -311,9 +318,19 @@ def _digest(*parts: bytes) -> str:
     return digest.hexdigest()[:16]
 
 
+_DIGESTS: dict[tuple[str, int, int, int, int], bytes] = {}  # file_digest's, by the file's path and stat
+
+
 def file_digest(path: Path) -> bytes:
+    """The file's SHA-256, hashed once per process: kept by its path, device, inode, size and modification time, so
+    that a file replaced or written since is hashed again (staging verifies a folder that a run's identity then
+    hashes too: device.py)."""
     with open(path, "rb") as file:
-        return hashlib.file_digest(file, "sha256").digest()
+        stat = os.fstat(file.fileno())
+        key = (os.fspath(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        if key not in _DIGESTS:
+            _DIGESTS[key] = hashlib.file_digest(file, "sha256").digest()
+        return _DIGESTS[key]
 
 
 def _ziglang_installed() -> bool:
@@ -376,7 +393,7 @@ def find_compiler(environ: Mapping[str, str]) -> Compiler:
     return found
 
 
-BUILT_BY = "built-by.txt"  # beside a cached runner: its source's SHA-256, then the compiler that built it
+BUILT_BY = "built-by.txt"  # beside a cached runner: its source's SHA-256, the compiler that built it, its SHA-256
 
 
 def _built_from_this_source(cache: Path) -> tuple[Path, str] | None:
@@ -397,6 +414,19 @@ def _built_elsewhere(cache: Path) -> Compiler | None:
         return None
     why = f"no compiler here; a runner built from this source by {found[1]} is in the cache"
     return Compiler("cached", (), found[1], why)
+
+
+def _runner_damage(built: Path) -> str | None:
+    """How the cached runner ``built`` differs from the program that was built (its SHA-256 against the one its
+    built-by.txt records), or None: the same, or a built-by.txt of an older dmlconf that records none."""
+    try:
+        lines = (built.parent / BUILT_BY).read_text(encoding="utf-8", errors="replace").splitlines()
+        if len(lines) < 3:
+            return None
+        got = file_digest(built).hex()
+    except OSError as error:
+        return f"unreadable ({error.strerror or error})"
+    return None if got == lines[2] else f"sha256 {got[:12]}…, not the {lines[2][:12]}… that {BUILT_BY} records"
 
 
 def compile_runner(
@@ -424,12 +454,23 @@ def build_runner(cache: Path, compiler: Compiler) -> Path:
     source = _runner_source()
     if compiler.name == "cached":  # built elsewhere from this source (_built_elsewhere)
         found = _built_from_this_source(cache)
-        if found is not None:
-            return found[0]
-        raise ChainMissing(f"{cache / 'runner'}: the runner built elsewhere from this source is gone; build it again")
+        if found is None:
+            raise ChainMissing(
+                f"{cache / 'runner'}: the runner built elsewhere from this source is gone; build it again"
+            )
+        damage = _runner_damage(found[0])
+        if damage is not None:
+            raise ChainMissing(
+                f"{found[0]} is damaged ({damage}) and no compiler here builds it again: copy it again from where "
+                f"it was built, or install one ({MINGW}, or pip install ziglang)"
+            )
+        return found[0]
     built = cache / "runner" / _digest(source, f"{compiler.name} {compiler.version}".encode()) / RUNNER
     if built.is_file():
-        return built
+        damage = _runner_damage(built)
+        if damage is None:
+            return built
+        log.warning("%s is damaged (%s): built again", built, damage)
     make_folder(built.parent)
     try:
         with tempfile.TemporaryDirectory(dir=built.parent) as work:
@@ -438,30 +479,62 @@ def build_runner(cache: Path, compiler: Compiler) -> Path:
             if done.returncode != 0:
                 last = (done.stderr.strip().splitlines() or ["no message"])[-1]
                 raise ChainMissing(f"{compiler} could not build the runner: {last}")
+            digest = file_digest(Path(work) / RUNNER).hex()
             os.replace(Path(work) / RUNNER, built)
             (built.parent / BUILT_BY).write_text(
-                f"{hashlib.sha256(source).hexdigest()}\n{compiler}\n", encoding="utf-8"
+                f"{hashlib.sha256(source).hexdigest()}\n{compiler}\n{digest}\n", encoding="utf-8"
             )
     except OSError as error:  # a full disk or a read-only cache
         raise ChainMissing(f"{built.parent}: cannot build the runner there: {error.strerror or error}") from None
     return built
 
 
-def _wheel_dlls(wheel: Path, names: tuple[str, ...], cache: Path) -> dict[str, bytes]:
-    """``names`` read from the wheel's onnxruntime/capi; ChainMissing where the wheel lacks one or is damaged (a
-    download cut short, a flipped byte: reading a member checks its CRC)."""
+_WHEEL_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError)
+
+
+def _damaged_wheel(wheel: Path, cache: Path, what: str) -> ChainMissing:
+    downloaded = wheel.parent == cache / "wheels"
+    again = "delete it: it is downloaded again" if downloaded else "replace it with a good copy"
+    return ChainMissing(f"{wheel}: a damaged wheel ({what}): {again}")
+
+
+def _record(archive: zipfile.ZipFile) -> dict[str, bytes]:
+    """The SHA-256 the wheel's RECORD (its .dist-info's, PEP 427) gives each of its files, by the file's path."""
+    records = [name for name in archive.namelist() if name.count("/") == 1 and name.endswith(".dist-info/RECORD")]
+    found: dict[str, bytes] = {}
+    for row in csv.reader(archive.read(records[0]).decode("utf-8", "replace").splitlines() if records else []):
+        if len(row) >= 2 and row[1].startswith("sha256="):
+            text = row[1].removeprefix("sha256=")
+            with contextlib.suppress(ValueError):  # not base64: that file is not recorded
+                found[row[0]] = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    return found
+
+
+def _wheel_dlls(
+    wheel: Path, names: tuple[str, ...], cache: Path, read: bool = True
+) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """(The SHA-256 of each of ``names``, their bytes) from the wheel's onnxruntime/capi: the SHA-256 its RECORD
+    gives, else that of the bytes. A DLL is read where ``read`` (or to hash one RECORD does not list), and its bytes
+    checked against RECORD. ChainMissing where the wheel lacks one or is damaged (a download cut short, a flipped
+    byte: reading a member checks its CRC, and RECORD its SHA-256)."""
     try:
         with zipfile.ZipFile(wheel) as archive:
             members = {Path(name).name: name for name in archive.namelist() if name.startswith("onnxruntime/capi/")}
             absent = [name for name in names if name not in members]
             if absent:
                 raise ChainMissing(f"{wheel}: not an onnxruntime-directml win_amd64 wheel (no {', '.join(absent)})")
-            return {name: archive.read(members[name]) for name in names}
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError) as error:
-        what = " ".join(str(error).split()) or type(error).__name__
-        downloaded = wheel.parent == cache / "wheels"
-        again = "delete it: it is downloaded again" if downloaded else "replace it with a good copy"
-        raise ChainMissing(f"{wheel}: a damaged wheel ({what}): {again}") from None
+            record = _record(archive)
+            digests = {name: record[members[name]] for name in names if members[name] in record}
+            data: dict[str, bytes] = {}
+            for name in names:
+                if read or name not in digests:
+                    data[name] = archive.read(members[name])
+                    got = hashlib.sha256(data[name]).digest()
+                    if digests.setdefault(name, got) != got:
+                        raise _damaged_wheel(wheel, cache, f"{name}'s sha256 is not the one its RECORD gives")
+            return digests, data
+    except _WHEEL_ERRORS as error:
+        raise _damaged_wheel(wheel, cache, " ".join(str(error).split()) or type(error).__name__) from None
 
 
 def check_wheel(wheel: Path, cache: Path) -> None:
@@ -469,15 +542,46 @@ def check_wheel(wheel: Path, cache: Path) -> None:
     _wheel_dlls(wheel, WHEEL_DLLS, cache)
 
 
+def _unlike(folder: Path, expected: Mapping[str, bytes]) -> list[str] | None:
+    """How a staged ``folder`` differs from what staging it wrote (``expected``: each file's SHA-256): [] where every
+    file is there with its SHA-256, None where there is no folder (nothing was staged)."""
+    if not os.path.lexists(folder):
+        return None
+    if not folder.is_dir():
+        return ["it is not a folder"]
+    wrong = []
+    for name, digest in expected.items():
+        try:
+            got = file_digest(folder / name)
+        except FileNotFoundError:
+            wrong.append(f"{name} is missing")
+        except OSError as error:
+            wrong.append(f"{name} is unreadable ({error.strerror or error})")
+        else:
+            if got != digest:
+                wrong.append(f"{name} is damaged (sha256 {got.hex()[:12]}…, not {digest.hex()[:12]}…)")
+    return wrong
+
+
 def _stage(runner: Path, wheel: Path, directml_wheel: Path, vkd3d: Path, cache: Path) -> Path:
     """A folder with the runner, onnxruntime's two DLLs from ``wheel``, DirectML.dll from ``directml_wheel`` and
-    vkd3d-proton's two, named by their contents' hash."""
+    vkd3d-proton's two, named by their contents' hash. One that is there is used once each file in it has its
+    source's SHA-256 (the runner's and vkd3d-proton's own, the DLLs' in their wheel's RECORD); else it is staged
+    again, which is said in one line."""
     parts = (runner, wheel, directml_wheel, *(vkd3d / name for name in VKD3D_DLLS))
     digests = {part: file_digest(part) for part in dict.fromkeys(parts)}  # the newest build's one wheel: hashed once
     folder = cache / "staged" / _digest(*(digests[part] for part in parts))
-    if all((folder / name).is_file() for name in (RUNNER, *WHEEL_DLLS, *VKD3D_DLLS)):
+    taken = {wheel: ONNXRUNTIME_DLLS}  # each wheel's DLLs, so that the newest build's one wheel is opened once
+    taken[directml_wheel] = (*taken.get(directml_wheel, ()), DIRECTML_DLL)
+    expected = {RUNNER: digests[runner]} | {name: digests[vkd3d / name] for name in VKD3D_DLLS}
+    for source, names in taken.items():
+        expected |= _wheel_dlls(source, names, cache, read=False)[0]
+    wrong = _unlike(folder, expected)
+    if wrong == []:
         return folder
-    dlls = _wheel_dlls(wheel, ONNXRUNTIME_DLLS, cache) | _wheel_dlls(directml_wheel, (DIRECTML_DLL,), cache)
+    dlls: dict[str, bytes] = {}
+    for source, names in taken.items():
+        dlls |= _wheel_dlls(source, names, cache)[1]
 
     def fill(work: Path) -> None:
         for name, data in dlls.items():
@@ -486,12 +590,13 @@ def _stage(runner: Path, wheel: Path, directml_wheel: Path, vkd3d: Path, cache: 
             shutil.copyfile(vkd3d / name, work / name)
         shutil.copyfile(runner, work / RUNNER)
 
-    return _publish(folder, fill)
+    return _publish(folder, fill, wrong)
 
 
-def _publish(folder: Path, fill: Callable[[Path], None]) -> Path:
+def _publish(folder: Path, fill: Callable[[Path], None], wrong: list[str] | None = None) -> Path:
     """``folder`` made whole at once: ``fill`` writes a fresh folder beside it, which is then renamed to it, so that
-    a half-staged folder is never taken for a staged one (another process staging the same one first wins)."""
+    a half-staged folder is never taken for a staged one (another process staging the same one first wins). A folder
+    there that is ``wrong`` (damaged: _unlike) is set aside first, and its staging again said in one line."""
     make_folder(folder.parent)
     try:
         work = Path(tempfile.mkdtemp(dir=folder.parent))
@@ -502,11 +607,35 @@ def _publish(folder: Path, fill: Callable[[Path], None]) -> Path:
     except OSError as error:  # a full disk: nothing half-staged is left to be taken for a staged folder
         shutil.rmtree(work, ignore_errors=True)
         raise ChainMissing(f"{folder.parent}: cannot stage the DLLs there: {error.strerror or error}") from None
+    if wrong:
+        _set_aside(folder, work, "; ".join(wrong))
     try:
         work.rename(folder)
     except OSError:  # another process staged it first
         shutil.rmtree(work, ignore_errors=True)
+    if wrong:
+        log.warning("%s: %s: staged again", folder, "; ".join(wrong))
     return folder
+
+
+def _set_aside(folder: Path, work: Path, wrong: str) -> None:
+    """The damaged staged ``folder`` moved out of the way and deleted, so that ``work`` takes its name (where another
+    process staging it again moved it first, nothing is left to move); ChainMissing saying to delete it where it
+    cannot be moved (a DLL in use on Windows)."""
+    aside = folder.with_name(f"{folder.name}.damaged-{os.getpid()}-{os.urandom(4).hex()}")
+    try:
+        folder.rename(aside)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        shutil.rmtree(work, ignore_errors=True)
+        raise ChainMissing(
+            f"{folder}: {wrong}, and it cannot be staged again ({error.strerror or error}): delete that folder"
+        ) from None
+    if aside.is_dir():
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        aside.unlink(missing_ok=True)
 
 
 def installed_capi(folder: str | None = None) -> Path:
@@ -534,10 +663,13 @@ def installed_capi(folder: str | None = None) -> Path:
 
 
 def _stage_native(runner: Path, capi: Path, cache: Path) -> Path:
-    """A folder with the runner and copies of ``capi``'s three DLLs, named by their contents' hash."""
+    """A folder with the runner and copies of ``capi``'s three DLLs, named by their contents' hash; one that is there
+    is used once each file in it has its source's SHA-256, else staged again (as _stage's)."""
     parts = (runner, *(capi / name for name in WHEEL_DLLS))
-    folder = cache / "staged" / _digest(*(file_digest(part) for part in parts))
-    if all((folder / name).is_file() for name in (RUNNER, *WHEEL_DLLS)):
+    digests = [file_digest(part) for part in parts]
+    folder = cache / "staged" / _digest(*digests)
+    wrong = _unlike(folder, dict(zip((RUNNER, *WHEEL_DLLS), digests, strict=True)))
+    if wrong == []:
         return folder
 
     def fill(work: Path) -> None:
@@ -545,7 +677,7 @@ def _stage_native(runner: Path, capi: Path, cache: Path) -> Path:
             shutil.copyfile(capi / name, work / name)
         shutil.copy(runner, work / RUNNER)  # run as itself: its mode kept (an executable bit where there is one)
 
-    return _publish(folder, fill)
+    return _publish(folder, fill, wrong)
 
 
 def ensure_prefix(wine: str, prefix: Path, environ: Mapping[str, str]) -> None:

@@ -90,15 +90,14 @@ def _staged_digests(folder: Path) -> dict[str, str]:
 
 
 def _runner_build(chain: RunnerChain) -> dict[str, str] | None:
-    """The runner as built: the compiler that built it, why that one, and the program's SHA-256."""
-    if chain.compiler is None:
-        return None
+    """The runner as built: the compiler that built it and why that one (where known), and the program's SHA-256
+    (part of a run's resume identity: run/identity.py's executing)."""
+    record = chain.compiler.record() if chain.compiler is not None else {}
     try:
-        digest = file_digest(chain.folder / RUNNER).hex()
+        record["sha256"] = file_digest(chain.folder / RUNNER).hex()
     except OSError as error:
         log.debug("cannot hash %s: %s", chain.folder / RUNNER, error)
-        return chain.compiler.record()
-    return chain.compiler.record() | {"sha256": digest}
+    return record or None
 
 
 def _translation(chain: Chain, adapter: Mapping[str, Any] | None) -> dict[str, Any]:
