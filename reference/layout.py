@@ -112,6 +112,39 @@ def _elements(buffer: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return buffer[:usable].view(dtype)
 
 
+def strided_view(base: np.ndarray, sizes: Sequence[int], strides: Sequence[int] | None, unit: int = 1) -> np.ndarray:
+    """The tensor of ``sizes`` through ``strides`` over ``base`` (a contiguous 1-D array of elements, or with ``unit``
+    above 1 of the bytes of elements ``unit`` bytes wide): a NumPy view of shape ``sizes`` (``(*sizes, unit)`` with
+    ``unit``), reading and writing ``base`` in place. No offset is listed: a tensor of 2^27 elements costs no 1 GiB of
+    int64 offsets. ValueError where an element lies past ``base``'s end. Several elements at one offset (a zero
+    stride) are one place in ``base``: a write through them leaves one value there, in no order NumPy promises."""
+    if base.ndim != 1 or base.strides[0] != base.itemsize:
+        raise ValueError(f"a strided view needs a contiguous 1-D array, got {base.dtype}{base.shape}")
+    steps = packed_strides(sizes) if strides is None else tuple(strides)
+    if any(stride < 0 for stride in steps):
+        raise ValueError(f"strides {list(steps)}: DirectML's strides are UINTs, never negative")
+    element = base.itemsize * unit
+    shape, byte_strides = tuple(sizes), tuple(stride * element for stride in steps)
+    if unit > 1:  # each element's bytes, one by one
+        shape, byte_strides = (*shape, unit), (*byte_strides, base.itemsize)
+    if not all(sizes):  # no element: nothing is addressed, and no offset need lie in ``base``
+        return np.lib.stride_tricks.as_strided(base[:0], shape=shape, strides=byte_strides)
+    end = (index_of_last_element(sizes, steps) + 1) * unit
+    if end > base.size:
+        raise ValueError(f"element offset {end // unit - 1} is past the buffer's {base.size // unit} elements")
+    # as_strided checks no bounds: the test above is what keeps every element inside ``base``.
+    return np.lib.stride_tricks.as_strided(base, shape=shape, strides=byte_strides)
+
+
+def _first_of_each_address(array: np.ndarray, strides: Sequence[int]) -> np.ndarray | None:
+    """Where strides put several elements at one offset only through zero strides (the other dimensions disjoint):
+    ``array`` with each broadcast dimension cut to its first index, which keeps exactly the first element in logical
+    order of each offset (elements at one offset then differ only in their broadcast indices, the first with all of
+    them 0). None where other strides alias too (interleaved: the offsets must be listed)."""
+    first = array[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in strides)]
+    return first if _disjoint_by_extents(first.shape, strides) else None
+
+
 def write_strided(buffer: np.ndarray, array: np.ndarray, strides: Sequence[int] | None = None) -> np.ndarray:
     """Write ``array`` into ``buffer`` (a uint8 array, changed in place and returned) through ``strides``; bytes no
     element addresses keep what they held.
@@ -121,14 +154,19 @@ def write_strided(buffer: np.ndarray, array: np.ndarray, strides: Sequence[int] 
     if buffer.dtype != np.uint8 or buffer.ndim != 1:
         raise ValueError(f"a buffer is a flat uint8 array, got {buffer.dtype}{buffer.shape}")
     elements = _elements(buffer, array.dtype)
+    if strides is None or _disjoint_by_extents(array.shape, strides):
+        strided_view(elements, array.shape, strides)[...] = array  # every element has an offset of its own
+        return buffer
+    first = _first_of_each_address(array, strides)
+    if first is not None:
+        strided_view(elements, first.shape, strides)[...] = first
+        return buffer
+    # Interleaved strides that alias: the first element of each offset found by listing them all.
     flat = element_offsets(array.shape, strides).ravel()
-    values = np.ascontiguousarray(array).ravel()
-    if strides is not None and not _disjoint_by_extents(array.shape, strides):
-        flat, first = np.unique(flat, return_index=True)
-        values = values[first]
+    flat, first_index = np.unique(flat, return_index=True)
     if flat.size and int(flat.max()) >= elements.size:
         raise ValueError(f"element offset {int(flat.max())} is past the buffer's {elements.size} elements")
-    elements[flat] = values
+    elements[flat] = np.ascontiguousarray(array).ravel()[first_index]
     return buffer
 
 
@@ -137,20 +175,26 @@ def read_strided(
 ) -> np.ndarray:
     """The tensor of ``sizes`` and ``dtype`` that ``buffer``'s bytes hold through ``strides`` (a new array)."""
     raw = np.frombuffer(buffer, dtype=np.uint8) if isinstance(buffer, bytes | bytearray) else buffer
-    elements = _elements(raw, np.dtype(dtype))
-    offsets = element_offsets(sizes, strides)
-    if offsets.size and int(offsets.max()) >= elements.size:
-        raise ValueError(f"element offset {int(offsets.max())} is past the buffer's {elements.size} elements")
-    tensor: np.ndarray = elements[offsets]
+    tensor: np.ndarray = strided_view(_elements(raw, np.dtype(dtype)), sizes, strides).copy()
     return tensor
+
+
+def addressed_view(
+    buffer: np.ndarray, sizes: Sequence[int], strides: Sequence[int] | None, element_size: int
+) -> np.ndarray:
+    """The bytes of ``buffer`` (a flat array of one-byte items: uint8 or bool) that some element of the tensor
+    covers, as a view (shape ``sizes``, and a last dimension of ``element_size`` where it is over 1): assigning
+    through it marks (or clears) exactly the addressed bytes, at the cost of one pass over the tensor's bytes
+    (several elements at one offset are one place)."""
+    if buffer.itemsize != 1:
+        raise ValueError(f"addressed bytes are over an array of bytes, got {buffer.dtype}")
+    return strided_view(buffer, sizes, strides, unit=element_size)
 
 
 def addressed_bytes(sizes: Sequence[int], strides: Sequence[int] | None, element_size: int, size: int) -> np.ndarray:
     """A bool mask over ``size`` bytes: True where some element of the tensor lies."""
     mask = np.zeros(size, dtype=bool)
-    starts = np.unique(element_offsets(sizes, strides).ravel()) * element_size
-    for byte in range(element_size):
-        mask[starts + byte] = True
+    addressed_view(mask, sizes, strides, element_size)[...] = True
     return mask
 
 

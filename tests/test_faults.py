@@ -22,9 +22,9 @@ from conformance.cli.main import main
 from conformance.ep.errors import ExecutionError, device_lost
 from conformance.ep.providers import parse_ep
 from conformance.model import Status
-from conformance.run.options import RunOptions
+from conformance.run.options import HARNESS_TIMEOUT_FACTOR, RunOptions
 from conformance.run.runner import run_entry
-from conformance.survive.faults import TEST_FAULT, telling_lines
+from conformance.survive.faults import JUDGING_SECONDS, TEST_FAULT, telling_lines
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = "cases/top_k1/spec_examples.yaml"
@@ -133,7 +133,39 @@ def test_a_hanging_worker_is_killed_after_the_timeout(tmp_path: Path, clean: dic
     done = _dmlconf([EXAMPLES, "--case-timeout", "2"], tmp_path, f"hang:{VICTIM}")
     assert done.returncode == 1, done.stderr
     timeout = _check_only_the_victim(_results(tmp_path), clean[EXAMPLES], VICTIM, Status.TIMEOUT)
-    assert timeout["message"].startswith("no progress for 2 s: the worker was killed")
+    assert timeout["message"].splitlines()[0] == (
+        "no progress for 2 s while the EP executed it (the harness waited for the EP's answer): the worker was killed"
+    )
+    assert 2 <= timeout["seconds"] < 2 * HARNESS_TIMEOUT_FACTOR  # the EP's limit, not the harness's
+
+
+def test_the_harness_s_own_slow_judging_is_no_timeout_of_the_ep(
+    tmp_path: Path, clean: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Judging the EP's answer (the compare, the canary check) for longer than --case-timeout is the harness's own
+    work, not a silence of the device: the case gets its verdict."""
+    assert JUDGING_SECONDS > 2
+    done = _dmlconf([EXAMPLES, "--case-timeout", "2", "--pack", "1"], tmp_path, f"slow_judging:{VICTIM}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _untimed(_results(tmp_path)) == clean[EXAMPLES]
+    [victim] = [r for r in _results(tmp_path) if r["case"] == VICTIM]
+    assert victim["seconds"] >= JUDGING_SECONDS  # it did take longer than the case timeout
+
+
+def test_a_harness_that_hangs_judging_is_killed_at_its_own_limit_and_says_so(
+    tmp_path: Path, clean: dict[str, list[dict[str, Any]]]
+) -> None:
+    """A harness bug that never ends still ends the case, after the harness's own longer limit, in a TIMEOUT that
+    says the harness was at work, not the EP."""
+    done = _dmlconf([EXAMPLES, "--case-timeout", "1"], tmp_path, f"hang_judging:{VICTIM}")
+    assert done.returncode == 1, done.stderr
+    timeout = _check_only_the_victim(_results(tmp_path), clean[EXAMPLES], VICTIM, Status.TIMEOUT)
+    limit = 1 * HARNESS_TIMEOUT_FACTOR
+    assert timeout["message"].splitlines()[0] == (
+        f"no progress for {limit} s while the harness judged the EP's answer (its own work after the EP answered: the "
+        "compare, the canary check; not the EP's): the worker was killed"
+    )
+    assert timeout["seconds"] >= limit
 
 
 def test_a_lost_device_is_device_lost(tmp_path: Path, clean: dict[str, list[dict[str, Any]]]) -> None:

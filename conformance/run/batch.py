@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Protocol
@@ -64,14 +64,18 @@ log = logging.getLogger(__name__)
 
 
 class Watch(Protocol):
-    """Told what a batch works on, so that a supervisor knows which cases a crash or a hang belongs to (worker.py):
-    ``begin`` before a case is prepared and before each session runs (the entries' places, several for a pack, and
-    before a session the hashes of their inputs, which a CRASH or TIMEOUT result then records),
-    ``finished`` as each result becomes final, ``device_lost`` when a packed session says the device is gone. A
-    worker exits there: its device context is dead, and each case of the pack must run alone on a fresh one to find
-    the case that lost it. In this process (-j 0), the batch goes on with each case of the pack alone."""
+    """Told what a batch works on, so that a supervisor knows which cases a crash or a hang belongs to, and which side
+    it waited for (worker.py): ``begin`` before a case is prepared and before each session runs (the entries' places,
+    several for a pack, and before a session the hashes of their inputs, which a CRASH or TIMEOUT result then
+    records), ``judging`` once the EP answered and the harness judges what it returned (its own work again, no
+    longer the EP's), ``finished`` as each result becomes final, ``device_lost`` when a packed session says the
+    device is gone. A worker exits there: its device context is dead, and each case of the pack must run alone on a
+    fresh one to find the case that lost it. In this process (-j 0), the batch goes on with each case of the pack
+    alone."""
 
     def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None: ...
+
+    def judging(self, places: Sequence[int]) -> None: ...
 
     def finished(self, place: int, result: Result) -> None: ...
 
@@ -80,6 +84,9 @@ class Watch(Protocol):
 
 class Unwatched:
     def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
+        pass
+
+    def judging(self, places: Sequence[int]) -> None:
         pass
 
     def finished(self, place: int, result: Result) -> None:
@@ -114,8 +121,11 @@ def _blamed(group: Sequence[Prepared], named: set[int]) -> frozenset[int]:
     return frozenset(place for place, sig in enumerate(signatures) if sig in refused)
 
 
-def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions) -> Split:
-    """The group run in one packed session: the clean PASSes kept, and how the rest runs again."""
+def _packed(
+    group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions, answered: Callable[[], None]
+) -> Split:
+    """The group run in one packed session: the clean PASSes kept, and how the rest runs again; ``answered`` is
+    called once the session ran, before the harness judges its outputs."""
     start = time.perf_counter()
     lowerings = [_onnx(p) for p in group]
     half = Split(apart=frozenset(range(len(group) // 2)))
@@ -146,6 +156,7 @@ def _packed(group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions
             return Split(alone=frozenset(range(len(group))), lost=lost)
         named = named_cases(str(error), len(group))
         return Split(alone=_blamed(group, named)) if named else half
+    answered()
     share = (time.perf_counter() - start) / len(group)
     quiet = replace(options, artifacts=None)  # a FAIL here runs again alone, and that run keeps the artifacts
     results = [finish(p, execution, ep, quiet, share) for p, execution in zip(group, executions, strict=True)]
@@ -165,7 +176,7 @@ def _noted(alone: Result, packed: Result | None, others: int) -> Result:
 
 def _alone(prepared: Prepared, place: int, ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch) -> Result:
     watch.begin([place], True, [prepared.base.inputs_sha256])
-    return execute_prepared(prepared, ep, options, sessions)
+    return execute_prepared(prepared, ep, options, sessions, partial(watch.judging, [place]))
 
 
 def _run_group(
@@ -178,7 +189,7 @@ def _run_group(
         watch.finished(places[0], result)
         return [result]
     watch.begin(places, True, [p.base.inputs_sha256 for p in group])
-    outcome = _packed(group, ep, options, sessions)
+    outcome = _packed(group, ep, options, sessions, partial(watch.judging, list(places)))
     if outcome.lost:
         watch.device_lost(places, outcome.lost)
     results = dict(outcome.kept)
@@ -209,6 +220,9 @@ class _Repeats(Unwatched):
 
     def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
         self.watch.begin(places, executing, inputs)
+
+    def judging(self, places: Sequence[int]) -> None:
+        self.watch.judging(places)
 
     def device_lost(self, places: Sequence[int], message: str) -> None:
         self.watch.device_lost(places, message)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # this module is imported by the pytest plugin's import, whic
     from conformance.ep.directml import DirectML
 
 DEFAULT_TIMEOUT = 300.0  # seconds without progress: above the largest library case (about 10 s) by far
+HARNESS_TIMEOUT_FACTOR = 4  # the harness's own work on a case (preparing, judging) may take this many timeouts
 DEFAULT_PACK = 64
 SHRINK_EXAMPLES = 400  # candidates run while shrinking: enough for the strategies' shapes to reach their minimum
 PYTEST = "pytest"  # the plugin's options, beside the dmlconf commands'
@@ -222,8 +223,9 @@ OPTIONS: Mapping[str, Option] = _options(
     ),
     Option(
         ("--case-timeout",),
-        f"a worker silent this long on a case, or a DirectML runner this long without an answer, is killed, the case "
-        f"a TIMEOUT (default {DEFAULT_TIMEOUT:g}; 0: none)",
+        f"a worker silent this long while the EP executes a case, or a DirectML runner this long without an answer, "
+        f"is killed, the case a TIMEOUT; the harness's own work on a case may take {HARNESS_TIMEOUT_FACTOR} times as "
+        f"long (default {DEFAULT_TIMEOUT:g}; 0: none)",
         frozenset({_RUN, PYTEST}),
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -270,8 +270,19 @@ def finish(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
     return replace(result, seconds=total, outputs_sha256=outputs)
 
 
-def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessions: Sessions | None = None) -> Result:
-    """A prepared case executed in a session of its own model (``sessions`` may hold one already)."""
+def _nothing() -> None:
+    pass
+
+
+def execute_prepared(
+    prepared: Prepared,
+    ep: EpSpec,
+    options: RunOptions,
+    sessions: Sessions | None = None,
+    answered: Callable[[], None] = _nothing,
+) -> Result:
+    """A prepared case executed in a session of its own model (``sessions`` may hold one already); ``answered`` is
+    called once the EP has answered (or failed), before the harness judges its answer."""
     start = time.perf_counter()
     sessions = sessions if sessions is not None else Sessions(capacity=0)
     try:
@@ -286,6 +297,7 @@ def execute_prepared(prepared: Prepared, ep: EpSpec, options: RunOptions, sessio
     except Exception as error:  # judged in finish: NotSupported, ExecutionError, or a harness error
         outcome = error
     try:
+        answered()
         return finish(prepared, outcome, ep, options, time.perf_counter() - start)
     finally:
         # An exception kept in this frame is in a cycle with its own traceback, which would hold the case's arrays

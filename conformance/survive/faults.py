@@ -36,6 +36,7 @@ FATAL = "Fatal Python error:"  # how faulthandler's dump on a fatal signal begin
 STDERR_LINES = 12  # the last lines of a dead worker's stderr that its result keeps
 TEST_FAULT = "DMLCONF_TEST_FAULT"  # tests only: "KIND:TEXT" provokes KIND in the worker running a case id with TEXT
 TEST_UNPLUG = "DMLCONF_TEST_UNPLUG"  # tests only: the file ``unplug`` removes (a copy of the Vulkan driver's, say)
+JUDGING_SECONDS = 3.0  # tests only: how long ``slow_judging`` takes
 
 
 def signal_name(number: int) -> str:
@@ -168,17 +169,24 @@ def provoke_at_start() -> None:
         os.kill(os.getpid(), signal.SIGSEGV)
 
 
-def provoke(case_ids: Sequence[str], runners: Runners | None = None) -> None:
+def provoke(case_ids: Sequence[str], runners: Runners | None = None, judging: bool = False) -> None:
     """Tests only (``DMLCONF_TEST_FAULT``, read by a worker before it runs a session): make this worker die by a
     signal (``segv``, ``abort``; ``segv_in_pack`` only while it serves a pack of several cases), hang (``hang``) or
     report a lost device and die (``device_lost``) when a case id contains the text after the colon; or, for
     DirectML (its default build), kill its runner while it serves the case's first request (``runner_dies``), or
     take the device away (``unplug``: remove the file that ``DMLCONF_TEST_UNPLUG`` names, the Vulkan driver's or the
-    Wine loader's, then kill the runner, so that the next one starts without it). Everything after it is the
-    production path."""
+    Wine loader's, then kill the runner, so that the next one starts without it). ``judging`` (read once the EP
+    answered, as the harness starts judging): hang there (``hang_judging``), or take JUDGING_SECONDS over it
+    (``slow_judging``), as a harness's own slow work would. Everything after it is the production path."""
     kind, text = _test_fault()
     if not kind or not any(text in case_id for case_id in case_ids):
         return
+    if judging != kind.endswith("_judging"):
+        return
+    if kind == "slow_judging":
+        time.sleep(JUDGING_SECONDS)
+    if kind == "hang_judging":
+        kind = "hang"
     if kind == "segv_in_pack":  # a crash that packing alone causes: the case, run again alone, does not die
         kind = "segv" if len(case_ids) > 1 else ""
     if kind == "hang":

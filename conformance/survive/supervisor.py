@@ -2,8 +2,9 @@
 the run.
 
 A task is a window of cases on one EP (pool.py). Each worker (worker.py) says which cases it is preparing or
-running and sends each result as it is final, so when it dies (a signal, an abort, a lost device) or stays silent
-past the per-case timeout (killed then), the supervisor knows:
+running, and in which phase (``Phase``: the harness preparing it, the EP executing it, the harness judging its
+answer), and sends each result as it is final, so when it dies (a signal, an abort, a lost device) or stays silent
+past its phase's limit (killed then), the supervisor knows:
 
 - the results already sent: kept;
 - the case in flight: its result is CRASH, TIMEOUT or DEVICE_LOST, with how the worker ended and the last lines
@@ -11,6 +12,12 @@ past the per-case timeout (killed then), the supervisor knows:
 - a pack in flight (several cases in one session): each of them runs again alone, so that the fault is pinned on
   the case that causes it, as packing's other failures are (batch.py);
 - the rest of the window: runs again, in a fresh worker.
+
+The limit is the case timeout (``--case-timeout``) while the EP executes: a silence there is the device's (or the
+DirectML runner's). The harness's own phases, preparing (inputs, oracle, lowering) and judging (the compare, the
+canary check), get HARNESS_TIMEOUT_FACTOR times as long (run/options.py): their work grows with the case and is no
+device's, so it must not end as a device hang; yet it is bounded, so that a harness bug that never ends cannot stall
+the run. A TIMEOUT's message names the phase it was killed in, and so which side it waited for.
 
 Results go to ``on_result`` as they come, in whatever order; the caller orders them. A DirectML runner's death that a
 worker reports goes to ``on_death``, and so does a worker's death under a pack (no result stands for it). The run
@@ -39,12 +46,12 @@ from conformance.ep.providers import EpSpec
 from conformance.ep.wine.client import START_ATTEMPTS, START_SECONDS
 from conformance.model import Status
 from conformance.results import Result
-from conformance.run.options import RunOptions
+from conformance.run.options import HARNESS_TIMEOUT_FACTOR, RunOptions
 from conformance.run.runner import base_result
 from conformance.survive.faults import fault_result, how_it_ended, telling_lines
 from conformance.survive.interrupt import interrupts_held, start_worker
 from conformance.survive.memory import Peaks
-from conformance.survive.worker import DEVICE_LOST_EXIT
+from conformance.survive.worker import DEVICE_LOST_EXIT, Phase
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +70,13 @@ DESCRIBE_LIMIT = START_SECONDS * START_ATTEMPTS
 STDERR_TAIL_BYTES = 64 * 1024
 FOLDER_PREFIX = "dmlconf-workers-"  # then the supervisor's pid: a killed one's folder is removed by the next
 KILL_WAIT = 10.0  # seconds to wait for a killed worker to be gone; one stuck in a driver call is left behind
+# What a TIMEOUT says the worker was doing when it was killed: which side it waited for.
+_WAITED_FOR = {
+    Phase.PREPARING: "while the harness prepared it (its own work: the inputs, the oracle, the lowering; not the EP's)",
+    Phase.EXECUTING: "while the EP executed it (the harness waited for the EP's answer)",
+    Phase.JUDGING: "while the harness judged the EP's answer (its own work after the EP answered: the compare, the "
+    "canary check; not the EP's)",
+}
 
 
 @dataclass
@@ -90,6 +104,7 @@ class _Worker:
     finished: set[int] = field(default_factory=set)
     heard: float = field(default_factory=time.monotonic)
     began: float = field(default_factory=time.monotonic)  # when the case (or pack) in flight began
+    phase: Phase = Phase.PREPARING  # what it does on the case in flight, as it last said
     closed: bool = False  # its end of the pipe is closed: it is exiting, and only its sentinel is waited on
     reported_lost: bool = False  # it sent a DEVICE_LOST result, after which it exits on purpose (worker.py)
     stopped: bool = False  # told to stop (Supervisor.stop): it takes no more tasks
@@ -186,7 +201,7 @@ class Supervisor:
     def _assign(self, worker: _Worker, task: Task) -> None:
         self.tasks_sent += 1
         worker.task, worker.task_id = task, self.tasks_sent
-        worker.in_flight, worker.finished = [], set()
+        worker.in_flight, worker.finished, worker.phase = [], set(), Phase.PREPARING
         worker.heard = worker.began = time.monotonic()
         try:
             worker.conn.send(("task", worker.task_id, task.entries, task.ep, replace(self.options, pack=task.pack)))
@@ -220,9 +235,11 @@ class Supervisor:
             elif worker.task is None or message[1] != worker.task_id:
                 continue
             elif kind == "begin":
-                worker.in_flight = list(message[2])
+                worker.in_flight, worker.phase = list(message[2]), message[3]
                 worker.inputs = dict(zip(message[2], message[4], strict=False))
                 worker.began = worker.heard
+            elif kind == "phase":
+                worker.phase = message[2]
             elif kind == "done":
                 place, result = message[2], message[3]
                 worker.finished.add(place)
@@ -285,12 +302,19 @@ class Supervisor:
         now = time.monotonic()
         if not worker.ready and now - worker.heard > self.start_limit:
             worker.process.kill()
-        elif worker.task is not None and self.timeout and now - worker.heard > self.timeout:
+        elif worker.task is not None and self.timeout and now - worker.heard > self._limit(worker.phase):
+            phase = worker.phase
             worker.process.kill()
             worker.process.join(KILL_WAIT)
             self._receive(worker)
             if worker.task is not None:
-                self._lost(worker, Status.TIMEOUT, f"no progress for {self.timeout:g} s: the worker was killed")
+                what = f"no progress for {self._limit(phase):g} s {_WAITED_FOR[phase]}: the worker was killed"
+                self._lost(worker, Status.TIMEOUT, what)
+
+    def _limit(self, phase: Phase) -> float:
+        """The seconds a worker on a task may stay silent in ``phase`` (``timeout`` set)."""
+        assert self.timeout
+        return self.timeout * HARNESS_TIMEOUT_FACTOR if phase.harness else self.timeout
 
     # -- the loop -------------------------------------------------------------------------------------------
     def run(

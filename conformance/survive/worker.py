@@ -1,10 +1,12 @@
 """The worker process: runs the tasks a supervisor (supervisor.py) sends it, telling it as it goes what it works on.
 
-Messages to the supervisor, over one pipe: ``("ready",)`` once imported; per task, ``("begin", task, places,
-executing, inputs)`` before each case is prepared and before each session runs (several places for a pack; before a
-session, the hashes of their inputs), ``("done",
-task, place, result)`` as each result is final, and ``("task_done", task)``. The supervisor thus knows, when the
-worker dies or hangs, which cases were in flight and which results are already safe. Besides: ``("runner_died",
+Messages to the supervisor, over one pipe: ``("ready",)`` once imported; per task, ``("begin", task, places, phase,
+inputs)`` before each case is prepared (``Phase.PREPARING``) and before each session runs (``Phase.EXECUTING``;
+several places for a pack, and the hashes of their inputs), ``("phase", task, Phase.JUDGING)`` once the EP answered
+and the harness judges what it returned, ``("done", task, place, result)`` as each result is final, and
+``("task_done", task)``. The supervisor thus knows, when the worker dies or hangs, which cases were in flight, which
+results are already safe, and which side it waited for: the EP's answer, or the harness's own work (``Phase``).
+Besides: ``("runner_died",
 task, ep, cases, stderr)`` for each DirectML runner that ended unasked (the full ids of the cases it was serving,
 none where it died between requests or at its start; the last lines of its stderr), and ``("stopped", task, why)``
 where cases cannot run at all (the runner fails to start again and again), which stops the run; once, before its
@@ -26,6 +28,7 @@ import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from enum import Enum
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -42,6 +45,21 @@ from conformance.survive.early import Described
 from conformance.survive.faults import provoke, provoke_at_start
 from conformance.survive.memory import own_peak_kib
 
+
+class Phase(Enum):
+    """What a worker does on the case (or pack) in flight, as it tells its supervisor (which limits each phase's
+    silence and says in a TIMEOUT which one it was)."""
+
+    PREPARING = "preparing"  # the harness's own work: the case's inputs, the oracle, the lowering
+    EXECUTING = "executing"  # the EP's: a session created and run, DirectML's operator dispatched, until it answers
+    JUDGING = "judging"  # the harness's own work on the answer: the compare, the canary check, the outputs' hashes
+
+    @property
+    def harness(self) -> bool:
+        """Whether it is the harness's own work, not the EP's (a silence there is no hang of the device)."""
+        return self is not Phase.EXECUTING
+
+
 DEVICE_LOST_EXIT = 3  # the status a worker exits with after reporting a lost device
 SUPERVISOR_GONE_EXIT = 4  # the status of a worker that outlived its supervisor (nobody reads it)
 
@@ -54,10 +72,15 @@ class _Reporter:
         self.executing: list[str] = []  # the ids of the cases whose session runs now
 
     def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
-        self.conn.send(("begin", self.task, list(places), executing, [dict(hashes) for hashes in inputs]))
+        phase = Phase.EXECUTING if executing else Phase.PREPARING
+        self.conn.send(("begin", self.task, list(places), phase, [dict(hashes) for hashes in inputs]))
         self.executing = [self.ids[place] for place in places] if executing else []
         if executing:
             provoke(self.executing, self.runners)
+
+    def judging(self, places: Sequence[int]) -> None:
+        self.conn.send(("phase", self.task, Phase.JUDGING))
+        provoke([self.ids[place] for place in places], self.runners, judging=True)
 
     def finished(self, place: int, result: Result) -> None:
         self.conn.send(("done", self.task, place, result))
