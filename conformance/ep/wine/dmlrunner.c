@@ -215,8 +215,10 @@ static char *get_str(Frame *f) {
   return s;
 }
 
-/* A reply is built in a growing buffer, then sent as one frame. */
-typedef struct { unsigned char *data; size_t size, cap; } Out;
+/* A reply is built in a growing buffer, then sent as one frame. A large blob (an output) is not copied into it: it is
+ * written from where it lies (``put_ref``), so that the runner does not hold the case's outputs twice. */
+typedef struct { const void *data; uint64_t size; size_t at; } Piece; /* ``size`` bytes sent at ``at`` of the buffer */
+typedef struct { unsigned char *data; size_t size, cap; Piece *pieces; uint32_t n_pieces, pieces_cap; } Out;
 
 static void put(Out *o, const void *p, size_t n) {
   if (o->size + n > o->cap) {
@@ -235,15 +237,37 @@ static void put_i64(Out *o, int64_t v) { put(o, &v, 8); }
 static void put_u64(Out *o, uint64_t v) { put(o, &v, 8); }
 static void put_str(Out *o, const char *s) { size_t n = strlen(s); put_u32(o, (uint32_t)n); put(o, s, n); }
 static void put_bytes(Out *o, const void *p, uint64_t n) { put_u64(o, n); put(o, p, (size_t)n); }
+/* A blob whose bytes stay where they are until the reply is sent. */
+static void put_ref(Out *o, const void *p, uint64_t n) {
+  put_u64(o, n);
+  if (o->n_pieces == o->pieces_cap) {
+    o->pieces_cap = o->pieces_cap ? 2 * o->pieces_cap : 8;
+    o->pieces = realloc(o->pieces, o->pieces_cap * sizeof *o->pieces);
+    if (!o->pieces) die("out of memory");
+  }
+  o->pieces[o->n_pieces++] = (Piece){p, n, o->size};
+}
+
+static void drop(Out *o) {
+  free(o->data);
+  free(o->pieces);
+  *o = (Out){0};
+}
 
 static void send_frame(Out *o) {
-  uint32_t n = (uint32_t)o->size;
-  if ((size_t)n != o->size) die("a reply over 4 GiB");
+  uint64_t total = o->size;
+  for (uint32_t i = 0; i < o->n_pieces; i++) total += o->pieces[i].size;
+  uint32_t n = (uint32_t)total;
+  if ((uint64_t)n != total) die("a reply over 4 GiB");
   write_exact(&n, 4);
-  write_exact(o->data, o->size);
-  free(o->data);
-  o->data = NULL;
-  o->size = o->cap = 0;
+  size_t from = 0;
+  for (uint32_t i = 0; i < o->n_pieces; i++) {
+    write_exact(o->data + from, o->pieces[i].at - from);
+    write_exact(o->pieces[i].data, (size_t)o->pieces[i].size);
+    from = o->pieces[i].at;
+  }
+  write_exact(o->data + from, o->size - from);
+  drop(o);
 }
 
 static void send_error(int status, const char *message) {
@@ -732,8 +756,7 @@ static void run(Frame *f) {
         if (!status) status = ORT(GetTensorMutableData)(out_values[i], &data);
         if (info) ORT_RELEASE(TensorTypeAndShapeInfo, info);
         if (status || !element_size(type)) {
-          free(o.data);
-          o = (Out){0};
+          drop(&o);
           if (status) ort_failed(status, ST_ORT);
           else send_error(ST_BAD, "an output of an element type the runner cannot send");
           failed = 1;
@@ -742,7 +765,7 @@ static void run(Frame *f) {
         put_u32(&o, (uint32_t)type);
         put_u32(&o, (uint32_t)rank);
         for (size_t d = 0; d < rank; d++) put_i64(&o, dims[d]);
-        put_bytes(&o, data, (uint64_t)count * element_size(type));
+        put_ref(&o, data, (uint64_t)count * element_size(type)); /* sent before out_values are released */
       }
       if (!failed) {
         char ms[32];
@@ -1170,8 +1193,7 @@ static void dispatch(Frame *f) {
     free(arena);
     return;
   }
-  free(o.data); /* from here a failure is an error reply, a success the full one */
-  o = (Out){0};
+  drop(&o); /* from here a failure is an error reply, a success the full one */
   const char *step = "CreateOperatorInitializer";
   DmlBindingProperties props, init_props;
   hr = DML_METHOD(dml, DML_SLOT_CreateOperatorInitializer, CreateOperatorInitializer_t)(
@@ -1216,7 +1238,7 @@ static void dispatch(Frame *f) {
   put_u32(&o, 0); /* CreateOperator's and CompileOperator's HRESULTs: S_OK */
   put_u32(&o, 0);
   put_u32(&o, d.n_out);
-  for (uint32_t i = 0; i < d.n_out; i++) put_bytes(&o, device->readback_map + d.outputs[i].offset, d.outputs[i].size);
+  for (uint32_t i = 0; i < d.n_out; i++) put_ref(&o, device->readback_map + d.outputs[i].offset, d.outputs[i].size);
   put_u32(&o, props.RequiredDescriptorCount);
   put_u64(&o, props.TemporaryResourceSize);
   put_u64(&o, props.PersistentResourceSize);
