@@ -240,6 +240,42 @@ class Case:
         return self.positions.get("", SourcePos(self.path, 1, 1))
 
 
+@dataclass(frozen=True)
+class Copies:
+    """Bytes per byte of a case's tensors: its inputs and outputs packed (as onnxruntime is fed them and gives them
+    back) and its buffers (as DirectML binds them: each layout's TotalTensorSizeInBytes)."""
+
+    inputs: float = 0.0
+    outputs: float = 0.0
+    input_buffers: float = 0.0
+    output_buffers: float = 0.0
+
+
+@dataclass(frozen=True)
+class MemoryPath:
+    """What one way of executing a case holds in memory, for the estimate of its peak (--max-case-bytes), beside
+    the harness's own work on it (its inputs, the oracle, the comparison: cases/memory.py's figures per element).
+    In the harness's process, the path's phase (``harness`` copies of the tensors, and ``output_elements`` bytes per
+    element of the largest output: the canary check's work) comes before or after that work, so the larger of the
+    two counts; a process of the path's own (the DirectML runner) adds its ``runner`` copies and the ``scratch`` an
+    operator asks for on the device, bytes per InputTensor element. A path through the runner sends ``frames`` (what
+    each carries) of at most ``frame_limit`` bytes. The ep stage describes each path once (ep/memory.py);
+    cases/memory.py does the sums."""
+
+    name: str  # how a refusal names it: "in the harness's process", "on --ep dmlop"
+    harness: Copies = Copies()
+    output_elements: float = 0.0
+    runner: Copies = Copies()
+    scratch: Mapping[Operator, float] = field(default_factory=dict)
+    frames: tuple[Copies, ...] = ()
+    frame_limit: int = 0
+
+
+# The path of the EPs in the harness's process (cpu, cuda, webgpu; dml on Windows): their copies of the tensors are
+# in the per-element figures, measured on the CPU EP, whose buffers share the process with the oracle's.
+IN_PROCESS = MemoryPath("in the harness's process")
+
+
 class Status(enum.StrEnum):
     """A (case, EP) verdict. QUALITY_WARNING: behaviour the spec leaves open differs from the oracle's choice.
     FLAKY: run N times (--repeat), the case's verdicts or output bytes differed between runs (run/repeat.py).

@@ -244,7 +244,7 @@ def test_a_repro_command_keeps_the_file_limits_it_was_read_under(tmp_path: Path)
     assert result["repro"] == repro
 
 
-# --max-case-bytes (issue 26, item 15) --------------------------------------------------------------------------------
+# --max-case-bytes (issue 26, item 15; per execution path, issue 35 item 2) -------------------------------------------
 
 # The issue's case: Input, Scale and Bias each 1x1x16384x16384 float32, which took 20.5 GiB on the CPU EP.
 HUGE_MVN = """\
@@ -257,9 +257,13 @@ cases:
     BiasTensor: {Sizes: [1, 1, 16384, 16384], DataType: FLOAT32, Generator: {Kind: normal, Seed: 3}}
     Axes: [2, 3]
 """
+GIB = 1 << 30
+# One frame of the DirectML runner's protocol: a u32 length, less the 1 MiB its fields may take (ep/memory.py).
+FRAME = 2**32 - 1 - (1 << 20)
 
 
 def _huge_line(path: Path, limit: int = 8 << 30) -> str:
+    """HUGE_MVN's refusal in the harness's process (the CPU EP's path)."""
     from conformance.cases.memory import BYTES_PER_ELEMENT
     from conformance.model import Operator
 
@@ -267,8 +271,17 @@ def _huge_line(path: Path, limit: int = 8 << 30) -> str:
     assert per * 16384 * 16384 >= 20.5 * 2**30  # the estimate is at least what the issue measured
     return (
         f"{path}:5:19: InputTensor.Sizes: the case would take an estimated {per * 16384 * 16384 / 2**30:.1f} GiB "
-        f"(268435456 elements x {per} bytes for MEAN_VARIANCE_NORMALIZATION1), over --max-case-bytes {limit} "
-        f"({limit / 2**30:.1f} GiB)"
+        f"in the harness's process (268435456 elements x {per} bytes for MEAN_VARIANCE_NORMALIZATION1), over "
+        f"--max-case-bytes {limit} ({limit / 2**30:.1f} GiB)"
+    )
+
+
+def _frame_line(path: Path, where: str, carried: int, tensor: str, buffer: str) -> str:
+    """A case refused because one request of --ep dmlop would carry ``carried`` bytes."""
+    return (
+        f"{path}:{where}: a request of {carried} bytes on --ep dmlop, over the {FRAME} bytes that one frame of the "
+        f"DirectML runner's protocol carries (a u32 length): make {tensor} (a {buffer} buffer) or the case's other "
+        "tensors smaller"
     )
 
 
@@ -280,24 +293,30 @@ def test_a_case_over_max_case_bytes_is_refused_before_anything_is_allocated(
     monkeypatch.setattr(runner, "case_inputs", lambda *_: pytest.fail("a tensor was made"))
     path, reports = write(tmp_path, HUGE_MVN), tmp_path / "reports"
     line = _huge_line(path)  # the default, 8 GiB, sized for a 16 GB CI machine
-    assert refused(capsys, "validate", str(path)) == [line]
-    assert main(["list", str(path)]) == 2
-    assert capsys.readouterr().err.splitlines()[0] == line
-    assert refused(capsys, *run_argv(path, reports)) == [line]
+    assert refused(capsys, *run_argv(path, reports)) == [line]  # on the CPU EP
     assert not reports.exists()
-    assert refused(capsys, "validate", str(path), "--max-case-bytes", str(4 << 30)) == [_huge_line(path, 4 << 30)]
+    assert refused(capsys, *run_argv(path, reports, "--max-case-bytes", str(4 << 30))) == [_huge_line(path, 4 << 30)]
+    # validate and list name no EP: they check every path, and --ep dmlop's request would carry the three inputs'
+    # buffers and the output's, 4 GiB: more than one frame carries, whatever the memory limit.
+    frame = _frame_line(path, "5:19: InputTensor.Sizes", 4 * GIB, "InputTensor", "1.0 GiB")
+    assert refused(capsys, "validate", str(path)) == [frame]
+    assert refused(capsys, "validate", str(path), "--max-case-bytes", str(1 << 50)) == [frame]
+    assert main(["list", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == frame
 
 
 def test_max_case_bytes_is_a_bound_the_estimate_may_reach(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from conformance.cases.memory import BYTES_PER_ELEMENT
     from conformance.model import Operator
 
-    path = write(tmp_path, OK_CASE)  # SLICE1 of a 2x2 input
-    estimate = 4 * BYTES_PER_ELEMENT[Operator.SLICE1]
-    assert main(["validate", str(path), "--max-case-bytes", str(estimate)]) == 0
+    path, reports = write(tmp_path, OK_CASE), tmp_path / "reports"  # SLICE1 of a 2x2 input
+    estimate = 4 * BYTES_PER_ELEMENT[Operator.SLICE1]  # in the harness's process: the CPU EP's path
+    assert main(run_argv(path, reports, "--max-case-bytes", str(estimate))) == 0
     capsys.readouterr()
-    (line,) = refused(capsys, "validate", str(path), "--max-case-bytes", str(estimate - 1))
-    assert line.startswith(f"{path}:5:19: InputTensor.Sizes: the case would take an estimated {estimate} bytes")
+    (line,) = refused(capsys, *run_argv(path, reports, "--max-case-bytes", str(estimate - 1)))
+    assert line.startswith(
+        f"{path}:5:19: InputTensor.Sizes: the case would take an estimated {estimate} bytes in the harness's process"
+    )
 
 
 def test_a_padded_buffer_counts_in_the_estimate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -306,14 +325,14 @@ def test_a_padded_buffer_counts_in_the_estimate(tmp_path: Path, capsys: pytest.C
 
     # 4 elements, but rows 2**20 elements apart: the oracle writes them into a buffer of 2**20 + 2 floats.
     padded = OK_CASE.replace("Data: [[1, 2], [3, 4]]}", "Data: [[1, 2], [3, 4]], Strides: [1048576, 1]}")
-    path = write(tmp_path, padded)
+    path, reports = write(tmp_path, padded), tmp_path / "reports"
     estimate = 4 * BYTES_PER_ELEMENT[Operator.SLICE1] + (2**20 + 2) * 4
-    assert main(["validate", str(path), "--max-case-bytes", str(estimate)]) == 0
+    assert main(run_argv(path, reports, "--max-case-bytes", str(estimate))) == 0
     capsys.readouterr()
-    (line,) = refused(capsys, "validate", str(path), "--max-case-bytes", str(estimate - 1))
+    (line,) = refused(capsys, *run_argv(path, reports, "--max-case-bytes", str(estimate - 1)))
     assert line.startswith(
-        f"{path}:5:19: InputTensor.Sizes: the case would take an estimated 4.0 MiB (4 elements x 28 bytes for SLICE1 "
-        "plus 4.0 MiB of buffers with layouts)"
+        f"{path}:5:19: InputTensor.Sizes: the case would take an estimated 4.0 MiB in the harness's process (4 "
+        "elements x 28 bytes for SLICE1 plus 4.0 MiB of buffers with layouts)"
     )
 
 

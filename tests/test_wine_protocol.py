@@ -34,10 +34,11 @@ def _prepared() -> list[Prepared]:
     return [p for p in found if isinstance(p, Prepared)]
 
 
-def _fields(frame: bytes) -> protocol.Reader:
-    (size,) = struct.unpack("<I", frame[:4])
-    assert size == len(frame) - 4
-    return protocol.Reader(frame[4:])
+def _fields(frame: protocol.Frame) -> protocol.Reader:
+    data = b"".join(frame)
+    (size,) = struct.unpack("<I", data[:4])
+    assert size == len(data) - 4
+    return protocol.Reader(data[4:])
 
 
 def test_a_run_request_carries_names_types_shapes_and_bytes() -> None:
@@ -54,6 +55,32 @@ def test_a_run_request_carries_names_types_shapes_and_bytes() -> None:
     assert bytes(reader.blob()) == struct.pack("<q", 7)
     assert [reader.u32(), reader.text(), reader.text()] == [2, "V", "I"]
     assert reader.at == len(reader.data)
+
+
+def test_a_request_carries_each_input_s_own_bytes_and_is_never_joined() -> None:
+    """A frame's pieces are written one after another: a large input is sent from its array, not from a copy of it
+    (a joined frame would hold the case's inputs twice, the join's result a third time: issue 35)."""
+    x = np.arange(1 << 16, dtype=np.float32)
+    frame = protocol.run_request(0, {"X": x}, ["Y"])
+    (piece,) = [p for p in frame if len(p) == x.nbytes]
+    assert isinstance(piece, memoryview) and np.shares_memory(np.frombuffer(piece, np.float32), x)
+    assert len(frame) == 3  # the fields before it joined, the array, the fields after it joined
+
+
+def test_a_request_over_one_frame_is_refused_before_anything_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(protocol, "FRAME_LIMIT", 100)
+    assert sum(len(p) for p in protocol.run_request(0, {"X": np.zeros(8, np.float32)}, ["Y"])) - 4 <= 100
+    with pytest.raises(ValueError, match=r"^a request of 1[0-9]{2} bytes, over the runner protocol's 100-byte frames$"):
+        protocol.run_request(0, {"X": np.zeros(32, np.float32)}, ["Y"])
+
+
+def test_a_run_reply_s_arrays_are_views_of_the_reply() -> None:
+    values = np.array([[3.0, 2.0]], np.float32)
+    payload = bytearray(
+        _reply(b"\x00", struct.pack("<IIIqq", 1, 1, 2, 1, 2), _blob(values.tobytes()), _text("1"), b"\x00")
+    )
+    (output,) = protocol.read_run(payload).outputs
+    assert output.tolist() == [[3.0, 2.0]] and np.shares_memory(output, np.frombuffer(payload, np.uint8))
 
 
 def _reply(*parts: bytes) -> bytes:

@@ -13,7 +13,7 @@ from conformance.cases.detect import CASE_FILE_SUFFIXES, is_case_file
 from conformance.cases.ids import file_id
 from conformance.cases.limits import DEFAULT_LIMITS, DEFAULT_MAX_ELEMENTS, FileLimits
 from conformance.cases.load import load_document
-from conformance.cases.memory import case_elements, memory_problem
+from conformance.cases.memory import case_elements, frame_problem, memory_problem
 from conformance.cases.parse import Entry, Rejected, display_path, parse_document
 from conformance.cases.validate import validate
 from conformance.model import Case, SourcePos
@@ -133,7 +133,8 @@ def read_file(
     path: str, max_elements: int = DEFAULT_MAX_ELEMENTS, limits: FileLimits = DEFAULT_LIMITS, named: str | None = None
 ) -> tuple[list[Entry], list[Problem]]:
     """One case file's entries and its problems, deduplicated (a sweep repeats its base case's problems): the file's,
-    each case's against the spec and ``max_elements``, and a valid case's estimated memory against ``limits``.
+    each case's against the spec and ``max_elements``, and a valid case's frames and estimated memory on each of
+    ``limits.paths`` against its protocol's frames and --max-case-bytes (``cost_problem``).
     ``named``: the file as its cases' ids name it (``file_id``)."""
     try:
         document = load_document(path, max_file_bytes=limits.max_file_bytes, max_nodes=limits.max_nodes)
@@ -145,9 +146,15 @@ def read_file(
             problems.extend(entry.problems)
         elif isinstance(entry, Case) and entry.expect_invalid is None:
             found = validate(entry, max_elements)  # the estimate needs sizes the validator accepts
-            memory = None if found else memory_problem(entry, limits.max_case_bytes)
-            problems.extend(found if memory is None else [memory])
+            cost = None if found else cost_problem(entry, limits)
+            problems.extend(found if cost is None else [cost])
     return entries, list(dict.fromkeys(problems))
+
+
+def cost_problem(entry: Entry, limits: FileLimits) -> Problem | None:
+    """A valid case that a frame of one of ``limits.paths`` cannot carry, or that would take more memory there than
+    --max-case-bytes (one problem: a frame too large comes first, since no limit raised lets it through)."""
+    return frame_problem(entry, limits.paths) or memory_problem(entry, limits.max_case_bytes, limits.paths)
 
 
 def collect(

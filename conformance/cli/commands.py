@@ -9,8 +9,8 @@ import sys
 from collections.abc import Sequence
 
 from conformance.cases.generate import case_inputs
-from conformance.cases.memory import memory_problem
 from conformance.cases.oracle import expected_outputs
+from conformance.cases.suite import cost_problem
 from conformance.cases.validate import validate
 from conformance.cli.shared import (
     EXIT_FAILED,
@@ -52,9 +52,9 @@ def validate_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def _within_limits(case: Case, args: argparse.Namespace) -> bool:
-    """Whether the oracle may run on ``case``: it is valid, within --max-elements and --max-case-bytes (whose
-    problems, if any, the suite already holds)."""
-    return not validate(case, args.max_elements) and memory_problem(case, args.max_case_bytes) is None
+    """Whether the oracle may run on ``case``: it is valid, within --max-elements, the frames and --max-case-bytes
+    on every path (whose problems, if any, the suite already holds)."""
+    return not validate(case, args.max_elements) and cost_problem(case, file_limits(args)) is None
 
 
 def golden_problems(case: Case) -> list[Problem]:

@@ -31,11 +31,13 @@ from conformance.cli.shared import (
 from conformance.environment import environment_from_json
 from conformance.ep.directml import DirectML
 from conformance.ep.dml_here import check_chains, directml_for
+from conformance.ep.memory import memory_path
 from conformance.ep.providers import EpSpec, uses_directml
 from conformance.ep.wine.chain import ChainMissing
 from conformance.ep.wine.client import runners_peak
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.waivers import Gate, Waiver, apply_waivers
+from conformance.model import MemoryPath
 from conformance.report.console import render_console
 from conformance.results import NotOurFile, Result, not_our_file, own_folder, write_results
 from conformance.run.artifacts import folder_name
@@ -108,10 +110,10 @@ def _run_command(args: argparse.Namespace, argv: Sequence[str], interrupts: Inte
                 return EXIT_FAILED
 
 
-def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> None:
-    """--max-run-elements and, with -j, --max-case-bytes, from the descriptors' sizes: checked before anything is
-    generated or run."""
-    within_memory(suite.entries, args.jobs, args.max_case_bytes)
+def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec], paths: Sequence[MemoryPath]) -> None:
+    """--max-run-elements and, with -j, --max-case-bytes on each EP's path (``paths``), from the descriptors' sizes:
+    checked before anything is generated or run."""
+    within_memory(suite.entries, args.jobs, args.max_case_bytes, paths)
     elements = run_elements(suite.entries, len(eps))
     if elements > args.max_run_elements:
         raise UsageError(
@@ -209,12 +211,13 @@ def _run_suite(
     """The run, from its selection to its exit code; ``describe`` gives each DirectML EP's DirectML once the case
     files are read; ``held`` keeps the report folder's lock, taken once the input is known to be valid, until the
     caller's reports are written."""
-    suite = selected(args)  # the selection ``dmlconf list`` shows
+    paths = [memory_path(ep) for ep in eps]
+    suite = selected(args, paths)  # the selection ``dmlconf list`` shows (which checks every path)
     if suite is None:
         return EXIT_USAGE
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
-    _within_limit(args, suite, eps)
+    _within_limit(args, suite, eps, paths)
     with _chain_usage():  # -j N: the workers' answer, their runners started beside the reading (supervisor.py)
         directml = describe()
     digest, files = _cases_hash(suite)

@@ -17,12 +17,15 @@ from conformance.cases.suite import Suite, shard, valid_files_only
 from conformance.cli.output import say, warn
 from conformance.cli.shared import EXIT_OK, EXIT_USAGE, collect_paths, file_limits, print_problems
 from conformance.coverage.mapping import quick
+from conformance.ep.memory import PATHS
+from conformance.model import MemoryPath
 
 
-def selected(args: argparse.Namespace) -> Suite | None:
+def selected(args: argparse.Namespace, paths: Sequence[MemoryPath] = PATHS) -> Suite | None:
     """The cases to run; None (after printing the problems) where a case file has problems, unless --keep-going
-    runs the cases of the other files."""
-    suite = collect_paths(args.paths or ["cases"], args.max_elements, args.keyword, file_limits(args))
+    runs the cases of the other files. ``paths``: the ways the run's EPs execute a case, on which each case's frames
+    and memory are checked (every path for ``list``, which names no EP)."""
+    suite = collect_paths(args.paths or ["cases"], args.max_elements, args.keyword, file_limits(args, paths))
     if suite.problems:
         print_problems(suite.problems)
         if not args.keep_going:

@@ -14,7 +14,9 @@ from conformance.cases.parse import Entry
 from conformance.cases.suite import NoCaseFiles, Suite, collect
 from conformance.cli.output import warn
 from conformance.ep.installed import NotInstalled, check_installed
+from conformance.ep.memory import PATHS
 from conformance.ep.providers import DML, EpSpec, best_available_ep
+from conformance.model import MemoryPath
 from conformance.problems import Problem, one_line
 from conformance.run.options import distinct_eps
 
@@ -32,8 +34,11 @@ def existing(paths: Sequence[str]) -> Sequence[str]:
     return paths
 
 
-def file_limits(args: argparse.Namespace) -> FileLimits:
-    return FileLimits(args.max_file_bytes, args.max_nodes, args.max_case_bytes)
+def file_limits(args: argparse.Namespace, paths: Sequence[MemoryPath] = PATHS) -> FileLimits:
+    """The limits the case files are read under: each case's frames and memory checked on ``paths``, the ways the
+    run's EPs execute it (ep/memory.py's memory_path); every path for the commands that run nothing (validate,
+    list, coverage)."""
+    return FileLimits(args.max_file_bytes, args.max_nodes, args.max_case_bytes, tuple(paths))
 
 
 def collect_paths(
@@ -58,13 +63,15 @@ def print_problems(problems: Sequence[Problem]) -> None:
     warn(f"{len(problems)} problem(s) in {len({p.pos.path for p in problems})} file(s)")
 
 
-def within_memory(entries: Sequence[Entry], jobs: int, max_case_bytes: int) -> None:
-    """``run -j N``: N workers may run the N largest selected cases at once, so their estimated memory together must
-    fit --max-case-bytes, as one case's must (checked where its file is read); a usage error naming the largest,
-    before anything runs. -j 0 and -j 1 run one case at a time."""
+def within_memory(entries: Sequence[Entry], jobs: int, max_case_bytes: int, paths: Sequence[MemoryPath]) -> None:
+    """``run -j N``: N workers may run the N largest selected (case, EP) pairs at once, so their estimated memory
+    together, each on its EP's path (``paths``: one per EP), must fit --max-case-bytes, as one case's must (checked
+    where its file is read); a usage error naming the largest, before anything runs. -j 0 and -j 1 run one case at
+    a time."""
     if jobs <= 1:
         return
-    largest = heapq.nlargest(jobs, ((case_bytes(entry), entry.id) for entry in entries))
+    pairs = ((case_bytes(entry, path), entry.id) for entry in entries for path in paths)
+    largest = heapq.nlargest(jobs, pairs)
     total = sum(estimate for estimate, _ in largest)
     if total > max_case_bytes:
         raise UsageError(

@@ -6,7 +6,8 @@ DirectML's options and feature level, ``dml_here`` where DirectML runs (in this 
 ``wine/``, the genuine DLLs in a runner under Wine + vkd3d-proton); ``graph``, ``lower`` and ``lower_mvn1`` build the
 ONNX model; ``rules`` are the session rules every session follows; ``execute``, ``sessions`` and ``pack`` run it;
 ``placement`` proves where each node ran; ``errors`` says how a run failed (device lost included);
-``dml_operators`` names the DML operator a model reaches; ``device`` describes the hardware. ``dmlop`` is the other
+``dml_operators`` names the DML operator a model reaches; ``device`` describes the hardware; ``memory`` says what each
+way of executing a case holds in memory (cases/memory.py's estimate). ``dmlop`` is the other
 way to DirectML (``--ep dmlop``): ``dml_abi`` lays out DirectML.h's structs, ``dml_descriptor`` writes a case as its
 DML operator descriptor, ``dmlop`` has the runner create, compile and dispatch it.
 

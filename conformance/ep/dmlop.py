@@ -81,7 +81,7 @@ def _request(
     inputs: Mapping[str, bytes],
     outputs: Mapping[str, bytes],
     lead: int = 0,
-) -> bytes:
+) -> protocol.Frame:
     """The dispatch frame: each input's buffer bound at its layout's size, each output's initial bytes (a guard
     region, the binding from ``lead`` on, a guard region) bound at its layout's size; CreateOperator alone binds
     nothing."""

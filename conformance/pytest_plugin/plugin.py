@@ -262,14 +262,14 @@ class CaseFile(pytest.File):
                 f"{self.path}:1:1: a symbolic link to outside the folders collected ({outside}): refused"
             )
         from conformance.cases.suite import read_file, same_ids
+        from conformance.ep.memory import memory_path
 
         clash = same_ids(self.config.stash.setdefault(_NAMED, {}), str(self.path), self.named)
         if clash is not None:
             raise CaseFileProblems(str(clash))
         settings = _settings(self.config)
-        entries, problems = read_file(
-            str(self.path), settings.options.max_elements, settings.options.file_limits, named=self.named
-        )
+        limits = replace(settings.options.file_limits, paths=tuple(memory_path(ep) for ep in settings.eps))
+        entries, problems = read_file(str(self.path), settings.options.max_elements, limits, named=self.named)
         if problems:
             raise CaseFileProblems("\n".join(str(p) for p in problems))
         for entry in entries:

@@ -197,9 +197,9 @@ OPTIONS: Mapping[str, Option] = _options(
     ),
     Option(
         ("--max-case-bytes",),
-        "refuse a case whose estimated memory is over N bytes, before allocating (its InputTensor's elements times "
-        f"its operator's bytes per element; default {DEFAULT_MAX_CASE_BYTES}, 8 GiB, for a 16 GB machine; run -j: "
-        "the cases that may run at once, together)",
+        "refuse a case whose estimated memory is over N bytes, before allocating (on each EP's path, the DirectML "
+        f"runner's copies included; default {DEFAULT_MAX_CASE_BYTES}, 8 GiB, for a 16 GB machine; run -j: the cases "
+        "that may run at once, together)",
         _READING | {PYTEST},
         default=DEFAULT_MAX_CASE_BYTES,
         metavar="N",

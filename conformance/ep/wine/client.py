@@ -295,46 +295,52 @@ class Runner:
             if not self.alive:
                 raise self.died(_waiting(serving), serving)
 
-    def _read(self, size: int, deadline: float | None, serving: bool = True) -> bytes:
+    def _read(self, size: int, deadline: float | None, serving: bool = True) -> bytearray:
+        """``size`` bytes of the runner's output, read into one buffer as they come (a reply carries the case's
+        outputs: chunks joined afterwards would hold them twice)."""
         if self._pumped is not None:
             return self._read_pumped(self._pumped, size, deadline, serving)
-        chunks, left = [], size
-        fd = self._stdout.fileno()
-        while left:
+        data, at = bytearray(size), 0
+        view, fd = memoryview(data), self._stdout.fileno()
+        while at < size:
             self._wait(fd, False, deadline, serving)
-            chunk = os.read(fd, min(left, 1 << 24))
-            if not chunk:
+            got = os.readv(fd, [view[at : at + (1 << 24)]])
+            if not got:
                 raise self.died(_waiting(serving), serving)
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+            at += got
+        return data
 
-    def _read_pumped(self, pumped: _Pumped, size: int, deadline: float | None, serving: bool) -> bytes:
+    def _read_pumped(self, pumped: _Pumped, size: int, deadline: float | None, serving: bool) -> bytearray:
         """``_read`` where select() cannot wait on the pipe (Windows): the same deaths and hangs, from the pump."""
-        chunks, left = [], size
-        while left:
+        data, at = bytearray(size), 0
+        while at < size:
             wait = POLL_SECONDS if deadline is None else min(POLL_SECONDS, deadline - time.monotonic())
             if wait <= 0:
                 self._process.kill()
                 raise self.died("and gave no answer in time (killed)", serving, hung=True)
-            chunk = pumped.take(left, wait)
+            chunk = pumped.take(size - at, wait)
             if chunk is None:
                 if not self.alive:
                     raise self.died(_waiting(serving), serving)
                 continue
             if not chunk:
                 raise self.died(_waiting(serving), serving)
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+            data[at : at + len(chunk)] = chunk
+            at += len(chunk)
+        return data
 
-    def _reply(self, seconds: float | None = None, serving: bool = True) -> bytes:
+    def _reply(self, seconds: float | None = None, serving: bool = True) -> bytearray:
         deadline = None if seconds is None else time.monotonic() + seconds
         (size,) = struct.unpack("<I", self._read(4, deadline, serving))
         return self._read(size, deadline, serving)
 
-    def _send(self, frame: bytes, deadline: float | None) -> None:
-        data, fd = memoryview(frame), self._stdin.fileno()
+    def _send(self, frame: protocol.Frame, deadline: float | None) -> None:
+        """The frame's pieces, one after another (protocol.Frame: never joined into one copy)."""
+        fd = self._stdin.fileno()
+        for piece in frame:
+            self._send_piece(memoryview(piece).cast("B"), fd, deadline)
+
+    def _send_piece(self, data: memoryview, fd: int, deadline: float | None) -> None:
         while data and self._pumped is not None:  # a blocking pipe (Windows): written whole
             try:
                 data = data[os.write(fd, data) :]
@@ -349,7 +355,7 @@ class Runner:
             except OSError:
                 raise self.died("before it read a request") from None
 
-    def request(self, frame: bytes, seconds: float | None = None) -> bytes:
+    def request(self, frame: protocol.Frame, seconds: float | None = None) -> bytearray:
         """The reply to ``frame`` (sessions whose owners are gone closed first), within ``seconds`` (default: the
         runner's ``limit``); RunnerDied where there is none, RunnerHung where it did not come in time."""
         limit = self.limit if seconds is None else seconds
@@ -380,7 +386,7 @@ class Runner:
     def run(self, session: int, feeds: Mapping[str, Array], names: Sequence[str]) -> protocol.RunReply:
         return protocol.read_run(self.request(protocol.run_request(session, feeds, names)))
 
-    def dispatch(self, frame: bytes, create_only: bool) -> protocol.DispatchReply:
+    def dispatch(self, frame: protocol.Frame, create_only: bool) -> protocol.DispatchReply:
         """A DML operator created (and, unless ``create_only``, compiled and dispatched): protocol.dispatch_request's
         ``frame``; protocol.Refused where a step after the compile failed."""
         return protocol.read_dispatch(self.request(frame), create_only)

@@ -215,8 +215,10 @@ static char *get_str(Frame *f) {
   return s;
 }
 
-/* A reply is built in a growing buffer, then sent as one frame. */
-typedef struct { unsigned char *data; size_t size, cap; } Out;
+/* A reply is built in a growing buffer, then sent as one frame. A large blob (an output) is not copied into it: it is
+ * written from where it lies (``put_ref``), so that the runner does not hold the case's outputs twice. */
+typedef struct { const void *data; uint64_t size; size_t at; } Piece; /* ``size`` bytes sent at ``at`` of the buffer */
+typedef struct { unsigned char *data; size_t size, cap; Piece *pieces; uint32_t n_pieces, pieces_cap; } Out;
 
 static void put(Out *o, const void *p, size_t n) {
   if (o->size + n > o->cap) {
@@ -235,15 +237,37 @@ static void put_i64(Out *o, int64_t v) { put(o, &v, 8); }
 static void put_u64(Out *o, uint64_t v) { put(o, &v, 8); }
 static void put_str(Out *o, const char *s) { size_t n = strlen(s); put_u32(o, (uint32_t)n); put(o, s, n); }
 static void put_bytes(Out *o, const void *p, uint64_t n) { put_u64(o, n); put(o, p, (size_t)n); }
+/* A blob whose bytes stay where they are until the reply is sent. */
+static void put_ref(Out *o, const void *p, uint64_t n) {
+  put_u64(o, n);
+  if (o->n_pieces == o->pieces_cap) {
+    o->pieces_cap = o->pieces_cap ? 2 * o->pieces_cap : 8;
+    o->pieces = realloc(o->pieces, o->pieces_cap * sizeof *o->pieces);
+    if (!o->pieces) die("out of memory");
+  }
+  o->pieces[o->n_pieces++] = (Piece){p, n, o->size};
+}
+
+static void drop(Out *o) {
+  free(o->data);
+  free(o->pieces);
+  *o = (Out){0};
+}
 
 static void send_frame(Out *o) {
-  uint32_t n = (uint32_t)o->size;
-  if ((size_t)n != o->size) die("a reply over 4 GiB");
+  uint64_t total = o->size;
+  for (uint32_t i = 0; i < o->n_pieces; i++) total += o->pieces[i].size;
+  uint32_t n = (uint32_t)total;
+  if ((uint64_t)n != total) die("a reply over 4 GiB");
   write_exact(&n, 4);
-  write_exact(o->data, o->size);
-  free(o->data);
-  o->data = NULL;
-  o->size = o->cap = 0;
+  size_t from = 0;
+  for (uint32_t i = 0; i < o->n_pieces; i++) {
+    write_exact(o->data + from, o->pieces[i].at - from);
+    write_exact(o->pieces[i].data, (size_t)o->pieces[i].size);
+    from = o->pieces[i].at;
+  }
+  write_exact(o->data + from, o->size - from);
+  drop(o);
 }
 
 static void send_error(int status, const char *message) {
@@ -361,7 +385,7 @@ typedef struct {
   void *recorder; /* IDMLCommandRecorder */
   ID3D12Resource *pool_gpu, *pool_upload, *pool_readback; /* the buffers every dispatch's bindings are slices of */
   unsigned char *upload_map, *readback_map;
-  UINT64 pool_size;
+  UINT64 pool_size, staging_size; /* pool_gpu's bytes; pool_upload's and pool_readback's (the bindings' only) */
   int list_open; /* the command list is recording (a failed step closes it) */
 } Shared;
 static Shared shared[8];
@@ -732,8 +756,7 @@ static void run(Frame *f) {
         if (!status) status = ORT(GetTensorMutableData)(out_values[i], &data);
         if (info) ORT_RELEASE(TensorTypeAndShapeInfo, info);
         if (status || !element_size(type)) {
-          free(o.data);
-          o = (Out){0};
+          drop(&o);
           if (status) ort_failed(status, ST_ORT);
           else send_error(ST_BAD, "an output of an element type the runner cannot send");
           failed = 1;
@@ -742,7 +765,7 @@ static void run(Frame *f) {
         put_u32(&o, (uint32_t)type);
         put_u32(&o, (uint32_t)rank);
         for (size_t d = 0; d < rank; d++) put_i64(&o, dims[d]);
-        put_bytes(&o, data, (uint64_t)count * element_size(type));
+        put_ref(&o, data, (uint64_t)count * element_size(type)); /* sent before out_values are released */
       }
       if (!failed) {
         char ms[32];
@@ -849,13 +872,17 @@ typedef struct {
   void *op, *compiled, *initializer, *init_table, *table;
   Slice inputs[MAX_BINDINGS], outputs[MAX_BINDINGS], temporary, persistent;
   uint32_t n_in, n_out;
-  uint64_t total; /* the pool bytes the dispatch uses */
+  uint64_t total, staged; /* the pool bytes the dispatch uses; the first of them, its bindings', copied up and down */
   int submitted;  /* its command list reached the queue */
 } Dispatch;
 
 /* 256: DML_TEMPORARY_BUFFER_ALIGNMENT and DML_PERSISTENT_BUFFER_ALIGNMENT, a multiple of
- * DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (16), so that every binding's offset is one DirectML takes. */
-enum { RUNNER_POOL_ALIGNMENT = 256, RUNNER_POOL_MINIMUM = 1048576 };
+ * DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (16), so that every binding's offset is one DirectML takes. The pool is made
+ * as large as a dispatch needs (at least RUNNER_POOL_MINIMUM, which most of the library's cases fit), never rounded
+ * up further: its buffers are the runner's largest allocation, which the harness's estimate of a case's memory counts
+ * (ep/memory.py). One over RUNNER_POOL_KEEP is released after its dispatch, so that no later case runs
+ * beside a large case's pool. */
+enum { RUNNER_POOL_ALIGNMENT = 256, RUNNER_POOL_MINIMUM = 1048576, RUNNER_POOL_KEEP = 67108864 }; /* 1 MiB, 64 MiB */
 
 static void release_dispatch(Dispatch *d) {
   dml_release(d->table);
@@ -886,27 +913,33 @@ static void release_pool(Shared *device) {
   if (device->pool_gpu) ID3D12Resource_Release(device->pool_gpu);
   device->pool_upload = device->pool_readback = device->pool_gpu = NULL;
   device->upload_map = device->readback_map = NULL;
-  device->pool_size = 0;
+  device->pool_size = device->staging_size = 0;
 }
 
-/* The device's pool, at least ``total`` bytes: a default-heap buffer DirectML binds slices of, an upload buffer
- * holding their initial bytes and a readback buffer their final ones, both mapped for the device's life. Making
- * three buffers per binding cost most of a small case's time (a few ms on the H100 under vkd3d-proton). */
-static HRESULT ready_pool(Shared *device, uint64_t total) {
-  if (device->pool_size >= total) return S_OK;
-  uint64_t size = RUNNER_POOL_MINIMUM;
-  while (size < total) size *= 2;
+/* The device's pool: a default-heap buffer of at least ``total`` bytes that DirectML binds slices of, and an upload
+ * buffer holding the first ``staged`` of them (the inputs' and outputs' initial bytes) and a readback buffer their
+ * final ones, both mapped for the device's life; the temporary and persistent resources lie past ``staged``, on the
+ * GPU alone. Making three buffers per binding cost most of a small case's time (a few ms on the H100 under
+ * vkd3d-proton), so the pool is kept for the next dispatch, made anew only where one needs more. */
+static HRESULT ready_pool(Shared *device, uint64_t total, uint64_t staged) {
+  if (device->pool_size >= total && device->staging_size >= staged) return S_OK;
+  uint64_t size = total > RUNNER_POOL_MINIMUM ? total : RUNNER_POOL_MINIMUM;
+  uint64_t staging = staged > RUNNER_POOL_MINIMUM ? staged : RUNNER_POOL_MINIMUM;
   release_pool(device);
   D3D12_RANGE none = {0, 0};
   HRESULT hr = make_buffer(device->device, D3D12_HEAP_TYPE_DEFAULT, size, D3D12_RESOURCE_STATE_COMMON, &device->pool_gpu);
   if (SUCCEEDED(hr))
-    hr = make_buffer(device->device, D3D12_HEAP_TYPE_UPLOAD, size, D3D12_RESOURCE_STATE_GENERIC_READ, &device->pool_upload);
+    hr = make_buffer(device->device, D3D12_HEAP_TYPE_UPLOAD, staging, D3D12_RESOURCE_STATE_GENERIC_READ, &device->pool_upload);
   if (SUCCEEDED(hr))
-    hr = make_buffer(device->device, D3D12_HEAP_TYPE_READBACK, size, D3D12_RESOURCE_STATE_COPY_DEST, &device->pool_readback);
+    hr = make_buffer(device->device, D3D12_HEAP_TYPE_READBACK, staging, D3D12_RESOURCE_STATE_COPY_DEST, &device->pool_readback);
   if (SUCCEEDED(hr)) hr = ID3D12Resource_Map(device->pool_upload, 0, &none, (void **)&device->upload_map);
   if (SUCCEEDED(hr)) hr = ID3D12Resource_Map(device->pool_readback, 0, NULL, (void **)&device->readback_map);
-  if (FAILED(hr)) release_pool(device);
-  else device->pool_size = size;
+  if (FAILED(hr)) {
+    release_pool(device);
+  } else {
+    device->pool_size = size;
+    device->staging_size = staging;
+  }
   return hr;
 }
 
@@ -1014,8 +1047,8 @@ static HRESULT ready_device(Shared *device, UINT descriptors, const char **step)
   return hr;
 }
 
-/* Record, submit and wait for: the pool's initial bytes uploaded, the initializer's dispatch, the operator's, the
- * pool read back. The pool buffer is in COMMON before and after. */
+/* Record, submit and wait for: the bindings' initial bytes uploaded, the initializer's dispatch, the operator's, the
+ * bindings read back. The pool buffer is in COMMON before and after. */
 static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProperties *props,
                                const DmlBindingProperties *init_props, const char **step) {
   UINT init_count = init_props->RequiredDescriptorCount ? init_props->RequiredDescriptorCount : 1;
@@ -1025,7 +1058,7 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
   ID3D12GraphicsCommandList *list = device->list;
   void *recorder = device->recorder;
   transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COMMON, D3D12_RESOURCE_STATE_COPY_DEST);
-  ID3D12GraphicsCommandList_CopyBufferRegion(list, device->pool_gpu, 0, device->pool_upload, 0, d->total);
+  ID3D12GraphicsCommandList_CopyBufferRegion(list, device->pool_gpu, 0, device->pool_upload, 0, d->staged);
   transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
   ID3D12GraphicsCommandList_SetDescriptorHeaps(list, 1, &device->heap);
 
@@ -1071,7 +1104,7 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
                                                                  d->table);
   uav_barrier(list);
   transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_SOURCE);
-  ID3D12GraphicsCommandList_CopyBufferRegion(list, device->pool_readback, 0, device->pool_gpu, 0, d->total);
+  ID3D12GraphicsCommandList_CopyBufferRegion(list, device->pool_readback, 0, device->pool_gpu, 0, d->staged);
   transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COPY_SOURCE, D3D12_RESOURCE_STATE_COMMON);
   *step = "Close (the command list)";
   hr = ID3D12GraphicsCommandList_Close(list);
@@ -1170,8 +1203,7 @@ static void dispatch(Frame *f) {
     free(arena);
     return;
   }
-  free(o.data); /* from here a failure is an error reply, a success the full one */
-  o = (Out){0};
+  drop(&o); /* from here a failure is an error reply, a success the full one */
   const char *step = "CreateOperatorInitializer";
   DmlBindingProperties props, init_props;
   hr = DML_METHOD(dml, DML_SLOT_CreateOperatorInitializer, CreateOperatorInitializer_t)(
@@ -1179,13 +1211,14 @@ static void dispatch(Frame *f) {
   if (SUCCEEDED(hr)) {
     DML_METHOD(d.compiled, DML_SLOT_GetBindingProperties, GetBindingProperties_t)(d.compiled, &props);
     DML_METHOD(d.initializer, DML_SLOT_GetBindingProperties, GetBindingProperties_t)(d.initializer, &init_props);
+    d.staged = at ? at : RUNNER_POOL_ALIGNMENT; /* the inputs and outputs, placed first */
     uint64_t temporary = props.TemporaryResourceSize > init_props.TemporaryResourceSize
                              ? props.TemporaryResourceSize : init_props.TemporaryResourceSize;
     d.temporary = place(&at, temporary, temporary, temporary > 0);
     d.persistent = place(&at, props.PersistentResourceSize, props.PersistentResourceSize, props.PersistentResourceSize > 0);
     d.total = at ? at : RUNNER_POOL_ALIGNMENT;
     step = "CreateCommittedResource (the buffer pool)";
-    hr = ready_pool(device, d.total);
+    hr = ready_pool(device, d.total, d.staged);
     if (SUCCEEDED(hr)) {
       for (uint32_t i = 0; i < d.n_in; i++)
         if (d.inputs[i].present) memcpy(device->upload_map + d.inputs[i].offset, in_bytes[i], (size_t)d.inputs[i].size);
@@ -1209,6 +1242,7 @@ static void dispatch(Frame *f) {
     device->list_open = 0;
     send_step_failed(device, step, hr, 1);
     release_dispatch(&d);
+    if (device->pool_size > RUNNER_POOL_KEEP) release_pool(device); /* a forgotten device has none */
     free(arena);
     return;
   }
@@ -1216,7 +1250,7 @@ static void dispatch(Frame *f) {
   put_u32(&o, 0); /* CreateOperator's and CompileOperator's HRESULTs: S_OK */
   put_u32(&o, 0);
   put_u32(&o, d.n_out);
-  for (uint32_t i = 0; i < d.n_out; i++) put_bytes(&o, device->readback_map + d.outputs[i].offset, d.outputs[i].size);
+  for (uint32_t i = 0; i < d.n_out; i++) put_ref(&o, device->readback_map + d.outputs[i].offset, d.outputs[i].size);
   put_u32(&o, props.RequiredDescriptorCount);
   put_u64(&o, props.TemporaryResourceSize);
   put_u64(&o, props.PersistentResourceSize);
@@ -1225,6 +1259,7 @@ static void dispatch(Frame *f) {
   put_str(&o, ms);
   send_frame(&o);
   release_dispatch(&d);
+  if (device->pool_size > RUNNER_POOL_KEEP) release_pool(device); /* the outputs were sent from it: now unused */
   free(arena);
 }
 

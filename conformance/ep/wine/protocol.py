@@ -1,6 +1,7 @@
 """The DirectML runner's framed protocol (dmlrunner.c is the other side), as bytes in and out: no process here.
 
-A frame is a little-endian u32 length and that many bytes. A request's first byte is its operation (``OP_*``); a
+A frame is a little-endian u32 length and that many bytes (at most FRAME_LIMIT: cases/memory.py refuses a case whose
+frames would be larger before anything is made). A request's first byte is its operation (``OP_*``); a
 reply's first byte is its status (``ST_*``), and an error reply holds one string, the message. Fields: u8, u32, u64,
 i64; a string is a u32 length and UTF-8 bytes; a blob is a u64 length and bytes. The constants are named as
 dmlrunner.c names them (tests/test_runner_protocol.py pins each to its twin there).
@@ -38,6 +39,12 @@ import numpy as np
 import numpy.typing as npt
 
 Array = npt.NDArray[Any]  # as ep/graph.py's, which imports onnx: describing a device must not
+# A request as its pieces, the length first: written one after another, never joined, since a request carries the
+# case's buffers (a joined copy would hold them twice, and the join's result a third time).
+Frame = list[bytes | memoryview]
+
+FRAME_LIMIT = 2**32 - 1  # the most bytes one frame carries: its length is a u32
+_SMALL = 1 << 16  # a frame's parts under this many bytes are joined into one piece
 
 OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE, OP_DISPATCH = 1, 2, 3, 4, 5
 ST_OK = 0
@@ -80,7 +87,7 @@ class Refused(Exception):
 
 class Writer:
     def __init__(self, operation: int) -> None:
-        self.parts: list[bytes] = [struct.pack("<B", operation)]
+        self.parts: Frame = [struct.pack("<B", operation)]
 
     def u32(self, value: int) -> Writer:
         self.parts.append(struct.pack("<I", value))
@@ -92,7 +99,8 @@ class Writer:
         return self
 
     def blob(self, value: bytes | memoryview) -> Writer:
-        self.parts += [struct.pack("<Q", len(value)), bytes(value)]
+        """``value`` itself (a memoryview of an array is not copied: it must not change until the frame is sent)."""
+        self.parts += [struct.pack("<Q", len(value)), value]
         return self
 
     def pairs(self, items: Mapping[str, str]) -> Writer:
@@ -101,15 +109,27 @@ class Writer:
             self.text(key).text(value)
         return self
 
-    def frame(self) -> bytes:
-        payload = b"".join(self.parts)
-        return struct.pack("<I", len(payload)) + payload
+    def frame(self) -> Frame:
+        """The request's pieces, its length first; ValueError for one over FRAME_LIMIT (the validator refuses the
+        cases that would make one: this is the last guard)."""
+        size = sum(len(part) for part in self.parts)
+        if size > FRAME_LIMIT:
+            raise ValueError(f"a request of {size} bytes, over the runner protocol's {FRAME_LIMIT}-byte frames")
+        pieces: Frame = []
+        small: list[bytes | memoryview] = [struct.pack("<I", size)]  # the fields between large blobs, joined
+        for part in self.parts:
+            if len(part) < _SMALL:
+                small.append(part)
+                continue
+            pieces += [b"".join(small), part]
+            small = []
+        return [*pieces, b"".join(small)] if small else pieces
 
 
 class Reader:
     """A reply's fields in order; ProtocolError where it is shorter than they say."""
 
-    def __init__(self, payload: bytes) -> None:
+    def __init__(self, payload: bytes | bytearray) -> None:
         self.data, self.at = memoryview(payload), 0
 
     def _take(self, size: int) -> memoryview:
@@ -135,7 +155,7 @@ class Reader:
         return self._take(int(struct.unpack("<Q", self._take(8))[0]))
 
 
-def checked(payload: bytes) -> Reader:
+def checked(payload: bytes | bytearray) -> Reader:
     """The reply's reader past an ok status; Refused for an error reply."""
     reader = Reader(payload)
     status = reader.u8()
@@ -144,13 +164,13 @@ def checked(payload: bytes) -> Reader:
     return reader
 
 
-def describe_request(adapter: int) -> bytes:
+def describe_request(adapter: int) -> Frame:
     return Writer(OP_DESCRIBE).u32(adapter).frame()
 
 
 def open_request(
     model: bytes, ep_options: Mapping[str, str], config: Mapping[str, str], optimization_level: int, threads: int
-) -> bytes:
+) -> Frame:
     return Writer(OP_OPEN).blob(model).pairs(ep_options).pairs(config).u32(optimization_level).u32(threads).frame()
 
 
@@ -161,7 +181,7 @@ def element_type(array: Array) -> int:
         raise ValueError(f"the runner takes no {array.dtype} tensor") from None
 
 
-def run_request(session: int, feeds: Mapping[str, Array], names: Sequence[str]) -> bytes:
+def run_request(session: int, feeds: Mapping[str, Array], names: Sequence[str]) -> Frame:
     writer = Writer(OP_RUN).u32(session).u32(len(feeds))
     for name, value in feeds.items():
         array = np.ascontiguousarray(value)
@@ -174,7 +194,7 @@ def run_request(session: int, feeds: Mapping[str, Array], names: Sequence[str]) 
     return writer.frame()
 
 
-def close_request(session: int) -> bytes:
+def close_request(session: int) -> Frame:
     return Writer(OP_CLOSE).u32(session).frame()
 
 
@@ -186,7 +206,8 @@ class RunReply:
     no_profile: str | None = None  # why there is none, where one was due
 
 
-def read_run(payload: bytes) -> RunReply:
+def read_run(payload: bytes | bytearray) -> RunReply:
+    """The run's reply; its outputs are arrays over ``payload``'s bytes, not copies of them."""
     reader = checked(payload)
     outputs = []
     for _ in range(reader.u32()):
@@ -195,7 +216,7 @@ def read_run(payload: bytes) -> RunReply:
             raise ProtocolError(f"an output of ONNX element type {code}")
         dims = [reader.i64() for _ in range(reader.u32())]
         data = reader.blob()
-        outputs.append(np.frombuffer(bytes(data), ELEMENT_TYPES[code]).reshape(dims))
+        outputs.append(np.frombuffer(data, ELEMENT_TYPES[code]).reshape(dims))
     milliseconds = float(reader.text())
     flag = reader.u8()
     if flag == PROFILE_FOLLOWS:
@@ -226,7 +247,7 @@ def dispatch_request(
     desc_at: int,
     inputs: Sequence[DispatchBuffer],
     outputs: Sequence[DispatchBuffer],
-) -> bytes:
+) -> Frame:
     writer = Writer(OP_DISPATCH).u32(adapter).u32(flags).u32(DISPATCH_CREATE_ONLY if create_only else 0).blob(block)
     writer.u32(len(pointers))
     for at, size in pointers:
@@ -261,7 +282,7 @@ def failed(hresult: int) -> bool:
     return bool(hresult & 0x80000000)
 
 
-def read_dispatch(payload: bytes, create_only: bool) -> DispatchReply:
+def read_dispatch(payload: bytes | bytearray, create_only: bool) -> DispatchReply:
     reader = checked(payload)
     created = reader.u32()
     if failed(created) or create_only:

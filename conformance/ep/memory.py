@@ -1,0 +1,66 @@
+"""What each way of executing a case holds in memory (model.MemoryPath), described once for cases/memory.py's
+estimate (--max-case-bytes), and which way each EP takes (``memory_path``).
+
+An EP in the harness's process (cpu, cuda, webgpu; dml on Windows) is ``IN_PROCESS``: its copies of the tensors are
+in the per-element figures, measured on the CPU EP. A DirectML EP under Wine, and ``dmlop`` everywhere, runs in the
+DirectML runner, a process of its own. The figures are what ``benchmarks/case_memory.py`` measured on lavapipe
+(vkd3d-proton on Mesa's software Vulkan), where the device's memory is the runner's own, as on an integrated GPU;
+on a discrete GPU the default-heap buffers are on the device, and the estimate holds there with room to spare.
+
+- ``RUNNER_SESSION`` (``--ep dml`` under Wine): the harness sends the packed inputs as they lie (protocol.Frame) and
+  reads the reply into one buffer its output arrays are views of. The runner holds the request, a copy of each
+  input that onnxruntime reads in place, the DML EP's device buffers and upload heap, and the outputs' device
+  buffers, readback heap and CPU tensors, which it sends from where they lie. DirectML's TOP_K1 asks for 16 bytes
+  of scratch per input element (twice each element's value and UINT32 index: 16, 12 and 10 bytes for 4-, 2- and
+  1-byte types, as --ep dmlop's binding properties say); MEAN_VARIANCE_NORMALIZATION1's decomposition
+  (ep/lower_mvn1.py) holds its intermediate tensors on the device.
+- ``RUNNER_DISPATCH`` (``--ep dmlop``): the harness holds the input buffers (the canary where no element lies), the
+  output buffers' initial bytes and what came back, and the canary check (compare/canary.py) works over the largest
+  output's elements. The runner holds the request and its pool: the bindings in an upload, a default-heap and a
+  readback buffer, and DirectML's temporary resource on the device alone.
+
+A frame is at most protocol.FRAME_LIMIT bytes, of which FRAME_FIELDS are left to what it carries besides the tensors'
+bytes (fields, the descriptor block, the canary's guard regions). Onnxruntime gives TOP_K1's indices as INT64 where
+DirectML's are UINT32, so a session's reply counts the outputs twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from conformance.ep.dml_here import dml_through_wine
+from conformance.ep.providers import DML, DMLOP, EpSpec
+from conformance.ep.wine.protocol import FRAME_LIMIT
+from conformance.model import IN_PROCESS, Copies, MemoryPath, Operator
+
+FRAME_FIELDS = 1 << 20  # a frame's bytes besides its tensors': far less than this
+
+_TOP_K1_SCRATCH = 16  # DirectML's TOP_K1 temporary resource per input element (8, 12, 10 for 4-, 2-, 1-byte types)
+
+RUNNER_SESSION = MemoryPath(
+    "on --ep dml under Wine",
+    harness=Copies(outputs=2),
+    runner=Copies(inputs=4, outputs=4),
+    scratch=MappingProxyType({Operator.TOP_K1: _TOP_K1_SCRATCH, Operator.MEAN_VARIANCE_NORMALIZATION1: 16}),
+    frames=(Copies(inputs=1), Copies(outputs=2)),
+    frame_limit=FRAME_LIMIT - FRAME_FIELDS,
+)
+RUNNER_DISPATCH = MemoryPath(
+    "on --ep dmlop",
+    harness=Copies(input_buffers=2, output_buffers=5),
+    output_elements=64,
+    runner=Copies(input_buffers=4, output_buffers=4),
+    scratch=MappingProxyType({Operator.TOP_K1: _TOP_K1_SCRATCH}),
+    frames=(Copies(input_buffers=1, output_buffers=1),),
+    frame_limit=FRAME_LIMIT - FRAME_FIELDS,
+)
+PATHS = (IN_PROCESS, RUNNER_SESSION, RUNNER_DISPATCH)  # every path: what validate, list and coverage check
+
+_IN_THE_RUNNER: Mapping[str, MemoryPath] = MappingProxyType({DML: RUNNER_SESSION, DMLOP: RUNNER_DISPATCH})
+
+
+def memory_path(ep: EpSpec) -> MemoryPath:
+    """The way ``ep`` executes a case, as the estimate counts it: in the runner where DirectML runs there
+    (dml_here.dml_through_wine), else in the harness's process."""
+    return _IN_THE_RUNNER[ep.name] if dml_through_wine(ep) else IN_PROCESS
