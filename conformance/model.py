@@ -253,18 +253,16 @@ class Copies:
 
 @dataclass(frozen=True)
 class MemoryPath:
-    """What one way of executing a case holds in memory, for the estimate of its peak (--max-case-bytes), beside
-    the harness's own work on it (its inputs, the oracle, the comparison: cases/memory.py's figures per element).
-    In the harness's process, the path's phase (``harness`` copies of the tensors, and ``output_elements`` bytes per
-    element of the largest output: the canary check's work) comes before or after that work, so the larger of the
-    two counts; a process of the path's own (the DirectML runner) adds its ``runner`` copies and the ``scratch`` an
-    operator asks for on the device, bytes per InputTensor element. A path through the runner sends ``frames`` (what
-    each carries) of at most ``frame_limit`` bytes. The ep stage describes each path once (ep/memory.py);
-    cases/memory.py does the sums."""
+    """What one way of executing a case holds in memory, for the estimate of its peak (--max-case-bytes), beside the
+    harness's own work on it (its inputs, the oracle, the comparison: cases/memory.py's figures per element). In the
+    harness's process, the path's phase (``harness`` copies of the tensors) comes before or after that work, so the
+    larger of the two counts; a process of the path's own (the DirectML runner) adds its ``runner`` copies and the
+    ``scratch`` an operator asks for on the device, bytes per InputTensor element. A path through the runner sends
+    ``frames`` (what each carries) of at most ``frame_limit`` bytes. The ep stage describes each path once
+    (ep/memory.py); cases/memory.py does the sums."""
 
     name: str  # how a refusal names it: "in the harness's process", "on --ep dmlop"
     harness: Copies = Copies()
-    output_elements: float = 0.0
     runner: Copies = Copies()
     scratch: Mapping[Operator, float] = field(default_factory=dict)
     frames: tuple[Copies, ...] = ()

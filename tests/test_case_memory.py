@@ -113,14 +113,15 @@ def test_the_16384_squared_slice_is_refused_on_dmlop_before_anything_runs(
     on = {text: FileLimits(paths=(memory_path(parse_ep(text)),)) for text in ("cpu", "dmlop")}
     assert read_file(str(path), limits=on["cpu"])[1] == []  # 7 GiB in the harness's process: within 8 GiB
     ((problem,), (line,)) = read_file(str(path), limits=on["dmlop"])[1], refused(capsys, "validate", str(path))
-    assert str(problem) == line  # validate names no EP: it checks every path, and dmlop's is the largest
+    # validate names no EP: it checks every path (dml under Wine estimates as much here, and may be the one named)
+    assert line.startswith(f"{path}:5:19: InputTensor.Sizes: the case would take an estimated ")
     found = re.fullmatch(
         rf"{re.escape(str(path))}:5:19: InputTensor\.Sizes: the case would take an estimated ([0-9.]+) GiB on --ep "
-        r"dmlop \([0-9.]+ GiB of the tensors' copies in the harness's process, more than 268435456 elements x 28 bytes "
-        r"for SLICE1; [0-9.]+ GiB in the DirectML runner\), over --max-case-bytes 8589934592 \(8\.0 GiB\)",
-        line,
+        r"dmlop \(268435456 elements x 28 bytes for SLICE1; [0-9.]+ GiB in the DirectML runner\), over "
+        r"--max-case-bytes 8589934592 \(8\.0 GiB\)",
+        str(problem),
     )
-    assert found is not None, line
+    assert found is not None, problem
     assert float(found.group(1)) > 10.6  # what the issue saw it take before DirectML ran out of memory
 
 

@@ -55,10 +55,9 @@ def case_elements(entry: Entry) -> int:
 
 @dataclass(frozen=True)
 class Tensors:
-    """A case's tensors in bytes, as a path's ``Copies`` count them, and its largest output's elements."""
+    """A case's tensors in bytes, as a path's ``Copies`` count them."""
 
     sizes: Copies
-    largest_output: int
 
     @staticmethod
     def of(case: Case) -> Tensors:
@@ -69,8 +68,7 @@ class Tensors:
                 outputs=sum(_packed(layout) for layout in outputs),
                 input_buffers=sum(layout.buffer_bytes for layout in inputs),
                 output_buffers=sum(layout.buffer_bytes for layout in outputs),
-            ),
-            max(math.prod(layout.sizes) for layout in outputs),
+            )
         )
 
     def bytes(self, copies: Copies) -> float:
@@ -126,7 +124,7 @@ def estimate(entry: Entry, path: MemoryPath) -> Estimate:
     if case is None:
         return Estimate(path, 0, 0, 0)
     tensors = Tensors.of(case)
-    phase = tensors.bytes(path.harness) + path.output_elements * tensors.largest_output
+    phase = tensors.bytes(path.harness)
     scratch = path.scratch.get(case.operator, 0.0) * math.prod(case.descriptor.input.sizes)
     return Estimate(path, harness_bytes(case), math.ceil(phase), math.ceil(tensors.bytes(path.runner) + scratch))
 
