@@ -272,28 +272,46 @@ def open_own_file(path: str, flags: int) -> int:
     return fd
 
 
+def _checkout_parts(path: str) -> list[str]:
+    """The components of ``path`` that lie in the working folder (the path's own for a relative one; those below
+    the working folder for an absolute path in it), each as a path to lstat, outermost first; always the last one.
+    The working folder may be a pull request's checkout, where a committed link would lead the harness's writes
+    elsewhere; the folders above it are the machine's."""
+    full = os.path.normpath(os.path.abspath(path))
+    cwd = os.path.normpath(os.getcwd())
+    below = os.path.relpath(full, cwd).split(os.sep) if _in_checkout(path) else []
+    prefixes = [os.path.join(cwd, *below[: depth + 1]) for depth in range(len(below))]
+    return prefixes if prefixes else [full]
+
+
+def _in_checkout(path: str) -> bool:
+    """Whether ``path`` lies in the working folder (``_checkout_parts``)."""
+    full = os.path.normpath(os.path.abspath(path))
+    return full.startswith(os.path.normpath(os.getcwd()).rstrip(os.sep) + os.sep)
+
+
 def own_folder(path: str) -> None:
     """The folder ``path`` made where it is missing, refusing (NotOurFile) a symbolic link standing at its last
-    component or, for a relative path, at any of its components: a relative path lies in the working folder,
-    which may be a pull request's checkout, where a committed link would lead the harness's writes elsewhere."""
-    parts = os.path.normpath(path).split(os.sep)
-    checked = parts if not os.path.isabs(path) else parts[-1:]
-    for depth in range(len(parts) - len(checked), len(parts)):
-        prefix = os.sep.join(parts[: depth + 1]) or os.sep
-        if prefix in (os.curdir, os.pardir) or prefix.endswith(os.sep + os.pardir):
-            continue
+    component or at any component in the working folder (``_checkout_parts``)."""
+    for prefix in _checkout_parts(path):
         if os.path.islink(prefix):  # a file there fails makedirs below, which names it
-            raise not_our_file(prefix, "a folder")
+            raise not_our_file(_shown_as_given(path, prefix), "a folder")
     os.makedirs(path, exist_ok=True)
+
+
+def _shown_as_given(path: str, prefix: str) -> str:
+    """``prefix`` (absolute) as the user wrote it: relative where ``path`` was."""
+    return prefix if os.path.isabs(path) else os.path.relpath(prefix)
 
 
 def write_text_atomic(path: str, text: str, in_place_device: bool = True) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``: a reader sees
     the old file or the new one, never half of one, and a failed write leaves no temporary file behind; a link at
     ``path`` is replaced, never followed. A device or a pipe (``/dev/stdout``, ``/dev/full``, a FIFO) that the user
-    named is written in place (renaming a file over it would replace the device, not write to it); a file of a
-    report folder (``in_place_device`` False) is replaced whatever stands there."""
-    if in_place_device and _device(path):
+    named is written in place (renaming a file over it would replace the device, not write to it), and so is a link
+    the user named outside the working folder (``_in_place``); a file of a report folder (``in_place_device``
+    False) is replaced whatever stands there."""
+    if in_place_device and _in_place(path):
         with open(path, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
         return
@@ -317,6 +335,16 @@ def _temporary_beside(path: str) -> tuple[str, int]:
             return temporary, open_own_file(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         except FileExistsError:
             continue
+
+
+def _in_place(path: str) -> bool:
+    """Whether a path the user named is written where it leads rather than replaced: a device or a pipe, and
+    outside the working folder a link too (``/dev/stdout`` leads to the process's output, whatever that is: a file
+    there must not be renamed over the link); never a link in the working folder, which a checkout may have
+    planted."""
+    if _in_checkout(path):
+        return _device(path) and not os.path.islink(path)
+    return os.path.islink(path) or _device(path)
 
 
 def _device(path: str) -> bool:

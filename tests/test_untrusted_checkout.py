@@ -19,7 +19,7 @@ import pytest
 from conformance.results import NotOurFile, open_own_file, own_folder, write_text_atomic
 from conformance.run.artifacts import folder_name
 from conformance.survive.faults import TEST_FAULT
-from conformance.survive.lock import LOCK_NAME, FolderLock
+from conformance.survive.lock import LOCK_NAME, FolderBusy, FolderLock
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = "cases/top_k1/spec_examples.yaml"
@@ -119,6 +119,7 @@ def test_an_artifacts_folder_name_taken_by_a_link_is_refused_before_anything_run
     assert list(decoys.iterdir()) == [] and not (tmp_path / "reports" / "results.jsonl").exists()
 
 
+@posix
 def test_an_artifacts_folder_is_the_harness_s_own_even_where_a_link_came_later(tmp_path: Path) -> None:
     """The check before the run is not all: a failure's files are written into a folder the harness made, then put
     in place by renaming it; a link that took the name meanwhile is refused there, its target untouched."""
@@ -137,6 +138,7 @@ def test_an_artifacts_folder_is_the_harness_s_own_even_where_a_link_came_later(t
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["decoys", name.name])  # its staging folder removed
 
 
+@posix
 def test_open_own_file_and_write_text_atomic_never_write_through_a_link(tmp_path: Path) -> None:
     decoy = _decoy(tmp_path)
     link = tmp_path / "out.json"
@@ -152,6 +154,76 @@ def test_open_own_file_and_write_text_atomic_never_write_through_a_link(tmp_path
     (tmp_path / "folder").symlink_to(tmp_path)
     with pytest.raises(NotOurFile, match=r"a symbolic link to .*, not a folder"):
         own_folder(str(tmp_path / "folder"))
+
+
+@posix
+def test_an_absolute_report_folder_through_a_link_in_the_checkout_is_refused(tmp_path: Path) -> None:
+    """A gate that names its folders absolutely (``--report-dir "$PWD/out/reports"``) is refused where a folder of
+    the checkout on the way is a link, as a relative path is; the folders above the checkout are the machine's."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "out").symlink_to(elsewhere)
+    done = _run(checkout / "out" / "reports", cwd=checkout)
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines() == [
+        f"dmlconf: --report-dir: {checkout / 'out'}: a symbolic link to {elsewhere}, not a folder: dmlconf does not "
+        "write through it; remove it"
+    ]
+    assert list(elsewhere.iterdir()) == []
+    linked = tmp_path / "linked-checkout"  # a working folder reached through a link is no planted link
+    linked.symlink_to(checkout)
+    assert _run(linked / "reports", cwd=linked).returncode == 0
+
+
+@posix
+def test_coverage_s_default_output_is_not_written_through_a_planted_link(tmp_path: Path) -> None:
+    decoy = _decoy(tmp_path)
+    checkout = tmp_path / "checkout"
+    (checkout / "reports").mkdir(parents=True)
+    (checkout / "reports" / "coverage.md").symlink_to(decoy)
+    done = _dmlconf("coverage", str(REPO / EXAMPLES), cwd=checkout)
+    assert b"Traceback" not in done.stderr
+    assert decoy.read_bytes() == DECOY
+    assert not (checkout / "reports" / "coverage.md").is_symlink()  # replaced by the map, the link gone
+    (checkout / "reports").rename(checkout / "old")
+    (checkout / "reports").symlink_to(tmp_path)  # the folder itself a link: refused
+    done = _dmlconf("coverage", str(REPO / EXAMPLES), cwd=checkout)
+    assert done.returncode == 2 and b"reports: a symbolic link to" in done.stderr
+    assert not (tmp_path / "coverage.md").exists()
+
+
+@posix
+def test_a_link_the_user_names_outside_the_checkout_is_written_where_it_leads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--markdown /dev/stdout`` with stdout on a file: /dev/stdout is a link; the file it leads to is written,
+    the link kept (renaming a file over it would replace the machine's /dev/stdout). Shown on a decoy link."""
+    decoy = _decoy(tmp_path)
+    outside = tmp_path / "stdout"
+    outside.symlink_to(decoy)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    monkeypatch.chdir(checkout)
+    write_text_atomic(str(outside), "written")
+    assert outside.is_symlink() and decoy.read_text(encoding="utf-8") == "written"
+    (checkout / "out.md").symlink_to(decoy)
+    write_text_atomic("out.md", "replaced")  # in the checkout: the link is replaced, never followed
+    assert decoy.read_text(encoding="utf-8") == "written" and not (checkout / "out.md").is_symlink()
+
+
+@posix
+def test_a_refusal_names_no_pid_of_a_process_that_is_gone(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / LOCK_NAME).write_text(gone.stdout, encoding="ascii")  # what a finished run left
+    held = FolderLock(str(tmp_path), names_holder=False)  # report and merge write no pid
+    try:
+        with pytest.raises(FolderBusy) as refused:
+            FolderLock(str(tmp_path))
+    finally:
+        held.release()
+    assert str(refused.value).startswith(f"{tmp_path}: another dmlconf command is writing")
 
 
 @posix

@@ -26,7 +26,7 @@ from conformance.coverage.mapping import build_map, case_coverage, quick
 from conformance.coverage.markdown import render_coverage
 from conformance.model import Case, Operator
 from conformance.problems import Problem
-from conformance.results import write_text_atomic
+from conformance.results import NotOurFile, own_folder, write_text_atomic
 
 
 def validate_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -79,9 +79,11 @@ def coverage_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     operators = {Operator(e.operator) for e in suite.entries}
     coverage = build_map([case_coverage(e, args.max_elements) for e in suite.entries], sorted(operators))
     title = "Spec coverage of the quick selection" if args.quick else "Spec coverage"
-    try:
-        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
+    try:  # reports/coverage.md by default: in a checkout, whose links are never followed (results.own_folder)
+        own_folder(os.path.dirname(args.output) or ".")
         write_text_atomic(args.output, render_coverage(coverage, title, " ".join(argv)))
+    except NotOurFile as error:
+        raise UsageError(f"--output: {error}") from None
     except OSError as error:
         raise UsageError(f"--output: cannot write {args.output}: {error.strerror or error}") from None
     covered = len(coverage.clauses) - len(coverage.uncovered)

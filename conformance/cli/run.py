@@ -40,7 +40,7 @@ from conformance.gate.waivers import Gate, Waiver, apply_waivers
 from conformance.model import MemoryPath
 from conformance.report.console import render_console
 from conformance.results import NotOurFile, Result, not_our_file, own_folder, write_results
-from conformance.run.artifacts import folder_name
+from conformance.run.artifacts import folder_name, taken
 from conformance.run.identity import RunFacts, cases_sha256, environment, skipped_files
 from conformance.run.options import REPORT_FORMATS, RunOptions, run_options
 from conformance.survive.faults import RunLog
@@ -138,7 +138,7 @@ def _folders(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> N
         for entry in suite.entries:
             for ep in eps:
                 path = os.path.join(args.artifacts, folder_name(entry.id, ep.text))
-                if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+                if taken(path):
                     raise UsageError(f"--artifacts: {not_our_file(path, 'a folder')}")
 
 

@@ -37,7 +37,7 @@ from conformance.model import IN_PROCESS, Copies, MemoryPath, Operator
 
 FRAME_FIELDS = 1 << 20  # a frame's bytes besides its tensors': far less than this
 
-_TOP_K1_SCRATCH = 16  # DirectML's TOP_K1 temporary resource per input element (8, 12, 10 for 4-, 2-, 1-byte types)
+_TOP_K1_SCRATCH = 16  # DirectML's TOP_K1 temporary resource per input element (12 and 10 for 2- and 1-byte types)
 
 RUNNER_SESSION = MemoryPath(
     "on --ep dml under Wine",

@@ -43,7 +43,7 @@ from conformance.fuzz import strategies as fuzz_strategies
 from conformance.fuzz.level import lowest_feature_level
 from conformance.model import Case, Operator, Status
 from conformance.problems import first_line
-from conformance.results import Result, write_text_atomic
+from conformance.results import Result, own_folder, write_text_atomic
 from conformance.run.options import SHRINK_EXAMPLES, RunOptions
 from conformance.run.runner import run_entry
 
@@ -260,7 +260,7 @@ def _write_found(
     headline = first_line(result.message, None) or result.status.value
     description = f"Found by `{command}`: {result.status.value} ({result.failure_kind}) on {_alias(ep)}: {headline}"
     path = os.path.join(out_dir, f"{name}.yaml")
-    os.makedirs(out_dir, exist_ok=True)
+    own_folder(out_dir)  # reports/fuzz by default: in a checkout, whose links are never followed
     # The schema's path as seen from cases/found/, where a reviewed finding is promoted to: right once it is there.
     schema = os.path.relpath(SCHEMA_FILE, FOUND).replace(os.sep, "/")
     header = (
@@ -269,5 +269,5 @@ def _write_found(
         f"# feature_level: {feature_level}, the lowest that admits this case.\n"
         f"# {PROMOTE}\n"
     )
-    write_text_atomic(path, header + case_text(operator, case, name, description, feature_level))
+    write_text_atomic(path, header + case_text(operator, case, name, description, feature_level), in_place_device=False)
     return path

@@ -37,6 +37,12 @@ def folder_name(case: str, ep: str) -> str:
     return f"{name or 'case'}-{digest}"
 
 
+def taken(folder: str) -> bool:
+    """Whether a link, or anything but a folder, stands where a result's artifacts folder goes: the harness renames
+    its own folder there and writes through nothing it did not make (NotOurFile)."""
+    return os.path.islink(folder) or (os.path.lexists(folder) and not os.path.isdir(folder))
+
+
 @contextlib.contextmanager
 def _new_folder(directory: str, name: str) -> Iterator[str]:
     """A folder of the harness's own making to write one result's files into, put at ``directory/name`` once they
@@ -47,7 +53,7 @@ def _new_folder(directory: str, name: str) -> Iterator[str]:
         os.chmod(staging, 0o755)  # as a folder made by os.makedirs under the usual umask (mkdtemp's is 0o700)
         yield staging
         final = os.path.join(directory, name)
-        if os.path.islink(final) or (os.path.lexists(final) and not os.path.isdir(final)):
+        if taken(final):
             raise not_our_file(final, "a folder")
         if os.path.lexists(final):
             shutil.rmtree(final)  # never follows a link inside it

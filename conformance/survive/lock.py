@@ -36,12 +36,26 @@ def _holder(path: str) -> str:
     """ " (pid N)" as the holder wrote it; empty where it cannot be read (Windows keeps a locked byte unreadable; a
     link or a FIFO there is not read)."""
     try:
-        fd = open_own_file(path, os.O_RDONLY)
+        with os.fdopen(open_own_file(path, os.O_RDONLY), "rb") as file:
+            text = file.read(32).decode("ascii", "replace").strip()
     except OSError:
         return ""
-    with os.fdopen(fd, "rb") as file:
-        text = file.read(32).decode("ascii", "replace").strip()
-    return f" (pid {text})" if text.isdigit() else ""
+    if not text.isdigit() or not _alive(int(text)):  # report and merge name no pid: a gone run's is not theirs
+        return ""
+    return f" (pid {text})"
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists; True where that cannot be asked (Windows: os.kill would end it)."""
+    if sys.platform == "win32":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: it exists
+        return True
+    return True
 
 
 def _busy(folder: str, path: str) -> FolderBusy:
