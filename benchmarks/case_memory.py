@@ -164,8 +164,8 @@ def mib(count: float) -> str:
 def estimate_table(eps: Sequence[str], chosen: str | None, budget: int) -> None:
     """The issue's cases: estimate against measured peak on each EP."""
     from conformance.cases.limits import DEFAULT_LIMITS, FileLimits
-    from conformance.cases.memory import estimate
-    from conformance.cases.suite import cost_problem, read_file
+    from conformance.cases.memory import cost_problem, estimate
+    from conformance.cases.suite import read_file
     from conformance.ep.memory import memory_path
     from conformance.ep.providers import parse_ep
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from conformance.cases.layouts import Layout, input_layouts, output_layouts
+from conformance.cases.limits import FileLimits
 from conformance.cases.parse import Entry, Rejected
 from conformance.model import IN_PROCESS, Case, Copies, MemoryPath, Mvn1Desc, Operator, TopK1Desc
 from conformance.problems import Problem
@@ -53,33 +54,26 @@ def case_elements(entry: Entry) -> int:
     return sum(math.prod(shape) for shape in shapes)
 
 
-@dataclass(frozen=True)
-class Tensors:
-    """A case's tensors in bytes, as a path's ``Copies`` count them."""
+def tensor_bytes(case: Case) -> Copies:
+    """A case's tensors in bytes, as a path's ``Copies`` count them: its inputs and outputs packed, and their
+    buffers."""
+    inputs, outputs = input_layouts(case).values(), output_layouts(case).values()
+    return Copies(
+        inputs=sum(_packed(layout) for layout in inputs),
+        outputs=sum(_packed(layout) for layout in outputs),
+        input_buffers=sum(layout.buffer_bytes for layout in inputs),
+        output_buffers=sum(layout.buffer_bytes for layout in outputs),
+    )
 
-    sizes: Copies
 
-    @staticmethod
-    def of(case: Case) -> Tensors:
-        inputs, outputs = input_layouts(case).values(), output_layouts(case).values()
-        return Tensors(
-            Copies(
-                inputs=sum(_packed(layout) for layout in inputs),
-                outputs=sum(_packed(layout) for layout in outputs),
-                input_buffers=sum(layout.buffer_bytes for layout in inputs),
-                output_buffers=sum(layout.buffer_bytes for layout in outputs),
-            )
-        )
-
-    def bytes(self, copies: Copies) -> float:
-        """The bytes ``copies`` of these tensors take."""
-        s = self.sizes
-        return (
-            copies.inputs * s.inputs
-            + copies.outputs * s.outputs
-            + copies.input_buffers * s.input_buffers
-            + copies.output_buffers * s.output_buffers
-        )
+def _bytes(sizes: Copies, copies: Copies) -> float:
+    """The bytes ``copies`` of tensors of ``sizes`` (tensor_bytes) take."""
+    return (
+        copies.inputs * sizes.inputs
+        + copies.outputs * sizes.outputs
+        + copies.input_buffers * sizes.input_buffers
+        + copies.output_buffers * sizes.output_buffers
+    )
 
 
 def _packed(layout: Layout) -> int:
@@ -123,10 +117,13 @@ def estimate(entry: Entry, path: MemoryPath) -> Estimate:
     case = _counted(entry)
     if case is None:
         return Estimate(path, 0, 0, 0)
-    tensors = Tensors.of(case)
-    phase = tensors.bytes(path.harness)
+    return _estimate(case, path, tensor_bytes(case), harness_bytes(case))
+
+
+def _estimate(case: Case, path: MemoryPath, sizes: Copies, own: int) -> Estimate:
+    """``estimate`` from the case's tensor_bytes and harness_bytes, which do not depend on the path."""
     scratch = path.scratch.get(case.operator, 0.0) * math.prod(case.descriptor.input.sizes)
-    return Estimate(path, harness_bytes(case), math.ceil(phase), math.ceil(tensors.bytes(path.runner) + scratch))
+    return Estimate(path, own, math.ceil(_bytes(sizes, path.harness)), math.ceil(_bytes(sizes, path.runner) + scratch))
 
 
 def case_bytes(entry: Entry, path: MemoryPath) -> int:
@@ -152,15 +149,25 @@ def size_text(count: float) -> str:
     return f"{count:.0f} bytes"
 
 
-def memory_problem(entry: Entry, max_case_bytes: int, paths: Sequence[MemoryPath]) -> Problem | None:
-    """A case whose estimated memory on one of ``paths`` is over --max-case-bytes, as a problem at its
-    InputTensor's Sizes (what sets it, but for a padded buffer), refused like a tensor over --max-elements: before
-    anything is allocated. It names the path of the largest estimate (none given: the harness's process) and its
-    parts. None within the limit."""
+def cost_problem(entry: Entry, limits: FileLimits) -> Problem | None:
+    """A valid case that a frame of one of ``limits.paths`` cannot carry, or that would take more memory on one of
+    them than --max-case-bytes (one problem: a frame too large comes first, since no limit raised lets it through);
+    None for a case within both, and for an ``expect: invalid`` case. Its tensors' sizes are found once for every
+    path."""
     case = _counted(entry)
     if case is None:
         return None
-    found = max((estimate(case, path) for path in paths or (IN_PROCESS,)), key=lambda e: e.total)
+    sizes = tensor_bytes(case)
+    return _frame_problem(case, limits.paths, sizes) or _memory_problem(case, limits, sizes)
+
+
+def _memory_problem(case: Case, limits: FileLimits, sizes: Copies) -> Problem | None:
+    """A case whose estimated memory on one of ``limits.paths`` is over --max-case-bytes, as a problem at its
+    InputTensor's Sizes (what sets it, but for a padded buffer), refused like a tensor over --max-elements: before
+    anything is allocated. It names the path of the largest estimate (none given: the harness's process) and its
+    parts. None within the limit."""
+    own, max_case_bytes = harness_bytes(case), limits.max_case_bytes
+    found = max((_estimate(case, path, sizes, own) for path in limits.paths or (IN_PROCESS,)), key=lambda e: e.total)
     if found.total <= max_case_bytes:
         return None
     elements = math.prod(case.descriptor.input.sizes)
@@ -178,17 +185,13 @@ def memory_problem(entry: Entry, max_case_bytes: int, paths: Sequence[MemoryPath
     return Problem(case.pos("InputTensor.Sizes"), "InputTensor.Sizes", message)
 
 
-def frame_problem(entry: Entry, paths: Sequence[MemoryPath]) -> Problem | None:
+def _frame_problem(case: Case, paths: Sequence[MemoryPath], sizes: Copies) -> Problem | None:
     """A case whose tensors one frame of a path's protocol cannot carry (``MemoryPath.frame_limit``: the DirectML
     runner's u32 frames), at the largest tensor's field that sets its size, saying what to change; None where
     every frame fits."""
-    case = _counted(entry)
-    if case is None:
-        return None
-    tensors = Tensors.of(case)
     for path in paths:
         for frame in path.frames:
-            carried = tensors.bytes(frame)
+            carried = _bytes(sizes, frame)
             if carried > path.frame_limit:
                 return _too_large(case, path, carried)
     return None

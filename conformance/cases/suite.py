@@ -13,7 +13,7 @@ from conformance.cases.detect import CASE_FILE_SUFFIXES, is_case_file
 from conformance.cases.ids import file_id
 from conformance.cases.limits import DEFAULT_LIMITS, DEFAULT_MAX_ELEMENTS, FileLimits
 from conformance.cases.load import load_document
-from conformance.cases.memory import case_elements, frame_problem, memory_problem
+from conformance.cases.memory import case_elements, cost_problem
 from conformance.cases.parse import Entry, Rejected, display_path, parse_document
 from conformance.cases.validate import validate
 from conformance.model import Case, SourcePos
@@ -149,12 +149,6 @@ def read_file(
             cost = None if found else cost_problem(entry, limits)
             problems.extend(found if cost is None else [cost])
     return entries, list(dict.fromkeys(problems))
-
-
-def cost_problem(entry: Entry, limits: FileLimits) -> Problem | None:
-    """A valid case that a frame of one of ``limits.paths`` cannot carry, or that would take more memory there than
-    --max-case-bytes (one problem: a frame too large comes first, since no limit raised lets it through)."""
-    return frame_problem(entry, limits.paths) or memory_problem(entry, limits.max_case_bytes, limits.paths)
 
 
 def collect(

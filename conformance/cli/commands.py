@@ -9,8 +9,8 @@ import sys
 from collections.abc import Sequence
 
 from conformance.cases.generate import case_inputs
+from conformance.cases.memory import cost_problem
 from conformance.cases.oracle import expected_outputs
-from conformance.cases.suite import cost_problem
 from conformance.cases.validate import validate
 from conformance.cli.shared import (
     EXIT_FAILED,
