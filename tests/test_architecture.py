@@ -21,6 +21,7 @@ CORE_MODULES = {
     "results.py",
     "environment.py",
     "records.py",
+    "operators.py",
 }
 
 
