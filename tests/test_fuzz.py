@@ -16,7 +16,7 @@ from conformance.cases.validate import validate
 from conformance.cli.main import main
 from conformance.ep.providers import parse_ep
 from conformance.fuzz import search as fuzz_module
-from conformance.fuzz import strategies as fuzz_strategies
+from conformance.fuzz import top_k1 as fuzz_top_k1
 from conformance.fuzz.level import lowest_feature_level
 from conformance.fuzz.search import fuzz, read_case
 from conformance.model import Case, Operator, Status, TopK1Desc
@@ -102,7 +102,7 @@ def test_a_drawn_nan_has_the_bits_its_written_file_loads_as(tmp_path: Path) -> N
     # Derandomized: a random search found no NaN in 2,000 draws now and then, and CI must not depend on luck.
     fixed = settings(max_examples=2000, derandomize=True, database=None)
     case = find(
-        fuzz_strategies.top_k1(True), lambda c: any(math.isnan(v) for v in c["InputTensor"]["Data"]), settings=fixed
+        fuzz_top_k1.draw_case(True), lambda c: any(math.isnan(v) for v in c["InputTensor"]["Data"]), settings=fixed
     )
     nans = {struct.pack("<d", v) for v in case["InputTensor"]["Data"] if math.isnan(v)}
     assert nans == {struct.pack("<d", loaded)}

@@ -17,6 +17,7 @@ from conformance.operators import MissingOperator, OperatorTable, tables
 REGISTRIES: set[str] = {  # each stage's registry adds its line here as it is built
     "conformance/compare/operators.py",
     "conformance/coverage/operators.py",
+    "conformance/fuzz/operators.py",
 }
 
 
