@@ -246,11 +246,13 @@ def _write_found(
     description = f"Found by `{command}`: {result.status.value} ({result.failure_kind}) on {_alias(ep)}: {headline}"
     path = os.path.join(out_dir, f"{name}.yaml")
     own_folder(out_dir)  # reports/fuzz by default: in a checkout, whose links are never followed
-    # The schema's path as seen from cases/found/, where a reviewed finding is promoted to: right once it is there.
+    # The file's header speaks of it where a reviewed finding is promoted to, cases/found/, and is right once it is
+    # there: the schema's path as seen from that folder, the command that runs it from the checkout's root (not the
+    # folder it was written to, which the console's reproduce line names).
     schema = os.path.relpath(SCHEMA_FILE, FOUND).replace(os.sep, "/")
     header = (
         f"{EDITOR_COMMENT}{schema}\n"
-        f"# Written by `{command}`.\n# Reproduce: {_reproduce(path, ep)}\n"
+        f"# Written by `{command}`.\n# Reproduce: {_reproduce(f'{FOUND}{name}.yaml', ep)}\n"
         f"# feature_level: {feature_level}, the lowest that admits this case.\n"
         f"# {PROMOTE}\n"
     )
