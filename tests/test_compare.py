@@ -8,8 +8,11 @@ import math
 import numpy as np
 import pytest
 
+from conformance.compare import outputs
 from conformance.compare.common import format_value, ulp_distance
-from conformance.compare.outputs import Verdict, compare, default_tolerance
+from conformance.compare.mvn1 import default_tolerance
+from conformance.compare.operators import OPERATORS
+from conformance.compare.outputs import Verdict, compare
 from conformance.model import (
     AxisDirection,
     Case,
@@ -23,6 +26,7 @@ from conformance.model import (
     Tolerance,
     TopK1Desc,
 )
+from conformance.operators import MissingOperator, OperatorTable
 
 # --- TOP_K1 -----------------------------------------------------------------------------------------------------
 
@@ -427,3 +431,12 @@ def test_topk_a_long_tie_lists_its_first_indices_and_how_many_more() -> None:
         verdict.message
     )
     assert "'...'" not in verdict.message
+
+
+def test_an_operator_the_table_lacks_is_refused_not_judged_by_another_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without SLICE1's entry, a SLICE1 case must not be judged by any other operator's rule (once, every operator
+    # outputs.py did not name fell through to the bit-for-bit rule): the lookup names the table that lacks it.
+    without_slice = OperatorTable("scratch/compare.py", [OPERATORS[op] for op in Operator if op != Operator.SLICE1])
+    monkeypatch.setattr(outputs, "OPERATORS", without_slice)
+    with pytest.raises(MissingOperator, match=r"scratch/compare\.py has no entry for operator SLICE1"):
+        run_slice(np.array([1.0], np.float32), np.array([1.0], np.float32))

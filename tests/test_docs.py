@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from conformance.cases.suite import collect
 from conformance.cli.main import COMMAND_TABLE
-from conformance.model import Status
+from conformance.coverage.mapping import quick
+from conformance.model import Operator, Status
 from conformance.run.options import OPTIONS, PYTEST
 
 REPO = Path(__file__).resolve().parent.parent
@@ -214,3 +216,43 @@ def test_every_command_has_its_exit_codes() -> None:
 def test_every_status_is_explained() -> None:
     rows = _table_rows("Statuses")
     assert [status.value for status in Status if status.value not in rows] == []
+
+
+# Where the README and docs/ state the library's current size (other documents' counts are dated measurements):
+# each pattern must match once, so that a reworded claim is found again rather than left unchecked.
+SUITE_COUNT = re.compile(r"whole suite \((\d+) cases,")
+LIBRARY_COUNT = re.compile(r"`cases/` holds the library \((\d+) cases\)")
+LIBRARY = re.compile(
+    r"`cases/` holds \*\*(?P<cases>\d+) cases\*\* in (?P<files>\d+) files \((?P<operators>[^)]*)\), "
+    r"(?P<negative>\d+) of them\s+negative"
+)
+CPU_RUN = re.compile(
+    r"(?P<PASS>\d+) PASS, (?P<NOT_SUPPORTED>\d+) NOT_SUPPORTED \([^)]*\), (?P<NOT_EXPRESSIBLE>\d+) NOT_EXPRESSIBLE "
+    r"\([^)]*\), (?P<INVALID>\d+) INVALID"
+)
+QUICK = re.compile(r"`--quick` selects \*\*(\d+) cases\*\*[^(]*\(`expect: invalid`, all (\d+):")
+
+
+def _one(pattern: re.Pattern[str], path: Path) -> re.Match[str]:
+    found = list(pattern.finditer(" ".join(path.read_text(encoding="utf-8").split())))
+    assert len(found) == 1, f"{_relative(path)}: {pattern.pattern!r} matches {len(found)} time(s), not once"
+    return found[0]
+
+
+def test_the_docs_give_the_library_s_counts() -> None:
+    suite = collect([str(REPO / "cases")])
+    cases, negative = len(suite.entries), sum(e.expect_invalid is not None for e in suite.entries)
+    per_operator = {str(op): sum(e.operator == op for e in suite.entries) for op in Operator}
+    files = len({e.path for e in suite.entries})
+    assert int(_one(SUITE_COUNT, README)[1]) == cases
+    assert int(_one(LIBRARY_COUNT, README)[1]) == cases
+    case_format = REPO / "docs" / "case-format.md"
+    library = _one(LIBRARY, case_format)
+    written = dict(item.rsplit(" ", 1) for item in library["operators"].split(", "))
+    assert (int(library["cases"]), int(library["files"]), int(library["negative"])) == (cases, files, negative)
+    assert {op: int(count) for op, count in written.items()} == per_operator
+    # The CPU run's verdicts come from a run, not from loading the cases; they must still add up to the library.
+    run = {status: int(count) for status, count in _one(CPU_RUN, case_format).groupdict().items()}
+    assert (sum(run.values()), run["INVALID"]) == (cases, negative)
+    selected = _one(QUICK, case_format)
+    assert (int(selected[1]), int(selected[2])) == (len(quick(suite).entries), negative)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import struct
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from conformance.cases.validate import validate
 from conformance.cli.main import main
 from conformance.ep.providers import parse_ep
 from conformance.fuzz import search as fuzz_module
-from conformance.fuzz import strategies as fuzz_strategies
+from conformance.fuzz import top_k1 as fuzz_top_k1
 from conformance.fuzz.level import lowest_feature_level
 from conformance.fuzz.search import fuzz, read_case
 from conformance.model import Case, Operator, Status, TopK1Desc
@@ -60,11 +61,14 @@ def test_a_mismatch_is_shrunk_to_a_minimal_case_file(tmp_path: Path, monkeypatch
     assert text.splitlines()[1].startswith(
         "# Written by `dmlconf fuzz --operator TOP_K1 --ep cpu --seed 7 --time 30 --shrink-examples"
     )
-    assert f"# Reproduce: dmlconf run {outcome.case_file} --ep cpu\n" in text
+    # The file's reproduce line runs it where a reviewed finding lives, from the checkout's root; the outcome's (the
+    # console's) runs it where it was written.
+    assert "# Reproduce: dmlconf run cases/found/fuzz-top_k1-cpu-seed7.yaml --ep cpu\n" in text
+    assert outcome.reproduce == f"dmlconf run {outcome.case_file} --ep cpu"
     again = fuzz(Operator.TOP_K1, parse_ep("cpu"), 30, seed=7, out_dir=str(tmp_path / "again"), shrink_examples=10_000)
     assert again.case_file is not None
-    # The same seed shrinks to the same case: the files differ only in where they were written.
-    assert Path(again.case_file).read_text(encoding="utf-8") == text.replace(str(tmp_path), str(tmp_path / "again"))
+    # The same seed shrinks to the same case, and the file names nothing of the folder it was written to.
+    assert Path(again.case_file).read_text(encoding="utf-8") == text
 
 
 def test_shrinking_stops_at_its_budget_and_the_file_still_reproduces(
@@ -102,7 +106,7 @@ def test_a_drawn_nan_has_the_bits_its_written_file_loads_as(tmp_path: Path) -> N
     # Derandomized: a random search found no NaN in 2,000 draws now and then, and CI must not depend on luck.
     fixed = settings(max_examples=2000, derandomize=True, database=None)
     case = find(
-        fuzz_strategies.top_k1(True), lambda c: any(math.isnan(v) for v in c["InputTensor"]["Data"]), settings=fixed
+        fuzz_top_k1.draw_case(True), lambda c: any(math.isnan(v) for v in c["InputTensor"]["Data"]), settings=fixed
     )
     nans = {struct.pack("<d", v) for v in case["InputTensor"]["Data"] if math.isnan(v)}
     assert nans == {struct.pack("<d", loaded)}
@@ -200,3 +204,15 @@ def test_fuzz_writes_to_reports_fuzz_not_to_cases_found(
     # Its first line names the schema as a case file in cases/found/ does (tests/test_schema.py checks those).
     first = written.read_text(encoding="utf-8").splitlines()[0]
     assert first == "# yaml-language-server: $schema=../case.schema.json"
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "cases" / "found").glob("*.yaml")), ids=lambda p: p.name)
+def test_a_found_case_s_reproduce_line_runs_it_where_it_lives(path: Path) -> None:
+    # A reproduce line is run from the checkout's root, so it names the file there, not the folder fuzz wrote it to.
+    text = path.read_text(encoding="utf-8")
+    named = re.findall(r"^# Reproduce: dmlconf run (\S+) --ep \S+$", text, re.MULTILINE)
+    assert len(named) == text.count("# Reproduce:")
+    assert set(named) <= {path.relative_to(REPO).as_posix()}

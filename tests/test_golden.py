@@ -20,8 +20,11 @@ from conformance.cases.load import load_document
 from conformance.cases.oracle import expected_outputs
 from conformance.cases.parse import parse_document
 from conformance.cli.main import main
+from conformance.compare import golden
 from conformance.compare.golden import golden_differences
-from conformance.model import Case
+from conformance.compare.operators import OPERATORS
+from conformance.model import Case, Operator
+from conformance.operators import MissingOperator, OperatorTable
 
 BIT_FOR_BIT = "compared bit for bit: -0 differs from +0, any NaN matches any NaN"
 BLAME = "the case file or the harness is wrong"
@@ -248,3 +251,17 @@ def test_validate_runs_no_oracle_on_a_case_over_the_limits(
     assert main(["validate", "slice.yaml", "--max-case-bytes", "10"]) == 2  # 4 elements: tens of bytes at least
     (problem, _) = capsys.readouterr().err.splitlines()
     assert problem.startswith("slice.yaml:5:19: InputTensor.Sizes: the case would take an estimated ")
+
+
+def test_an_operator_the_table_lacks_is_refused_not_checked_by_another_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without SLICE1's entry, a SLICE1 golden must not be checked by any other operator's rule (once, every operator
+    # golden.py did not name fell through to the bit-for-bit rule): the lookup names the table that lacks it.
+    without_slice = OperatorTable("scratch/golden.py", [OPERATORS[op] for op in Operator if op != Operator.SLICE1])
+    monkeypatch.setattr(golden, "OPERATORS", without_slice)
+    case = _case(
+        tmp_path, SLICE.replace("TYPE", "FLOAT32").replace("DATA", "1, 2, 3, 4").replace("GOLDEN", "1, 2, 3, 4")
+    )
+    with pytest.raises(MissingOperator, match=r"scratch/golden\.py has no entry for operator SLICE1"):
+        _differences(case)

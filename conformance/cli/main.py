@@ -23,6 +23,7 @@ from types import MappingProxyType
 
 from conformance.cli.output import to_devnull
 from conformance.cli.shared import EXIT_FAILED, EXIT_USAGE, UsageError
+from conformance.model import Operator
 from conformance.problems import CaseFileError
 from conformance.run.options import OptionError, add_options, checked
 
@@ -117,8 +118,8 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
 
 
 DESCRIPTION = (
-    "DirectML operator conformance (TOP_K1, MEAN_VARIANCE_NORMALIZATION1, SLICE1) against an exact reference: validate "
-    "case files, run them on execution providers, report, diff and merge runs, map their spec coverage, fuzz an EP."
+    f"DirectML operator conformance ({', '.join(Operator)}) against an exact reference: validate case files, run "
+    "them on execution providers, report, diff and merge runs, map their spec coverage, fuzz an EP."
 )
 EPILOG = (
     "exit codes: 0 nothing failed; 1 a failure, a regression, a clause left uncovered or a mismatch found; 2 invalid "

@@ -57,7 +57,18 @@ from conformance.compare.common import (
     structure_problem,
     ulp_distance,
 )
-from conformance.model import INPUT_TENSOR, OUTPUT_TENSOR, SCALE_TENSOR, Case, DataType, Mvn1Desc, Status, Tolerance
+from conformance.compare.entry import CompareEntry, GoldenRuling, Tensors, both_values
+from conformance.model import (
+    INPUT_TENSOR,
+    OUTPUT_TENSOR,
+    SCALE_TENSOR,
+    Case,
+    DataType,
+    Mvn1Desc,
+    Operator,
+    Status,
+    Tolerance,
+)
 
 
 def default_tolerance(
@@ -228,3 +239,26 @@ def _apart(error: float, atol: float) -> tuple[str, str]:
 def _digits(value: float, digits: int) -> str:
     text = f"{value:.{digits}g}"
     return text + ".0" if text.lstrip("-").isdigit() else text
+
+
+def golden_within_tolerance(case: Case, inputs: Tensors, want: np.ndarray, got: np.ndarray) -> GoldenRuling:
+    """A golden (``want``) against the oracle's output (``got``) within the case's tolerance (``case_tolerance``),
+    as the EP's output is judged."""
+    max_ulp, atol, _ = case_tolerance(case, inputs)
+    differs = beyond_tolerance(got, want, max_ulp, atol)
+    rule = f"beyond MVN1's tolerance (|difference| <= {atol:.3g} or <= {max_ulp} ULP)"
+    return GoldenRuling(differs, _values_and_distance, rule)
+
+
+def _values_and_distance(want: np.generic, got: np.generic) -> str:
+    """Both values, then how far apart two finite floats are, in value and in ULPs of their type (nothing more where
+    either is not finite)."""
+    values = both_values(want, got)
+    if not bool(np.isfinite(np.asarray([want, got])).all()):
+        return values
+    error = float(abs_error(np.asarray(got), np.asarray(want)))
+    ulps = int(ulp_distance(np.asarray(got), np.asarray(want)))
+    return f"{values} ({error:.2g} apart, {ulps} ULP)"
+
+
+ENTRY = CompareEntry(Operator.MEAN_VARIANCE_NORMALIZATION1, compare_mvn1, golden_within_tolerance)

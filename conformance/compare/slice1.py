@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from conformance.compare.common import (
@@ -25,11 +23,12 @@ from conformance.compare.common import (
     structure_problem,
     ulp_distance,
 )
-from conformance.model import OUTPUT_TENSOR, Status
+from conformance.compare.entry import CompareEntry, Tensors, golden_bit_for_bit
+from conformance.model import OUTPUT_TENSOR, Case, Operator, Status
 
 
-def compare_slice(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray]) -> Verdict:
-    """SLICE1's OutputTensor, bit for bit (any NaN matches any NaN)."""
+def compare_slice1(case: Case, inputs: Tensors, expected: Tensors, actual: Tensors) -> Verdict:
+    """SLICE1's OutputTensor, bit for bit (any NaN matches any NaN); the case and its inputs change nothing."""
     want = expected[OUTPUT_TENSOR]
     problem = structure_problem(OUTPUT_TENSOR, want, actual, index=False)
     if problem is not None:
@@ -61,3 +60,6 @@ def compare_slice(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.nd
     details = mismatch_details(OUTPUT_TENSOR, mismatched, headers, rows, ulps)
     details["max_ulp"] = 0  # a copy is exact: any ULP of error is a mismatch
     return Verdict(Status.FAIL, "values", "\n".join(lines), metrics, details)
+
+
+ENTRY = CompareEntry(Operator.SLICE1, compare_slice1, golden_bit_for_bit)

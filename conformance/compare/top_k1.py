@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from conformance.compare.common import BoolArray, Metrics, Verdict, passed, same_bits, structure_problem
+from conformance.compare.entry import CompareEntry, golden_bit_for_bit
 from conformance.compare.top_k1_view import Sequences, topk_report
 from conformance.model import (
     INPUT_TENSOR,
@@ -36,6 +37,7 @@ from conformance.model import (
     TOP_K1_FAILURE_KINDS,
     AxisDirection,
     Case,
+    Operator,
     Status,
     TopK1Desc,
 )
@@ -144,3 +146,6 @@ def _sorted(key: npt.NDArray[np.float64], direction: AxisDirection) -> BoolArray
     if direction == AxisDirection.DECREASING:
         return np.asarray(np.isnan(first) | (~np.isnan(second) & (first >= second)))
     return np.asarray(np.isnan(second) | (~np.isnan(first) & (first <= second)))
+
+
+ENTRY = CompareEntry(Operator.TOP_K1, compare_top_k1, golden_bit_for_bit)

@@ -1,7 +1,8 @@
 """Which spec clauses each case exercises: the clause map and the quick selection.
 
-``clauses`` reads the catalogue in ``reference/clauses/``; ``top_k1``, ``mvn1`` and ``slice1`` read each operator's
-facets off a case (``facts`` holds their shared terms), ``layouts`` the tensors' layouts; ``mapping`` builds the map
+``clauses`` reads the catalogue in ``reference/clauses/``; each operator's module reads that operator's facets off a
+case and names its catalogue (its ``CoverageEntry``, ``entry``), ``operators`` tables them, the one module naming
+every operator; ``facts`` holds their shared terms, ``layouts`` the tensors' layouts; ``mapping`` builds the map
 and the quick selection; ``markdown`` renders the map.
 
 May import: the core, cases.

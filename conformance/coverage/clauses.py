@@ -1,8 +1,8 @@
-"""The spec's clauses: every normative statement of the three pages, with a stable id.
+"""The spec's clauses: every normative statement of the operators' pages, with a stable id.
 
-The catalogues live beside the oracle (``reference/clauses/*.yaml``) with the pages they quote
-(``reference/spec/``, copies of ../shared/spec). Each clause's ``quote`` is its page's sentence verbatim,
-so a reader can find it with the browser's search, and tests/test_clauses.py proves it is there.
+The catalogues live beside the oracle (``reference/clauses/*.yaml``, each operator's named by its ``CoverageEntry``)
+with the pages they quote (``reference/spec/``, copies of ../shared/spec). Each clause's ``quote`` is its page's
+sentence verbatim, so a reader can find it with the browser's search, and tests/test_clauses.py proves it is there.
 """
 
 from __future__ import annotations
@@ -15,16 +15,12 @@ from importlib.abc import Traversable
 
 import yaml
 
+from conformance.coverage.operators import OPERATORS
 from conformance.model import Operator
 
 KINDS = ("semantic", "constraint", "example", "support", "availability", "remark", "recommendation")
 # Kinds that say what a valid descriptor is: each needs a case the validator rejects for it.
 NEEDS_NEGATIVE = frozenset({"constraint", "support", "availability"})
-CATALOGUES: Mapping[Operator, str] = {
-    Operator.TOP_K1: "top_k1.yaml",
-    Operator.MEAN_VARIANCE_NORMALIZATION1: "mean_variance_normalization1.yaml",
-    Operator.SLICE1: "slice1.yaml",
-}
 
 
 @dataclass(frozen=True)
@@ -55,15 +51,16 @@ def _reference_dir(name: str) -> Traversable:
 
 def load_catalogue(operator: Operator) -> Catalogue:
     """The clause catalogue of ``operator``; a malformed catalogue is a bug in the package (ValueError)."""
-    raw = yaml.safe_load(_reference_dir("clauses").joinpath(CATALOGUES[operator]).read_text(encoding="utf-8"))
+    file_name = OPERATORS[operator].catalogue
+    raw = yaml.safe_load(_reference_dir("clauses").joinpath(file_name).read_text(encoding="utf-8"))
     if raw.get("operator") != operator.value:
-        raise ValueError(f"{CATALOGUES[operator]}: operator is {raw.get('operator')!r}, not {operator.value}")
+        raise ValueError(f"{file_name}: operator is {raw.get('operator')!r}, not {operator.value}")
     pages = dict(raw["pages"])
     clauses = []
     for entry in raw["clauses"]:
         clause = Clause(entry["id"], operator, entry["kind"], tuple(entry["pages"]), str(entry["quote"]))
         if clause.kind not in KINDS or not set(clause.pages) <= set(pages):
-            raise ValueError(f"{CATALOGUES[operator]}: {clause.id}: kind or pages not in the catalogue's lists")
+            raise ValueError(f"{file_name}: {clause.id}: kind or pages not in the catalogue's lists")
         clauses.append(clause)
     return Catalogue(operator, pages, tuple(clauses))
 

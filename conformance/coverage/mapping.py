@@ -1,7 +1,8 @@
 """Spec coverage: which clauses each case exercises, the map of every clause's cases, and the quick selection.
 
 A valid case exercises the clauses (and facets) its operator's rules read off its descriptor and real inputs
-(coverage_top_k1/_mvn1/_slice1); a negative case covers the clauses the validator cites when it rejects it.
+(each operator's ``CoverageEntry``, from coverage/operators.py); a negative case covers the clauses the validator
+cites when it rejects it.
 Nothing is taken from a case's id or description, so a case cannot claim coverage it does not provide.
 """
 
@@ -10,26 +11,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from types import ModuleType
 
 from conformance.cases.generate import case_inputs
 from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.parse import Entry
 from conformance.cases.suite import Suite
 from conformance.cases.validate import validate
-from conformance.coverage import mvn1 as coverage_mvn1
-from conformance.coverage import slice1 as coverage_slice1
-from conformance.coverage import top_k1 as coverage_top_k1
 from conformance.coverage.clauses import Clause, all_clauses
 from conformance.coverage.facts import ANY
 from conformance.coverage.layouts import LAYOUT_FACETS, REJECTED, breaks_layout, layout_facets
+from conformance.coverage.operators import OPERATORS
 from conformance.model import Case, Operator
 
-RULES: Mapping[Operator, ModuleType] = {
-    Operator.TOP_K1: coverage_top_k1,
-    Operator.MEAN_VARIANCE_NORMALIZATION1: coverage_mvn1,
-    Operator.SLICE1: coverage_slice1,
-}
 NEGATIVE = "rejected"  # the item a negative case gives its clauses in the quick selection's cover
 
 
@@ -87,14 +80,14 @@ def case_coverage(entry: Entry, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Cas
         rejected = frozenset({REJECTED}) if negative and breaks_layout(problems) else frozenset()
         return CaseCoverage(entry.id, {}, frozenset(cited), rejected, operator)
     prefix = f"{operator}."
-    facets = RULES[entry.operator].exercised(entry, case_inputs(entry))
+    facets = OPERATORS[entry.operator].exercised(entry, case_inputs(entry))
     positive = {prefix + name: frozenset(seen) for name, seen in facets.items()}
     return CaseCoverage(entry.id, positive, frozenset(), layout_facets(entry), operator)
 
 
 def required_facets() -> dict[str, frozenset[str]]:
     """Clause id -> the facets that must all be seen before the clause counts as covered."""
-    return {f"{op.value}.{name}": facets for op, rules in RULES.items() for name, facets in rules.REQUIRED.items()}
+    return {f"{op.value}.{name}": facets for op, rules in OPERATORS.items() for name, facets in rules.required.items()}
 
 
 def build_map(coverages: Sequence[CaseCoverage], operators: Iterable[Operator] = tuple(Operator)) -> CoverageMap:

@@ -7,8 +7,9 @@ from itertools import combinations
 
 import numpy as np
 
+from conformance.coverage.entry import CoverageEntry
 from conformance.coverage.facts import ANY, FLOAT_TYPES, RANKS, Facets, level_at_least, new_facets, support_facets
-from conformance.model import ACTIVATION_PARAMS, INPUT_TENSOR, Case, FeatureLevel, Mvn1Desc, TensorSpec
+from conformance.model import ACTIVATION_PARAMS, INPUT_TENSOR, Case, FeatureLevel, Mvn1Desc, Operator, TensorSpec
 
 WITH, WITHOUT = "given", "omitted"
 LARGE_OFFSET, LONG_REDUCTION = "FLOAT16, |mean| >= 1,000 standard deviations", "reduction over >= 65,536 elements"
@@ -121,3 +122,6 @@ def exercised(case: Case, inputs: Mapping[str, np.ndarray]) -> Facets:
     support_facets(f, f"support-{table}-input", [d.input.data_type], rank if table == "3_1" else None)
     support_facets(f, f"support-{table}-output", [d.input.data_type], None)
     return f
+
+
+ENTRY = CoverageEntry(Operator.MEAN_VARIANCE_NORMALIZATION1, "mean_variance_normalization1.yaml", REQUIRED, exercised)

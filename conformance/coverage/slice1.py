@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from conformance.coverage.entry import CoverageEntry
 from conformance.coverage.facts import (
     ANY,
     DATA_TYPES,
@@ -16,7 +17,7 @@ from conformance.coverage.facts import (
     new_facets,
     support_facets,
 )
-from conformance.model import INPUT_TENSOR, Case, Slice1Desc
+from conformance.model import INPUT_TENSOR, Case, Operator, Slice1Desc
 
 AT_START, AT_END, WHOLE = "window at the start", "window at the end, offset > 0", "window is the whole dimension"
 SINGLE = "single-element window"
@@ -104,3 +105,6 @@ def exercised(case: Case, inputs: Mapping[str, np.ndarray]) -> Facets:
     support_facets(f, f"support-{table}-input", [d.input.data_type], None)
     support_facets(f, f"support-{table}-output", [d.input.data_type], None)
     return f
+
+
+ENTRY = CoverageEntry(Operator.SLICE1, "slice1.yaml", REQUIRED, exercised)

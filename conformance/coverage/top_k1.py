@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from conformance.coverage.entry import CoverageEntry
 from conformance.coverage.facts import (
     ANY,
     DATA_TYPES,
@@ -17,7 +18,7 @@ from conformance.coverage.facts import (
     special_values,
     support_facets,
 )
-from conformance.model import INPUT_TENSOR, AxisDirection, Case, TopK1Desc
+from conformance.model import INPUT_TENSOR, AxisDirection, Case, Operator, TopK1Desc
 
 SHORT, LONG, LARGE_K, ALL_EQUAL, SIGNED_ZEROS = (
     "short axis (< 256)",
@@ -115,3 +116,6 @@ def exercised(case: Case, inputs: Mapping[str, np.ndarray]) -> Facets:
         support_facets(f, "support-older-values", [d.input.data_type], None)
         f["support-older-indices"].add(ANY)
     return f
+
+
+ENTRY = CoverageEntry(Operator.TOP_K1, "top_k1.yaml", REQUIRED, exercised)

@@ -24,14 +24,12 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis import strategies as st
 
 from conformance.cases.load import Document, load_document
 from conformance.cases.parse import Entry, parse_document
@@ -39,8 +37,9 @@ from conformance.cases.schema import EDITOR_COMMENT, SCHEMA_FILE
 from conformance.cases.validate import validate
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
-from conformance.fuzz import strategies as fuzz_strategies
 from conformance.fuzz.level import lowest_feature_level
+from conformance.fuzz.operators import OPERATORS
+from conformance.fuzz.strategies import CaseDict
 from conformance.model import Case, Operator, Status
 from conformance.problems import first_line
 from conformance.results import Result, own_folder, write_text_atomic
@@ -48,11 +47,6 @@ from conformance.run.options import SHRINK_EXAMPLES, RunOptions
 from conformance.run.runner import run_entry
 
 log = logging.getLogger(__name__)
-STRATEGIES: dict[Operator, Callable[[bool], st.SearchStrategy[dict[str, Any]]]] = {
-    Operator.TOP_K1: fuzz_strategies.top_k1,
-    Operator.MEAN_VARIANCE_NORMALIZATION1: fuzz_strategies.mean_variance_normalization1,
-    Operator.SLICE1: fuzz_strategies.slice1,
-}
 BATCH = 25  # examples per seeded batch: short enough that --time is kept to within a few seconds
 FAILING = (Status.FAIL, Status.ERROR)  # a fault (CRASH, ...) cannot happen: fuzz runs in this process
 FOUND = "cases/found/"  # the library's regression tests, which every run (and --quick) reads
@@ -77,11 +71,7 @@ class FuzzOutcome:
 
 
 def case_document(
-    operator: Operator,
-    case: dict[str, Any],
-    case_id: str,
-    description: str,
-    feature_level: str = fuzz_strategies.FEATURE_LEVEL,
+    operator: Operator, case: CaseDict, case_id: str, description: str, feature_level: str
 ) -> dict[str, Any]:
     return {
         "operator": operator.value,
@@ -90,13 +80,7 @@ def case_document(
     }
 
 
-def case_text(
-    operator: Operator,
-    case: dict[str, Any],
-    case_id: str,
-    description: str,
-    feature_level: str = fuzz_strategies.FEATURE_LEVEL,
-) -> str:
+def case_text(operator: Operator, case: CaseDict, case_id: str, description: str, feature_level: str) -> str:
     document = case_document(operator, case, case_id, description, feature_level)
     return yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
 
@@ -112,9 +96,9 @@ def read_case(path: str) -> Entry:
     return _only_entry(path, load_document(path))
 
 
-def _candidate(operator: Operator, case: dict[str, Any]) -> Entry:
-    """A drawn case as the pipeline reads it (at the strategies' feature level)."""
-    document = case_document(operator, case, "candidate", "")
+def _candidate(operator: Operator, case: CaseDict) -> Entry:
+    """A drawn case as the pipeline reads it (at the level its operator's strategy draws at)."""
+    document = case_document(operator, case, "candidate", "", str(OPERATORS[operator].draw_level))
     return _only_entry("<fuzz candidate>", Document("<fuzz candidate>", document, {}))
 
 
@@ -122,8 +106,8 @@ def _level(operator: Operator, case: dict[str, Any], options: RunOptions) -> str
     """The feature level a finding's file is written with: the lowest that admits its case (level.py), so that it
     runs on every DirectML that can take it."""
     entry = _candidate(operator, case)
-    if not isinstance(entry, Case):  # cannot happen: a candidate that did not parse never ran
-        return fuzz_strategies.FEATURE_LEVEL
+    if not isinstance(entry, Case):  # a candidate that did not parse never ran, so it cannot have failed
+        raise TypeError(f"the fuzzer's failing case did not parse: {entry}")
     return str(lowest_feature_level(entry, options.max_elements))
 
 
@@ -178,7 +162,8 @@ def _batch(search: _Search, batch_seed: int, special: bool) -> bool:
         report_multiple_bugs=False,
         print_blob=False,
     )
-    prop = hypothesis_seed(batch_seed)(config(given(STRATEGIES[search.operator](special))(search.check)))
+    strategy = OPERATORS[search.operator].draw_case(special)
+    prop = hypothesis_seed(batch_seed)(config(given(strategy)(search.check)))
     try:
         prop()
     except _Mismatch as mismatch:
@@ -261,11 +246,13 @@ def _write_found(
     description = f"Found by `{command}`: {result.status.value} ({result.failure_kind}) on {_alias(ep)}: {headline}"
     path = os.path.join(out_dir, f"{name}.yaml")
     own_folder(out_dir)  # reports/fuzz by default: in a checkout, whose links are never followed
-    # The schema's path as seen from cases/found/, where a reviewed finding is promoted to: right once it is there.
+    # The file's header speaks of it where a reviewed finding is promoted to, cases/found/, and is right once it is
+    # there: the schema's path as seen from that folder, the command that runs it from the checkout's root (not the
+    # folder it was written to, which the console's reproduce line names).
     schema = os.path.relpath(SCHEMA_FILE, FOUND).replace(os.sep, "/")
     header = (
         f"{EDITOR_COMMENT}{schema}\n"
-        f"# Written by `{command}`.\n# Reproduce: {_reproduce(path, ep)}\n"
+        f"# Written by `{command}`.\n# Reproduce: {_reproduce(f'{FOUND}{name}.yaml', ep)}\n"
         f"# feature_level: {feature_level}, the lowest that admits this case.\n"
         f"# {PROMOTE}\n"
     )
