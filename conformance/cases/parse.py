@@ -14,17 +14,18 @@ from typing import Any
 from conformance.cases.fields import UNKNOWN_FIELD, Fields
 from conformance.cases.ids import file_id
 from conformance.cases.keys import (
+    CASE_KEYS,
     EXPECT_INVALID,
     EXPECT_VALID,
     FILE_KEYS,
     MAX_ULP,
     OPERATOR_PREFIX,
     TOLERANCE_KEYS,
-    case_keys,
+    Key,
     names,
 )
 from conformance.cases.load import Document
-from conformance.cases.parse_descriptor import read_descriptor
+from conformance.cases.operators import OPERATORS
 from conformance.cases.parse_tensor import read_outputs, read_values
 from conformance.cases.sweep import Budget, expand
 from conformance.model import (
@@ -54,6 +55,11 @@ class Rejected:
 
 
 Entry = Case | Rejected
+
+
+def case_keys(operator: Operator) -> tuple[Key, ...]:
+    """The keys of one case of ``operator``'s files: the case's own, then its descriptor's."""
+    return (*CASE_KEYS, *OPERATORS[operator].keys)
 
 
 def display_path(path: str) -> str:
@@ -118,7 +124,7 @@ def _case(
     description = f.text("description")
     level = _feature_level(f, file_level)
     outputs = read_outputs(f, OUTPUT_NAMES[operator])
-    descriptor = read_descriptor(operator, f, outputs)
+    descriptor = OPERATORS[operator].read(f, outputs)
     expected, shapes = _expected(f.sub("expected", required=False), operator)
     tolerance = _tolerance(f.sub("tolerance", required=False))
     if descriptor is None and not problems:  # every reader records why it gave up; this is a safety net

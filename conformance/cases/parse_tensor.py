@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from conformance.cases.fields import Fields, as_number
-from conformance.cases.generate import GENERATOR_KINDS
+from conformance.cases.generate_kinds import GENERATOR_KINDS
 from conformance.cases.keys import (
     DATA_TYPE_PREFIX,
     GENERATOR_KEYS,
