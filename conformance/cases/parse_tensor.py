@@ -80,8 +80,8 @@ def read_generator(fields: Fields) -> Generator | None:
     params: dict[str, float] = {}
     read_above = names(GENERATOR_KEYS)  # Kind and Seed
     for name in fields.raw:
-        if name in read_above:
-            continue
+        if name in read_above or (params_of_kind is not None and name not in params_of_kind):
+            continue  # a parameter the kind does not take: an unknown field, said above
         value = fields.number(name)
         if value is not None:
             params[name] = value
