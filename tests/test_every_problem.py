@@ -1,5 +1,6 @@
 """Every problem of a case is reported, each on its own ``file:line:col`` line: a duplicate id, a key the loader does
-not know or a file's unknown key hides none of the case's other problems (the spec's among them).
+not know or a file's unknown key hides none of the case's other problems (the spec's among them), and an operator's
+name that is not one is answered with the nearest.
 
 Positions are counted by hand in each snippet, as in test_parse.py.
 """
@@ -12,6 +13,7 @@ import pytest
 
 from conformance.cases.suite import read_file
 from conformance.cli.main import main
+from conformance.model import Operator
 
 MVN_HEADER = "operator: MEAN_VARIANCE_NORMALIZATION1\nfeature_level: '3_1'\ncases:\n"
 INPUT = "    InputTensor: {Sizes: [1, 1, 2, 2], DataType: FLOAT32, Data: [1, 2, 3, 4]}\n"
@@ -82,3 +84,27 @@ def test_a_file_s_unreadable_feature_level_stops_before_its_cases(tmp_path: Path
     header = MVN_HEADER.replace("'3_1'", "'9_9'")
     path, lines = problems(tmp_path, header + "  - id: a\n" + INPUT + SCALE_ONLY + "    Axes: [2, 3]\n")
     assert len(lines) == 1 and lines[0].startswith(f"{path}:2:1: feature_level: not a DirectML feature level")
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("TOPK1", "TOP_K1"),
+        ("TOP_K", "TOP_K1"),
+        ("topk1", "TOP_K1"),
+        ("DML_TOPK", "TOP_K1"),
+        ("DML_SLICE", "SLICE1"),
+        ("slice", "SLICE1"),
+        ("MEAN_VARIANCE_NORMALIZATION", "MEAN_VARIANCE_NORMALIZATION1"),
+        ("DML_MEAN_VARIANCE_NORMALISATION1", "MEAN_VARIANCE_NORMALIZATION1"),
+    ],
+)
+def test_an_operator_s_misspelt_name_is_answered_with_the_nearest(tmp_path: Path, written: str, meant: str) -> None:
+    path, lines = problems(tmp_path, f"operator: {written}\ncases: []\n")
+    assert lines == [f"{path}:1:1: operator: unknown operator {written!r} (did you mean {meant}?)"]
+
+
+def test_a_name_near_no_operator_lists_them_from_the_enumeration(tmp_path: Path) -> None:
+    path, lines = problems(tmp_path, "operator: CONVOLUTION\ncases: []\n")
+    known = ", ".join(operator.value for operator in Operator)
+    assert lines == [f"{path}:1:1: operator: unknown operator 'CONVOLUTION' (one of: {known})"]

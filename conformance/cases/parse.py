@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.cases.fields import UNKNOWN_FIELD, Fields
+from conformance.cases.fields import UNKNOWN_FIELD, Fields, member, unknown_operator
 from conformance.cases.ids import file_id
 from conformance.cases.keys import (
     CASE_KEYS,
@@ -85,6 +85,17 @@ def display_path(path: str) -> str:
     when inside it. Ids name the file otherwise (ids.py)."""
     relative = os.path.relpath(path)
     return path if relative.startswith("..") else relative.replace(os.sep, "/")
+
+
+def _operator(top: Fields) -> Operator | None:
+    """The file's operator, read as every choice is (fields.member); a name it is not, refused with the nearest."""
+    if not top.has("operator"):
+        top.get("operator", required=True)  # says it is missing
+        return None
+    found = member(Operator, top.raw["operator"], OPERATOR_PREFIX)
+    if found is None:
+        top.problem("operator", unknown_operator(top.raw["operator"], OPERATOR_PREFIX))
+    return found
 
 
 def _feature_level(f: Fields, default: FeatureLevel) -> FeatureLevel:
@@ -217,7 +228,7 @@ def parse_file(doc: Document, named: str | None = None) -> ParsedFile:
         return ParsedFile((), (not_a_file,), (), ())
     top.check_known(names(FILE_KEYS))
     top.text("description")  # only checked: a file's description is for its readers
-    operator = top.choice("operator", Operator, strip=OPERATOR_PREFIX)
+    operator = _operator(top)
     level = _feature_level(top, INTRODUCED)
     cases = top.get("cases", True)
     if top.has("cases") and not isinstance(cases, list):
