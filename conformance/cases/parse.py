@@ -226,13 +226,7 @@ def parse_file(doc: Document, named: str | None = None) -> ParsedFile:
     if not isinstance(doc.data, dict):
         not_a_file = Problem(doc.pos(()), "", "a case file is a mapping with 'operator:' and 'cases:'")
         return ParsedFile((), (not_a_file,), (), ())
-    top.check_known(names(FILE_KEYS))
-    top.text("description")  # only checked: a file's description is for its readers
-    operator = _operator(top)
-    level = _feature_level(top, INTRODUCED)
-    cases = top.get("cases", True)
-    if top.has("cases") and not isinstance(cases, list):
-        top.problem("cases", f"must be a list of cases, got {_kind(cases)}")
+    operator, level, cases = _file_keys(top)
     level_unread = any(problem.field == "feature_level" for problem in problems)  # its cases would take another
     if operator is None or not isinstance(cases, list) or level_unread:
         return ParsedFile((), tuple(problems), (), ())
@@ -278,6 +272,19 @@ def parse_file(doc: Document, named: str | None = None) -> ParsedFile:
             entries.append(entry)
             read.append(entry)
     return ParsedFile(tuple(entries), tuple(problems), tuple(read), tuple(duplicates))
+
+
+def _file_keys(top: Fields) -> tuple[Operator | None, FeatureLevel, Any]:
+    """A file's keys around its cases: its operator (None: not read), feature level and cases (a list where it is
+    one), each problem said through ``top``."""
+    top.check_known(names(FILE_KEYS))
+    top.text("description")  # only checked: a file's description is for its readers
+    operator = _operator(top)
+    level = _feature_level(top, INTRODUCED)
+    cases = top.get("cases", True)
+    if top.has("cases") and not isinstance(cases, list):
+        top.problem("cases", f"must be a list of cases, got {_kind(cases)}")
+    return operator, level, cases
 
 
 def _kind(value: Any) -> str:
