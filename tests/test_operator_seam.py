@@ -15,6 +15,7 @@ from conformance.operators import MissingOperator, OperatorTable, tables
 
 # The stages that know operators, each through one registry module (docs/architecture.md#adding-an-operator).
 REGISTRIES: set[str] = {  # each stage's registry adds its line here as it is built
+    "conformance/cases/operators.py",
     "conformance/compare/operators.py",
     "conformance/coverage/operators.py",
     "conformance/fuzz/operators.py",

@@ -244,10 +244,7 @@ def test_random_generator_needs_a_seed_and_arange_does_not(tmp_path: Path) -> No
         ("cases: []\n", ["1:1: operator: missing required field"]),
         ("operator: TOP_K1\ncases:\n", ["2:1: cases: must be a list of cases, got an empty value"]),
         ("operator: TOP_K1\ncases: {a: 1}\n", ["2:1: cases: must be a list of cases, got a mapping"]),
-        (
-            "operator: TOP_K\ncases: []\n",
-            ["1:1: operator: must be one of TOP_K1, MEAN_VARIANCE_NORMALIZATION1, SLICE1, got 'TOP_K'"],
-        ),
+        ("operator: TOP_K\ncases: []\n", ["1:1: operator: unknown operator 'TOP_K' (did you mean TOP_K1?)"]),
         (
             "operator: TOP_K1\nfeature_level: '3'\ncases: []\n",
             ["2:1: feature_level: not a feature level: '3' (expected e.g. \"3_1\")"],

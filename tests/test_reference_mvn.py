@@ -14,7 +14,7 @@ import pytest
 from numpy.typing import NDArray
 from onnx import TensorProto, helper
 
-from reference import mean_variance_normalization1
+from reference.mean_variance_normalization1 import mean_variance_normalization1
 
 F32_EPS_1E5 = float(np.float32(1e-5))  # Epsilon is a FLOAT field: the operator receives float32(1e-5)
 

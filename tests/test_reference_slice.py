@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from reference import slice1
+from reference.slice1 import slice1
 
 SPEC_INPUT = np.arange(1, 17, dtype=np.float32).reshape(1, 1, 4, 4)
 

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from reference import top_k1
+from reference.top_k1 import top_k1
 
 SPEC_INPUT_A = np.array([[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]], dtype=np.float32)
 SPEC_INPUT_B = np.array([[[[1, 2, 2, 3], [3, 4, 5, 5], [6, 6, 6, 6]]]], dtype=np.float32)

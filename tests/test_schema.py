@@ -32,17 +32,17 @@ from conformance.cases.keys import (
     CASE_KEYS,
     FILE_KEYS,
     GENERATOR_KEYS,
-    OPERATOR_KEYS,
     OUTPUT_KEYS,
     TENSOR_KEYS,
     TOLERANCE_KEYS,
     Key,
     Kind,
     activation_keys,
-    case_keys,
     expected_keys,
 )
 from conformance.cases.load import load_document
+from conformance.cases.operators import OPERATORS
+from conformance.cases.parse import case_keys
 from conformance.cli.main import main
 from conformance.model import Operator
 from conformance.problems import CaseFileError
@@ -515,7 +515,7 @@ def test_the_full_cases_hold_every_key_of_the_table() -> None:
     mapping may hold in some case."""
     held: set[tuple[Kind, str]] = set()
     for operator, case in FULL.items():
-        assert {key.name for key in OPERATOR_KEYS[operator]} <= set(case), operator
+        assert {key.name for key in OPERATORS[operator].keys} <= set(case), operator
         assert {key.name for key in expected_keys(operator)} == set(case["expected"]), operator
         held |= {(Kind.CASES, name) for name in case}
         for key in case_keys(operator):

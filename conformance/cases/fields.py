@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from conformance.model import SourcePos
+from conformance.model import Operator, SourcePos
 from conformance.problems import Problem
 
 E = TypeVar("E", bound=enum.Enum)
@@ -37,6 +37,22 @@ def member(kind: type[E], value: Any, strip: str = "") -> E | None:
     DirectML prefix ``strip`` ("DML_") optional, so ``top_k1`` and ``DML_TOP_K1`` name TOP_K1; None for another."""
     text = str(value).strip().upper().removeprefix(strip) if isinstance(value, str) else None
     return next((m for m in kind if m.value == text), None)
+
+
+def closest_member(kind: type[E], value: Any, strip: str = "") -> E | None:
+    """The member of ``kind`` whose name, with or without the prefix ``strip``, is nearest ``value``'s text in any case
+    (difflib's closest match), for a did-you-mean; None where none is near."""
+    spellings = {spelling: m for m in kind for spelling in (f"{strip}{m.value}", str(m.value))}
+    close = difflib.get_close_matches(str(value).strip().upper(), list(spellings), n=1)
+    return spellings[close[0]] if close else None
+
+
+def unknown_operator(value: Any, strip: str) -> str:
+    """The message for an ``operator:`` that names none of model.Operator's (``strip``: the optional prefix), with
+    the nearest one where one is near (TOPK1, DML_SLICE), else the list of them."""
+    near = closest_member(Operator, value, strip)
+    hint = f"did you mean {near.value}?" if near is not None else f"one of: {', '.join(op.value for op in Operator)}"
+    return f"unknown operator {value!r} ({hint})"
 
 
 def unknown_field(name: str, allowed: Iterable[str]) -> str:

@@ -1,6 +1,6 @@
-"""Every key a case file may hold and what its value is: the one table that parse.py, parse_descriptor.py and
-parse_tensor.py take their key names, ranges and spellings from, and that schema.py renders as the JSON Schema an
-editor checks case files with (``dmlconf schema``).
+"""Every key a case file may hold and what its value is: the one table that parse.py, parse_tensor.py and each
+operator's module (its descriptor's keys) take their key names, ranges and spellings from, and that schema.py renders
+as the JSON Schema an editor checks case files with (``dmlconf schema``).
 
 The readers are written by hand (each says what is wrong in its own words); this table states what they read, and
 tests/test_schema.py holds them to it: every key removed, misspelt or given a value of the wrong kind is refused by
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from conformance.cases.generate import GENERATOR_KINDS
-from conformance.model import ACTIVATION_PARAMS, OUTPUT_NAMES, AxisDirection, DataType, Operator
+from conformance.cases.generate_kinds import GENERATOR_KINDS
+from conformance.model import ACTIVATION_PARAMS, OUTPUT_NAMES, DataType, Operator
 
 
 class Kind(enum.Enum):
@@ -70,19 +70,18 @@ MAX_ULP = 2**31
 SEEDLESS_KINDS = frozenset({"arange"})  # generator kinds that draw no random numbers: Seed is optional
 OPERATOR_PREFIX = "DML_"
 DATA_TYPE_PREFIX = "DML_TENSOR_DATA_TYPE_"
-AXIS_DIRECTION_PREFIX = "DML_AXIS_DIRECTION_"
 ACTIVATION_PREFIX = "DML_OPERATOR_ACTIVATION_"
 EXPECT_VALID, EXPECT_INVALID = "valid", "invalid"
 MATRIX = "matrix"
 EACH = "each"  # matrix keys "each" and "each_*" list mappings that set several fields together
 
 
-def _values(kind: type[enum.Enum]) -> tuple[str, ...]:
+def enum_values(kind: type[enum.Enum]) -> tuple[str, ...]:
     return tuple(str(member.value) for member in kind)
 
 
 def _data_type(help: str, required: bool) -> Key:
-    return Key("DataType", Kind.CHOICE, help, required, _values(DataType), DATA_TYPE_PREFIX, padded=True)
+    return Key("DataType", Kind.CHOICE, help, required, enum_values(DataType), DATA_TYPE_PREFIX, padded=True)
 
 
 FILE_KEYS = (
@@ -91,7 +90,7 @@ FILE_KEYS = (
         Kind.CHOICE,
         "The DirectML operator every case of the file describes.",
         required=True,
-        choices=_values(Operator),
+        choices=enum_values(Operator),
         prefix=OPERATOR_PREFIX,
         padded=True,
     ),
@@ -121,48 +120,8 @@ CASE_KEYS = (
     ),
 )
 
-_INPUT = Key("InputTensor", Kind.TENSOR, "The input tensor.", required=True)
-OPERATOR_KEYS: Mapping[Operator, tuple[Key, ...]] = MappingProxyType(
-    {
-        Operator.TOP_K1: (
-            _INPUT,
-            Key("Axis", Kind.UINT, "The dimension to select along; less than the InputTensor's DimensionCount.", True),
-            Key("K", Kind.UINT, "How many elements to select; above 0 and below the size along Axis.", True),
-            Key(
-                "AxisDirection",
-                Kind.CHOICE,
-                "DECREASING (default: the largest K) or INCREASING (the smallest K).",
-                choices=_values(AxisDirection),
-                prefix=AXIS_DIRECTION_PREFIX,
-                padded=True,
-            ),
-            Key("OutputValueTensor", Kind.OUTPUT, "The values' tensor: Sizes and DataType (derived if left out)."),
-            Key(
-                "OutputIndexTensor",
-                Kind.OUTPUT,
-                "The indices' tensor (UINT32): Sizes and DataType (derived if left out).",
-            ),
-        ),
-        Operator.MEAN_VARIANCE_NORMALIZATION1: (
-            _INPUT,
-            Key("ScaleTensor", Kind.TENSOR, "Scale, broadcast over the input; required if BiasTensor is given."),
-            Key("BiasTensor", Kind.TENSOR, "Bias, broadcast over the input; required if ScaleTensor is given."),
-            Key("Axes", Kind.UINTS, "The axes to compute the mean and variance over, each once.", required=True),
-            Key("NormalizeVariance", Kind.BOOLEAN, "Divide by the standard deviation (default true)."),
-            Key("Epsilon", Kind.NUMBER, "Added to the variance to avoid dividing by zero (default 1e-5)."),
-            Key("FusedActivation", Kind.ACTIVATION, "An activation applied to the output."),
-            Key("OutputTensor", Kind.OUTPUT, "The output tensor: Sizes and DataType (derived if left out)."),
-        ),
-        Operator.SLICE1: (
-            _INPUT,
-            Key("InputWindowOffsets", Kind.UINTS, "The window's start in each dimension.", required=True),
-            Key("InputWindowSizes", Kind.UINTS, "The window's extent in each dimension.", required=True),
-            Key("InputWindowStrides", Kind.INTS, "The step in each dimension; negative reverses, 0 is invalid.", True),
-            Key("OutputSizes", Kind.UINTS, "The output's sizes (default: MaxCopiedElements); or give OutputTensor."),
-            Key("OutputTensor", Kind.OUTPUT, "The output tensor: Sizes and DataType (derived if left out)."),
-        ),
-    }
-)
+# Every operator's descriptor begins with its InputTensor; each operator's module lists its own keys (``CaseOperator``).
+INPUT_TENSOR_KEY = Key("InputTensor", Kind.TENSOR, "The input tensor.", required=True)
 
 UINT64_MAX = 2**64 - 1
 # DML_BUFFER_TENSOR_DESC's layout, of any input or output tensor (reference/layout.py; validate_layout.py).
@@ -244,11 +203,6 @@ TOLERANCE_KEYS = (
     Key("max_ulp", Kind.ULP, "The largest error allowed, in units in the last place."),
     Key("atol", Kind.NON_NEGATIVE, "An absolute error allowed besides max_ulp."),
 )
-
-
-def case_keys(operator: Operator) -> tuple[Key, ...]:
-    """The keys of one case of ``operator``'s files: the case's own, then its descriptor's."""
-    return (*CASE_KEYS, *OPERATOR_KEYS[operator])
 
 
 def activation_keys(activation: str) -> tuple[str, ...]:

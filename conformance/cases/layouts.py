@@ -10,20 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from conformance.cases.operators import OPERATORS
 from conformance.dtypes import numpy_dtype
-from conformance.model import (
-    BIAS_TENSOR,
-    INPUT_TENSOR,
-    OUTPUT_INDEX_TENSOR,
-    OUTPUT_TENSOR,
-    OUTPUT_VALUE_TENSOR,
-    SCALE_TENSOR,
-    Case,
-    DataType,
-    Mvn1Desc,
-    TensorSpec,
-    TopK1Desc,
-)
+from conformance.model import Case, DataType, TensorSpec
 from reference.layout import buffer_size, calc_buffer_tensor_size, index_of_last_element, read_strided, write_strided
 
 
@@ -80,12 +69,8 @@ class Layout:
 
 
 def input_tensors(case: Case) -> dict[str, TensorSpec]:
-    """The case's input tensors by DML name: InputTensor, and MVN1's ScaleTensor and BiasTensor where given."""
-    d = case.descriptor
-    tensors = {INPUT_TENSOR: d.input}
-    if isinstance(d, Mvn1Desc):
-        tensors |= {name: t for name, t in ((SCALE_TENSOR, d.scale), (BIAS_TENSOR, d.bias)) if t is not None}
-    return tensors
+    """The case's input tensors by DML name: InputTensor, then those of its operator's others that it gives."""
+    return OPERATORS[case.operator].inputs(case.descriptor)
 
 
 def input_layouts(case: Case) -> dict[str, Layout]:
@@ -97,27 +82,18 @@ def input_layouts(case: Case) -> dict[str, Layout]:
 
 def output_layouts(case: Case) -> dict[str, Layout]:
     """Every output tensor's layout, by DML name: the Sizes and DataType the case writes, else those the descriptor
-    gives it ("InputTensor and OutputValueTensor must have the same DataType", OutputIndexTensor UINT32, MVN1's and
-    SLICE1's output the input's DataType; a valid case's written ones are these), with the Strides and
-    TotalTensorSizeInBytes the case writes."""
-    d = case.descriptor
-    if isinstance(d, TopK1Desc):
-        derived = {
-            OUTPUT_VALUE_TENSOR: (d.output_sizes, d.input.data_type),
-            OUTPUT_INDEX_TENSOR: (d.output_sizes, DataType.UINT32),
-        }
-    elif isinstance(d, Mvn1Desc):
-        derived = {OUTPUT_TENSOR: (d.input.sizes, d.input.data_type)}
-    else:
-        derived = {OUTPUT_TENSOR: (d.output_sizes, d.input.data_type)}
+    gives it (its operator's ``outputs``: the spec page's rules; a valid case's written ones are these), with the
+    Strides and TotalTensorSizeInBytes the case writes."""
+    derived = OPERATORS[case.operator].outputs(case.descriptor)
     layouts = {}
-    for name, (sizes, data_type) in derived.items():
+    for name, output in derived.items():
         given = case.outputs.get(name)
         if given is None:
-            layouts[name] = Layout(name, tuple(sizes), data_type)
+            layouts[name] = Layout(name, tuple(output.sizes), output.data_type)
             continue
-        sizes = given.sizes if given.sizes is not None else sizes  # a negative case's own, the descriptor's as written
-        data_type = given.data_type if given.data_type is not None else data_type
+        # The case's own where it writes them (a negative case's may differ from the descriptor's), else derived.
+        sizes = given.sizes if given.sizes is not None else output.sizes
+        data_type = given.data_type if given.data_type is not None else output.data_type
         layouts[name] = Layout(name, tuple(sizes), data_type, given.strides, given.total_bytes)
     return layouts
 

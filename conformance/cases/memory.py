@@ -4,15 +4,15 @@ DirectML runner's frames can carry it.
 
 A case's memory is the harness's own work on it, the same on every EP, plus what its execution path holds
 (model.MemoryPath, each described in ep/memory.py). The harness's part is its InputTensor's elements times its
-operator's ``BYTES_PER_ELEMENT``: the InputTensor is the largest tensor of each of the three operators (outputs,
-Scale and Bias are at most its size), and what a case allocates grows with it: the input as generated (float64
-draws, then its own type), the oracle's float64 copies and its outputs, the comparison's float64 errors and int64
-ULPs and indices, and an EP's copies of inputs and outputs in the harness's process. Each figure is the largest
-peak, per InputTensor element, that ``benchmarks/case_memory.py`` measured for the operator over its data types and
-shapes (8 M-element inputs on the CPU EP, whose buffers share the process with the oracle's), rounded up by about a
-sixth (docs/case-format.md#limits). An input given a layout (Strides, TotalTensorSizeInBytes) adds its buffer's
-bytes: the oracle writes it into that buffer and reads it back (case_inputs), and a padded buffer can be far larger
-than its elements. How a path's part counts beside it is model.MemoryPath's to say.
+operator's ``BYTES_PER_ELEMENT`` (each operator's module's ``bytes_per_element``): the InputTensor is the largest tensor
+of each operator (its outputs and other inputs are at most its size), and what a case allocates grows with it: the input
+as generated (float64 draws, then its own type), the oracle's float64 copies and its outputs, the comparison's float64
+errors and int64 ULPs and indices, and an EP's copies of inputs and outputs in the harness's process. Each figure is the
+largest peak, per InputTensor element, that ``benchmarks/case_memory.py`` measured for the operator over its data types
+and shapes (8 M-element inputs on the CPU EP, whose buffers share the process with the oracle's), rounded up by about a
+sixth (docs/case-format.md#limits). An input given a layout (Strides, TotalTensorSizeInBytes) adds its buffer's bytes:
+the oracle writes it into that buffer and reads it back (case_inputs), and a padded buffer can be far larger than its
+elements. How a path's part counts beside it is model.MemoryPath's to say.
 """
 
 from __future__ import annotations
@@ -24,18 +24,14 @@ from types import MappingProxyType
 
 from conformance.cases.layouts import Layout, input_layouts, output_layouts
 from conformance.cases.limits import FileLimits
+from conformance.cases.operators import OPERATORS
 from conformance.cases.parse import Entry, Rejected
-from conformance.model import IN_PROCESS, Case, Copies, MemoryPath, Mvn1Desc, Operator, TopK1Desc
+from conformance.model import IN_PROCESS, Case, Copies, MemoryPath, Operator
 from conformance.problems import Problem
 
-# Measured peaks per InputTensor element (benchmarks/case_memory.py): MVN1 99 (Scale and Bias full-size; 91 without
-# them or broadcast), TOP_K1 44 (K near the axis size; 24 for K 8), SLICE1 24 (float32 and float16; int8 17).
+# Each operator's figure, as its module states it with the peak measured (benchmarks/case_memory.py).
 BYTES_PER_ELEMENT: Mapping[Operator, int] = MappingProxyType(
-    {
-        Operator.TOP_K1: 52,
-        Operator.MEAN_VARIANCE_NORMALIZATION1: 112,
-        Operator.SLICE1: 28,
-    }
+    {operator: entry.bytes_per_element for operator, entry in OPERATORS.items()}
 )
 
 
@@ -44,14 +40,10 @@ def case_elements(entry: Entry) -> int:
     an ``expect: invalid`` case, which the validator refuses before any tensor is made. For a case that validates."""
     if isinstance(entry, Rejected) or entry.expect_invalid is not None:
         return 0
-    d = entry.descriptor
-    if isinstance(d, TopK1Desc):
-        shapes = [d.input.sizes, d.output_sizes, d.output_sizes]  # OutputValueTensor and OutputIndexTensor
-    elif isinstance(d, Mvn1Desc):
-        shapes = [t.sizes for t in (d.input, d.scale, d.bias) if t is not None] + [d.input.sizes]
-    else:
-        shapes = [d.input.sizes, d.output_sizes]
-    return sum(math.prod(shape) for shape in shapes)
+    operator = OPERATORS[entry.operator]
+    inputs = operator.inputs(entry.descriptor).values()
+    outputs = operator.outputs(entry.descriptor).values()
+    return sum(math.prod(tensor.sizes) for tensor in inputs) + sum(math.prod(output.sizes) for output in outputs)
 
 
 def tensor_bytes(case: Case) -> Copies:
@@ -93,7 +85,7 @@ def harness_bytes(entry: Entry) -> int:
     case = _counted(entry)
     if case is None:
         return 0
-    return BYTES_PER_ELEMENT[case.operator] * math.prod(case.descriptor.input.sizes) + layout_bytes(case)
+    return OPERATORS[case.operator].bytes_per_element * math.prod(case.descriptor.input.sizes) + layout_bytes(case)
 
 
 @dataclass(frozen=True)
@@ -171,7 +163,7 @@ def _memory_problem(case: Case, limits: FileLimits, sizes: Copies) -> Problem | 
     if found.total <= max_case_bytes:
         return None
     elements = math.prod(case.descriptor.input.sizes)
-    per = BYTES_PER_ELEMENT[case.operator]
+    per = OPERATORS[case.operator].bytes_per_element
     buffers = layout_bytes(case)
     parts = f"{elements} elements x {per} bytes for {case.operator.value}"
     parts += f" plus {size_text(buffers)} of buffers with layouts" if buffers else ""

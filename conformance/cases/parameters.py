@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from conformance.model import Descriptor, Mvn1Desc, OutputDesc, Slice1Desc, TensorSpec, TopK1Desc
+from conformance.cases.case_operator import CaseOperator, Described
+from conformance.cases.operators import OPERATORS
+from conformance.model import Descriptor, OutputDesc, TensorSpec
+from conformance.operators import MissingOperator
 
 Parameters = dict[str, str]
 
@@ -31,39 +34,28 @@ def _ints(values: tuple[int, ...]) -> str:
 
 
 def describe(descriptor: Descriptor, outputs: Mapping[str, OutputDesc] | None = None) -> Parameters:
-    """The descriptor's fields as texts, in the order the spec's struct lists them; then each output the case gives a
-    layout (``outputs``: ``Case.outputs``), as its Strides and TotalTensorSizeInBytes."""
+    """The descriptor's fields as texts, in the order the spec's struct lists them (InputTensor, then its operator's
+    others: ``CaseOperator.describe``); then each output the case gives a layout (``outputs``: ``Case.outputs``), as
+    its Strides and TotalTensorSizeInBytes."""
     described: Parameters = {"InputTensor": _tensor(descriptor.input)}
-    if isinstance(descriptor, TopK1Desc):
-        described |= {
-            "Axis": str(descriptor.axis),
-            "K": str(descriptor.k),
-            "AxisDirection": descriptor.axis_direction.value,
-        }
-    elif isinstance(descriptor, Mvn1Desc):
-        if descriptor.scale is not None:
-            described["ScaleTensor"] = _tensor(descriptor.scale)
-        if descriptor.bias is not None:
-            described["BiasTensor"] = _tensor(descriptor.bias)
-        described |= {
-            "Axes": _ints(descriptor.axes),
-            "NormalizeVariance": str(descriptor.normalize_variance).lower(),
-            "Epsilon": f"{descriptor.epsilon:g}",
-        }
-        activation = descriptor.fused_activation
-        if activation is not None:
-            params = "".join(f", {key} {value:g}" for key, value in activation.params.items())
-            described["FusedActivation"] = activation.type + params
-    elif isinstance(descriptor, Slice1Desc):
-        described |= {
-            "InputWindowOffsets": _ints(descriptor.offsets),
-            "InputWindowSizes": _ints(descriptor.sizes),
-            "InputWindowStrides": _ints(descriptor.strides),
-        }
-        if descriptor.given_output_sizes is not None:
-            described["OutputSizes"] = _ints(descriptor.given_output_sizes)
+    for name, value in _operator(descriptor).describe(descriptor).items():
+        described[name] = _text(value)
     for name, output in (outputs or {}).items():
         layout = _layout(output.strides, output.total_bytes)
         if layout:
             described[name] = layout.removeprefix(", ")
     return described
+
+
+def _text(value: Described) -> str:
+    if isinstance(value, TensorSpec):
+        return _tensor(value)
+    return _ints(value) if isinstance(value, tuple) else value
+
+
+def _operator(descriptor: Descriptor) -> CaseOperator:
+    """The operator whose descriptor this is (a report's parameters are made from the descriptor alone)."""
+    for entry in OPERATORS.values():
+        if isinstance(descriptor, entry.descriptor):
+            return entry
+    raise MissingOperator(f"{OPERATORS.name} has no entry for a {type(descriptor).__name__}")

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from conformance.cases.fields import Fields, as_number
-from conformance.cases.generate import GENERATOR_KINDS
+from conformance.cases.generate_kinds import GENERATOR_KINDS
 from conformance.cases.keys import (
     DATA_TYPE_PREFIX,
     GENERATOR_KEYS,
@@ -80,8 +80,8 @@ def read_generator(fields: Fields) -> Generator | None:
     params: dict[str, float] = {}
     read_above = names(GENERATOR_KEYS)  # Kind and Seed
     for name in fields.raw:
-        if name in read_above:
-            continue
+        if name in read_above or (params_of_kind is not None and name not in params_of_kind):
+            continue  # a parameter the kind does not take: an unknown field, said above
         value = fields.number(name)
         if value is not None:
             params[name] = value

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from conformance.cases.fields import INT_MAX, INT_MIN, UINT_MAX
-from conformance.cases.generate import GENERATOR_KINDS
+from conformance.cases.generate_kinds import GENERATOR_KINDS
 from conformance.cases.keys import (
     ACTIVATION_TYPE,
     CASE_KEYS,
@@ -36,7 +36,6 @@ from conformance.cases.keys import (
     GENERATOR_PARAMETER_HELP,
     MATRIX,
     MAX_ULP,
-    OPERATOR_KEYS,
     OUTPUT_KEYS,
     SEED_MAX,
     SEEDLESS_KINDS,
@@ -46,9 +45,10 @@ from conformance.cases.keys import (
     Key,
     Kind,
     activation_keys,
-    case_keys,
     expected_keys,
 )
+from conformance.cases.operators import OPERATORS
+from conformance.cases.parse import case_keys
 from conformance.model import ACTIVATION_PARAMS, FEATURE_LEVELS, Operator
 
 DRAFT = "http://json-schema.org/draft-07/schema#"
@@ -106,7 +106,7 @@ def _choice(key: Key) -> Schema:
 def _choice_keys() -> Iterator[Key]:
     """Every CHOICE key of the table, once per name (a tensor's and an output's DataType are one choice)."""
     keys = [*FILE_KEYS, *CASE_KEYS, *TENSOR_KEYS, *OUTPUT_KEYS, *GENERATOR_KEYS, ACTIVATION_TYPE]
-    keys += [key for operator in Operator for key in OPERATOR_KEYS[operator]]
+    keys += [key for operator in Operator for key in OPERATORS[operator].keys]
     seen: dict[str, Key] = {}
     for key in keys:
         if key.kind is Kind.CHOICE and key.name not in seen:

@@ -14,7 +14,7 @@ from conformance.cases.ids import file_id
 from conformance.cases.limits import DEFAULT_LIMITS, DEFAULT_MAX_ELEMENTS, FileLimits
 from conformance.cases.load import load_document
 from conformance.cases.memory import case_elements, cost_problem
-from conformance.cases.parse import Entry, Rejected, display_path, parse_document
+from conformance.cases.parse import Entry, Rejected, display_path, parse_file
 from conformance.cases.validate import validate
 from conformance.model import Case, SourcePos
 from conformance.problems import CaseFileError, Problem, one_line
@@ -133,22 +133,26 @@ def read_file(
     path: str, max_elements: int = DEFAULT_MAX_ELEMENTS, limits: FileLimits = DEFAULT_LIMITS, named: str | None = None
 ) -> tuple[list[Entry], list[Problem]]:
     """One case file's entries and its problems, deduplicated (a sweep repeats its base case's problems): the file's,
-    each case's against the spec and ``max_elements``, and a valid case's frames and estimated memory on each of
-    ``limits.paths`` against its protocol's frames and --max-case-bytes (``cost_problem``).
+    each case's against the spec and ``max_elements`` (a case under a duplicate id, or with a key it does not know,
+    as read: every problem of a case is reported, not only the first), and a valid case's frames and estimated memory
+    on each of ``limits.paths`` against its protocol's frames and --max-case-bytes (``cost_problem``).
     ``named``: the file as its cases' ids name it (``file_id``)."""
     try:
         document = load_document(path, max_file_bytes=limits.max_file_bytes, max_nodes=limits.max_nodes)
-        entries, problems = parse_document(document, named)
+        parsed = parse_file(document, named)
     except CaseFileError as error:
         return [], list(error.problems)
-    for entry in entries:
+    problems = list(parsed.problems)
+    for entry in parsed.read:  # a duplicate id's cases too: no entries, but their problems are theirs
         if isinstance(entry, Rejected) and entry.expect_invalid is None:
             problems.extend(entry.problems)
+            if entry.as_read is not None:  # read as written but for what it names twice or wrongly: the spec too
+                problems.extend(validate(entry.as_read, max_elements))
         elif isinstance(entry, Case) and entry.expect_invalid is None:
             found = validate(entry, max_elements)  # the estimate needs sizes the validator accepts
             cost = None if found else cost_problem(entry, limits)
             problems.extend(found if cost is None else [cost])
-    return entries, list(dict.fromkeys(problems))
+    return list(parsed.entries), list(dict.fromkeys(problems))
 
 
 def collect(

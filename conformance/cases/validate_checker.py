@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from conformance.cases.decisions import NO_EMPTY_TENSOR
-from conformance.cases.generate import GENERATOR_KINDS, tie_levels
+from conformance.cases.generate_kinds import GENERATOR_KINDS, tie_levels
 from conformance.dtypes import value_range
 from conformance.model import Case, DataType, FeatureLevel, TensorSpec
 from conformance.problems import Problem
@@ -48,6 +48,12 @@ class Checker:
         """A problem at ``field``, citing ``clauses``; ``decision``: the harness's decision it enforces (decisions.py),
         where the spec's words do not refuse it."""
         self.problems.append(Problem(self.case.pos(field), field, message, clauses, decision))
+
+    def support(self, prefix: str, since: FeatureLevel, row: str) -> str:
+        """The clause of the tensor-support row ``row`` (``prefix``: the operator's clause prefix, "SLICE1.") in the
+        table that applies at the case's feature level: the one of ``since`` and above, else 2_1's."""
+        level = str(since) if self.case.feature_level >= since else "2_1"
+        return f"{prefix}support-{level}-{row}"
 
     def dimension_count(self, field: str, rank: int, rule: DimensionRule, *clauses: str) -> None:
         """The rule's supported DimensionCount at the case's feature level."""
