@@ -17,7 +17,7 @@ from conformance.ep import dml_abi as abi
 from conformance.ep.directml import build_of
 from conformance.ep.dml_descriptor import DmlOperator
 from conformance.ep.errors import ExecutionError, NotSupported
-from conformance.ep.providers import EpSpec
+from conformance.ep.providers import EpSpec, flag_on
 from conformance.ep.rules import one_line
 from conformance.ep.wine import protocol
 from conformance.ep.wine.client import Runners
@@ -33,7 +33,7 @@ _FLAG_OPTIONS: Mapping[str, str] = {
 
 def execution_flag_names(ep: EpSpec) -> tuple[str, ...]:
     """The EP's DML_EXECUTION_FLAGS by DirectML.h's names (a result's record, a DxDispatch model's)."""
-    names = tuple(name for option, name in _FLAG_OPTIONS.items() if ep.options.get(option) == "1")
+    names = tuple(name for option, name in _FLAG_OPTIONS.items() if flag_on(ep, option))
     return names or ("DML_EXECUTION_FLAG_NONE",)
 
 
