@@ -2,7 +2,7 @@
 
 A row says everything the harness knows of one EP: its onnxruntime name and its ``--ep`` alias, its label in
 messages, the provider options it reads (the values each takes, a boolean's spelling), what it executes on, which
-execution path runs it (``PathKind``), whether that path binds a
+execution path runs it (``PathKind``: run/paths.py maps each to its implementation), whether that path binds a
 case's layouts, where the DirectML runner serves it, what brings it onto a machine, and the session settings
 onnxruntime needs for it. Every front end reads it (``--ep`` parsing and help, the pytest plugin, the default EP,
 identity and reports, doctor), and nothing else compares EP names or aliases: code asks a row for the fact it acts
@@ -13,7 +13,8 @@ A boolean option (``Flag``) takes ``0``/``1`` and ``true``/``false`` (any case) 
 spelling its EP reads (the DirectML EP's ``ParseBoolean`` takes only ``true``/``false``, the WebGPU EP and DirectML's
 operator API ``1``/``0``), which is the one a result records.
 
-Adding an EP that an existing path runs is a row here.
+Adding an EP that an existing path runs is a row here; adding an execution path is a ``PathKind``, its module in
+``conformance/run/`` and one line of run/paths.py (docs/architecture.md#adding-an-execution-path).
 
 Light: it imports only the standard library, so that the commands that only read (report, diff, merge) and the
 pytest plugin's import can read it.
@@ -36,7 +37,7 @@ class ExecutesOn(Enum):
 
 
 class PathKind(Enum):
-    """Which execution path runs an EP's cases."""
+    """Which execution path runs an EP's cases (run/paths.py's ``PATHS`` holds each one's implementation)."""
 
     # The case lowered to a one-node ONNX model and run in an onnxruntime session: its tensors packed, row-major.
     ONNXRUNTIME = "onnxruntime"

@@ -1,8 +1,11 @@
-"""The execution-path seam: the EP table (conformance/ep_table.py) describes each EP once, every front end lists the
-table's EPs."""
+"""The execution-path seam: the EP table (conformance/ep_table.py) describes each EP once, every table path has its
+implementation (run/paths.py), every front end lists the table's EPs, and nothing outside conformance/ep/ compares
+EP names."""
 
 from __future__ import annotations
 
+import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -13,9 +16,19 @@ from conformance.ep.memory import RUNNER_DISPATCH, RUNNER_SESSION, memory_path
 from conformance.ep.providers import parse_ep
 from conformance.ep_table import KNOWN_EPS, Flag, PathKind
 from conformance.model import IN_PROCESS
+from conformance.run.execution_path import Died, Failed, HarnessFault, Unsupported, failure_of
+from conformance.run.operator_api import OperatorApiPath
+from conformance.run.paths import PATHS, path_for
 
 REPO = Path(__file__).resolve().parent.parent
 KINDS = (ep_table.WHOLE_NUMBER, ep_table.ANY_TEXT, ep_table.DIRECTML_DLL, ep_table.ONNXRUNTIME_DLL)
+
+
+def test_every_path_of_the_table_has_its_implementation() -> None:
+    assert set(PATHS) == set(PathKind)
+    assert isinstance(path_for(parse_ep("dmlop")), OperatorApiPath)
+    assert path_for(parse_ep("TensorrtExecutionProvider")) is PATHS[PathKind.ONNXRUNTIME]  # outside the table
+    assert path_for(parse_ep("/opt/ep/libfoo.so")) is PATHS[PathKind.ONNXRUNTIME]
 
 
 def test_the_table_names_each_ep_once_and_each_row_holds_together() -> None:
@@ -43,6 +56,17 @@ def test_the_memory_path_follows_the_table_s_path_and_runner(text: str, expected
     assert memory_path(parse_ep(text)) == expected
 
 
+def test_an_execution_s_exceptions_are_typed_outcomes() -> None:
+    from conformance.ep.errors import ExecutionError, NotSupported, ProcessDied, ProcessHung
+
+    assert failure_of(ProcessHung("no answer")) == Died("no answer", hung=True)
+    assert failure_of(ProcessDied("gone")) == Died("gone")
+    assert failure_of(NotSupported("no kernel", "no_kernel")) == Unsupported("no kernel", "no_kernel")
+    assert failure_of(ExecutionError("said no")) == Failed("said no")
+    fault = failure_of(KeyError("x"))
+    assert isinstance(fault, HarnessFault) and fault.message == "KeyError: 'x'"
+
+
 def test_run_help_lists_every_ep_of_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["run", "--help"])
@@ -56,3 +80,24 @@ def test_the_documented_ep_list_is_the_table_s(page: str) -> None:
     text = " ".join((REPO / page).read_text(encoding="utf-8").split())
     listed = ", ".join(f"`{ep.alias}`" for ep in KNOWN_EPS)
     assert listed in text, f"{page}: its --ep list is not {listed}"
+
+
+def _ep_comparisons(root: Path) -> list[str]:
+    """benchmarks/house_metrics.py's count of EP-name comparisons outside conformance/ep/."""
+    spec = importlib.util.spec_from_file_location("house_metrics", REPO / "benchmarks" / "house_metrics.py")
+    assert spec is not None and spec.loader is not None
+    metrics = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(metrics)
+    found = []
+    for path in metrics.modules(root):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("conformance/ep/"):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if metrics.EP_COMPARISON.search(line) or re.search(r"\"(cpu|cuda|dml|dmlop|webgpu)\"\s*(==|!=|in)", line):
+                found.append(f"{rel}:{number}")
+    return found
+
+
+def test_nothing_outside_the_ep_stage_compares_ep_names() -> None:
+    assert _ep_comparisons(REPO) == []
