@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.ep_table import ExecutesOn, ep_facts
 from conformance.records import Where, read_record, record_json
 
 
@@ -335,7 +336,7 @@ def ran_on(ep: EpRecord, env: Environment) -> str:
         return _wine_ran_on(ep, ep.chain, env.gpus)
     if ep.devices:
         device = "; ".join(_device_ran_on(d, env.gpus, env.cpu) for d in ep.devices)
-    elif ep.name == "CPUExecutionProvider":
+    elif ep_facts(ep.name or "").executes_on is ExecutesOn.CPU:
         device = f"the CPU ({env.cpu})" if env.cpu else "the CPU"
     elif env.gpus:
         device = "; ".join(_gpu_ran_on(gpu) for gpu in env.gpus)

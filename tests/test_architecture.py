@@ -22,6 +22,7 @@ CORE_MODULES = {
     "environment.py",
     "records.py",
     "operators.py",
+    "ep_table.py",
 }
 
 

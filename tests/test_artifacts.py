@@ -9,7 +9,7 @@ import numpy as np
 import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
-import conformance.run.runner as runner
+import conformance.run.onnxruntime_path as onnxruntime_path
 from conformance.cli.main import main
 from conformance.compare.common import Verdict
 from conformance.environment import ran_on
@@ -29,7 +29,7 @@ def test_a_failing_case_saves_what_reproduces_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(REPO)
-    monkeypatch.setattr(runner, "compare", _always_fails)  # CPU passes everything: make one case FAIL
+    monkeypatch.setattr(onnxruntime_path, "compare", _always_fails)  # CPU passes everything: make one case FAIL
     case = f"{EXAMPLE}::example-1"
     # -j 0: in this process, where the patch reaches (a worker process would import the real compare)
     argv = ["run", EXAMPLE, "-k", case, "--ep", "cpu", "-j", "0", "--report-dir", str(tmp_path / "r")]
@@ -133,7 +133,7 @@ def test_the_readme_s_runner_lines_rerun_a_directml_failure_on_linux(
     except ChainMissing as error:
         pytest.skip(f"no DirectML chain here: {error}")
     monkeypatch.chdir(REPO)
-    monkeypatch.setattr(runner, "compare", _always_fails)
+    monkeypatch.setattr(onnxruntime_path, "compare", _always_fails)
     case = f"{EXAMPLE}::example-1"
     argv = ["run", EXAMPLE, "-k", case, "--ep", "dml", "-j", "0", "--report-dir", str(tmp_path / "r")]
     assert main([*argv, "--artifacts", str(tmp_path / "a")]) == 1

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import onnxruntime  # type: ignore[import-untyped]
 import pytest
 from chain_fakes import pe_file
 
+from conformance import ep_table
 from conformance.cli.main import main
 from conformance.ep import providers
 from conformance.survive import pool
@@ -408,7 +410,10 @@ def test_two_eps_give_one_result_per_case_and_ep_and_a_matrix(
 ) -> None:
     # Two configurations of the CPU EP stand for two EPs: this machine may have no other. The CPU EP reads no provider
     # option, so the harness refuses any; this test lets "probe" through, which onnxruntime then ignores.
-    monkeypatch.setitem(providers.PROVIDER_OPTIONS, providers.CPU, {"probe": providers.ANY_TEXT})
+    probing = replace(ep_table.CPU, options={"probe": ep_table.ANY_TEXT})
+    monkeypatch.setattr(
+        ep_table, "KNOWN_EPS", tuple(probing if ep is ep_table.CPU else ep for ep in ep_table.KNOWN_EPS)
+    )
     argv = ["run", TOPK_EXAMPLES, "--ep", "cpu", "--ep", "cpu:probe=1", "--report-dir", str(tmp_path)]
     assert main(argv) == 0
     pairs = [(r["case"], r["ep"]) for r in _results(tmp_path)]

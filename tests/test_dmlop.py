@@ -19,6 +19,7 @@ import pytest
 from conformance.cases.suite import collect
 from conformance.ep import dml_abi as abi
 from conformance.ep.dml_descriptor import Inexpressible
+from conformance.ep.dmlop import Created
 from conformance.ep.providers import parse_ep
 from conformance.ep.wine import protocol
 from conformance.model import Case, Status
@@ -113,7 +114,7 @@ def _shown(path: Path | str, name: str, hresult: int) -> Result:
     ep, options = parse_ep("dmlop"), RunOptions()
     prepared = prepare(entry, ep, options)
     assert isinstance(prepared, Prepared), prepared  # shown: its problem is in its descriptor
-    return finish(prepared, hresult, ep, options, 0.0)
+    return finish(prepared, Created(hresult), ep, options, 0.0)
 
 
 MVN_INVALID, MVN1 = "cases/mean_variance_normalization1/invalid.yaml", "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1"

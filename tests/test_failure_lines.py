@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import conformance.run.runner as runner
+import conformance.run.onnxruntime_path as onnxruntime_path
 from conformance.cli.main import main
 from conformance.compare.outputs import Verdict, compare
 from conformance.model import (
@@ -145,14 +145,14 @@ HEADLINE = "4/4 elements differ (NaN/Inf): first at [0,0]: expected -1.0, got na
 @pytest.fixture
 def nan_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
     """An EP that answers NaN everywhere: the real comparison, of NaN outputs (in this process: -j 0, --in-process)."""
-    real = runner.compare
+    real = onnxruntime_path.compare
 
     Arrays = Mapping[str, np.ndarray]
 
     def nan_compare(case: Case, inputs: Arrays, expected: Arrays, actual: Arrays) -> Verdict:
         return real(case, inputs, expected, {name: np.full_like(a, np.nan) for name, a in actual.items()})
 
-    monkeypatch.setattr(runner, "compare", nan_compare)
+    monkeypatch.setattr(onnxruntime_path, "compare", nan_compare)
 
 
 @pytest.mark.usefixtures("nan_outputs")

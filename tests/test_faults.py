@@ -249,12 +249,12 @@ def test_other_errors_are_not_a_lost_device(text: str) -> None:
 
 
 def test_an_execution_error_that_says_the_device_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
-    import conformance.run.runner as runner
+    import conformance.run.onnxruntime_path as onnxruntime_path
 
     def lost(*args: object) -> None:
         raise ExecutionError("CUDA failure 700: an illegal memory access was encountered")
 
-    monkeypatch.setattr(runner, "execute", lost)
+    monkeypatch.setattr(onnxruntime_path, "execute", lost)
     entry = collect([str(REPO / EXAMPLES)]).entries[0]
     result = run_entry(entry, parse_ep("cpu"), RunOptions(pack=1))
     assert (result.status, result.failure_kind) == (Status.DEVICE_LOST, "device_lost")

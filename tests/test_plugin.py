@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,8 @@ import pytest
 # case, and pytester removes what a run imported when it ends, so a second run would load onnxruntime's extension
 # into the process again, which aborts it.
 import conformance.survive.pool  # noqa: F401
+from conformance import ep_table
 from conformance.cli.main import main
-from conformance.ep import providers
 from conformance.survive.faults import TEST_FAULT
 
 pytest_plugins = ["pytester"]
@@ -298,7 +299,10 @@ def test_a_bad_waiver_file_is_a_usage_error(
 def test_several_eps(pytester: pytest.Pytester, examples: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Two configurations of the CPU EP stand for two EPs (this machine may have no other): the harness refuses any
     # CPU option, as the CPU EP reads none; this test lets "probe" through, which onnxruntime then ignores.
-    monkeypatch.setitem(providers.PROVIDER_OPTIONS, providers.CPU, {"probe": providers.ANY_TEXT})
+    probing = replace(ep_table.CPU, options={"probe": ep_table.ANY_TEXT})
+    monkeypatch.setattr(
+        ep_table, "KNOWN_EPS", tuple(probing if ep is ep_table.CPU else ep for ep in ep_table.KNOWN_EPS)
+    )
     result = pytester.runpytest(*FAST, "--ep", "cpu", "--ep", "CPUExecutionProvider", "--collect-only", "-q")
     assert [line for line in result.stdout.lines if "::" in line] == [
         f"spec_examples.yaml::{name}" for name in EXAMPLE_NAMES

@@ -5,6 +5,7 @@ from __future__ import annotations
 import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
+from conformance import ep_table
 from conformance.ep import providers as eps
 from conformance.ep.providers import CPU, CUDA, DML, WEBGPU, EpSpec, best_available_ep, parse_ep
 
@@ -159,7 +160,7 @@ def test_best_available_ep_order(
     monkeypatch: pytest.MonkeyPatch, available: list[str], webgpu: bool, expected: str
 ) -> None:
     monkeypatch.setattr(ort, "get_available_providers", lambda: available)
-    monkeypatch.setattr(eps, "_webgpu_usable", lambda: webgpu)
+    monkeypatch.setattr(eps, "_plugin_usable", lambda known: webgpu and known is ep_table.WEBGPU)
     spec = best_available_ep()
     assert spec == parse_ep(expected)
 
@@ -174,8 +175,8 @@ def test_webgpu_without_its_package_is_not_usable(monkeypatch: pytest.MonkeyPatc
     def missing() -> str:
         raise ImportError("No module named 'onnxruntime_ep_webgpu'")
 
-    monkeypatch.setattr(eps, "webgpu_library", missing)
-    assert eps._webgpu_usable() is False
+    monkeypatch.setattr(eps, "plugin_library", lambda module: missing())
+    assert eps._plugin_usable(ep_table.WEBGPU) is False
 
 
 def test_a_library_that_does_not_load_raises_every_time() -> None:
@@ -183,3 +184,37 @@ def test_a_library_that_does_not_load_raises_every_time() -> None:
     for _ in range(2):  # a failed registration is not cached as a success
         with pytest.raises(Exception, match="nonexistent"):
             eps.plugin_devices(spec)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("dmlop:disable_metacommands=true", "dmlop:disable_metacommands=1"),
+        (
+            "dmlop:disable_metacommands=1,allow_half_precision=False",
+            "dmlop:disable_metacommands=1,allow_half_precision=0",
+        ),
+        ("dml:disable_metacommands=1", "dml:disable_metacommands=true"),
+        ("dml:disable_metacommands=False", "dml:disable_metacommands=false"),
+        ("webgpu:enableInt64=true,enableRobustness=0", "webgpu:enableInt64=1,enableRobustness=0"),
+    ],
+)
+def test_a_boolean_takes_one_syntax_on_every_ep_and_is_kept_as_its_ep_reads_it(text: str, kept: str) -> None:
+    # 0/1 and true/false on every EP; a result's ``ep`` keeps the spelling the EP reads (DirectML's ParseBoolean:
+    # true/false; the WebGPU EP and DirectML's operator API: 1/0), so two spellings of one option are one EP.
+    assert parse_ep(text).text == kept
+    assert parse_ep(kept) == parse_ep(text)
+
+
+@pytest.mark.parametrize("text", ["dmlop:allow_half_precision=yes", "webgpu:enableInt64=on"])
+def test_a_boolean_that_is_none_is_refused_in_one_line(text: str) -> None:
+    with pytest.raises(ValueError, match=r"^[^\n]*expected 0, 1, true or false$"):
+        parse_ep(text)
+
+
+def test_every_alias_of_the_table_is_parsed_and_listed_when_one_is_unknown() -> None:
+    for known in ep_table.KNOWN_EPS:
+        assert parse_ep(known.alias) == EpSpec(known.alias, known.name)
+        assert parse_ep(known.name.upper()) == EpSpec(known.alias, known.name)
+    with pytest.raises(ValueError, match="expected cpu, cuda, dml, dmlop, webgpu, a full onnxruntime name"):
+        parse_ep("tpu")

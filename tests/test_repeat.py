@@ -27,7 +27,7 @@ from conformance.gate.summary import summarize
 from conformance.gate.waivers import Waiver, apply_waivers, overall_failed
 from conformance.model import OUTPUT_INDEX_TENSOR, OUTPUT_VALUE_TENSOR, Case, SourcePos, Status
 from conformance.results import Repeat, Result, read_results, result_from_json, write_results
-from conformance.run import batch, runner
+from conformance.run import batch, onnxruntime_path
 from conformance.run.batch import Unwatched, run_batch
 from conformance.run.options import RunOptions, repro_command
 from conformance.run.repeat import merged
@@ -65,9 +65,9 @@ def _changed(array: np.ndarray, how: str) -> np.ndarray:
 
 
 def _spoiling_execute(monkeypatch: pytest.MonkeyPatch, spoiled: set[int], how: str, output: str) -> list[str]:
-    """runner.execute as the real CPU EP, but the ``spoiled`` calls (1-based) return ``output`` changed; the
+    """onnxruntime_path.execute as the real CPU EP, but the ``spoiled`` calls (1-based) return ``output`` changed; the
     lowerings it was called for, in order."""
-    real = runner.execute
+    real = onnxruntime_path.execute
     calls: list[str] = []
 
     def execute(lowering: Any, ep: Any, sessions: Any = None, threads: Any = None) -> Execution:
@@ -77,7 +77,7 @@ def _spoiling_execute(monkeypatch: pytest.MonkeyPatch, spoiled: set[int], how: s
             return done
         return replace(done, outputs={**done.outputs, output: _changed(done.outputs[output], how)})
 
-    monkeypatch.setattr(runner, "execute", execute)
+    monkeypatch.setattr(onnxruntime_path, "execute", execute)
     return calls
 
 
@@ -211,7 +211,7 @@ def test_repeats_of_a_packed_case_run_the_pack_again_each_in_a_new_session(
 
 def test_a_fault_ends_the_runs_and_stays_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
     entries, _ = read_file(str(TOPK_EXAMPLES))
-    real = runner.execute
+    real = onnxruntime_path.execute
     calls: list[int] = []
 
     def execute(lowering: Any, ep: Any, sessions: Any = None, threads: Any = None) -> Execution:
@@ -220,7 +220,7 @@ def test_a_fault_ends_the_runs_and_stays_the_result(monkeypatch: pytest.MonkeyPa
             raise ProcessDied("the DirectML runner exited with status 139")
         return real(lowering, ep, sessions, threads)
 
-    monkeypatch.setattr(runner, "execute", execute)
+    monkeypatch.setattr(onnxruntime_path, "execute", execute)
     (result,) = run_batch(entries[:1], CPU, RunOptions(pack=1, repeat=3), Sessions())
     assert len(calls) == 2
     assert result.status is Status.CRASH and [r.status for r in result.repeats] == [Status.PASS, Status.CRASH]
@@ -350,7 +350,7 @@ def test_a_lost_device_is_told_at_once_not_after_the_round(monkeypatch: pytest.M
     def lost(*_: Any) -> Any:
         raise ExecutionError("D3D12: Removing Device. DXGI_ERROR_DEVICE_REMOVED (0x887A0005)")
 
-    real = runner.execute
+    real = onnxruntime_path.execute
     calls: list[int] = []
 
     def execute(lowering: Any, ep: Any, sessions: Any = None, threads: Any = None) -> Execution:
@@ -358,7 +358,7 @@ def test_a_lost_device_is_told_at_once_not_after_the_round(monkeypatch: pytest.M
         return lost() if len(calls) == 1 else real(lowering, ep, sessions, threads)
 
     monkeypatch.setattr(batch, "run_session", lost)  # the packed session loses the device: each case runs alone
-    monkeypatch.setattr(runner, "execute", execute)  # and the first alone loses it too
+    monkeypatch.setattr(onnxruntime_path, "execute", execute)  # and the first alone loses it too
     entries, _ = read_file(str(TOPK_EXAMPLES))
     watch = Events()
     first, second = run_batch(entries[:2], CPU, RunOptions(repeat=3), Sessions(), watch)

@@ -6,10 +6,12 @@ import gc
 import re
 import shlex
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NoReturn
 
 import pytest
 
+import conformance.run.onnxruntime_path as onnxruntime_path
 import conformance.run.runner as runner
 from conformance.cases.parse import Entry
 from conformance.cases.suite import read_file
@@ -109,12 +111,20 @@ def test_spec_example_passes_on_cpu(entries: dict[str, Entry]) -> None:
 
 
 @pytest.mark.parametrize(
-    "stage", ["case_inputs", "expected_outputs", "golden_differences", "lower", "execute", "compare"]
+    ("module", "stage"),
+    [
+        (runner, "case_inputs"),
+        (runner, "expected_outputs"),
+        (runner, "golden_differences"),
+        (onnxruntime_path, "lower"),  # the steps of onnxruntime's execution path
+        (onnxruntime_path, "execute"),
+        (onnxruntime_path, "compare"),
+    ],
 )
 def test_a_stage_raising_becomes_error_with_its_first_line(
-    entries: dict[str, Entry], monkeypatch: pytest.MonkeyPatch, stage: str
+    entries: dict[str, Entry], monkeypatch: pytest.MonkeyPatch, module: ModuleType, stage: str
 ) -> None:
-    monkeypatch.setattr(runner, stage, _raise)
+    monkeypatch.setattr(module, stage, _raise)
     result = run_entry(entries["example-1"], CPU, RunOptions())
     assert result.status == Status.ERROR
     assert result.failure_kind == "harness"
@@ -155,7 +165,7 @@ def test_golden_mismatch_is_error_with_the_difference(entries: dict[str, Entry])
 
 
 def test_not_expressible(entries: dict[str, Entry], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "lower", lambda *_: NotExpressible("no ONNX form for this"))
+    monkeypatch.setattr(onnxruntime_path, "lower", lambda *_: NotExpressible("no ONNX form for this"))
     result = run_entry(entries["example-1"], CPU, RunOptions())
     assert (result.status, result.message, result.failure_kind) == (
         Status.NOT_EXPRESSIBLE,
@@ -168,7 +178,7 @@ def test_execution_error_is_error(entries: dict[str, Entry], monkeypatch: pytest
     def fail(*_: Any) -> NoReturn:
         raise ExecutionError("onnxruntime said no")
 
-    monkeypatch.setattr(runner, "execute", fail)
+    monkeypatch.setattr(onnxruntime_path, "execute", fail)
     result = run_entry(entries["example-1"], CPU, RunOptions())
     assert (result.status, result.failure_kind, result.message) == (Status.ERROR, "execution", "onnxruntime said no")
     assert result.lowering == "TopK-11"

@@ -209,11 +209,11 @@ def test_a_device_lost_after_cases_ran_fails_a_run_through_the_run_s_own_entry_p
 ) -> None:
     # The CPU EP stands in for a device taken away after two cases: from the third on, its session cannot be
     # created as an EP that does not start says (rules.wrapper_fallback), through dmlconf run (-j 0: in this process).
-    import conformance.run.runner as runner
+    import conformance.run.onnxruntime_path as onnxruntime_path
     from conformance.cli.main import main
     from conformance.ep.rules import wrapper_fallback
 
-    executed = runner.execute
+    executed = onnxruntime_path.execute
     calls: list[str] = []
 
     def vanishing(lowering: Any, ep: Any, *args: Any) -> Any:
@@ -222,7 +222,7 @@ def test_a_device_lost_after_cases_ran_fails_a_run_through_the_run_s_own_entry_p
             raise wrapper_fallback(lowering, "CPUExecutionProvider", NOT_STARTED_TEXT)
         return executed(lowering, ep, *args)
 
-    monkeypatch.setattr(runner, "execute", vanishing)
+    monkeypatch.setattr(onnxruntime_path, "execute", vanishing)
     code = main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--pack", "1", "--report-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1 and "PASSED" not in out
@@ -290,11 +290,11 @@ def test_a_worker_that_cannot_run_cases_stops_the_run(supervisor: Any) -> None:
 def test_runner_deaths_and_a_stop_reach_results_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # In this process (-j 0): the second case's runner dies while serving it (told as Runners tells a death), the
     # third cannot start a runner any more. results.json records the death with its case, and the stop.
-    import conformance.run.runner as runner
+    import conformance.run.onnxruntime_path as onnxruntime_path
     from conformance.cli.main import main
     from conformance.ep.wine.client import RunnerDied, RunnerStartFailed
 
-    executed = runner.execute
+    executed = onnxruntime_path.execute
     calls: list[str] = []
 
     def failing(lowering: Any, ep: Any, sessions: Any, *args: Any) -> Any:
@@ -307,7 +307,7 @@ def test_runner_deaths_and_a_stop_reach_results_json(tmp_path: Path, monkeypatch
             raise RunnerStartFailed("the DirectML runner failed to start 3 times in a row")
         return executed(lowering, ep, sessions, *args)
 
-    monkeypatch.setattr(runner, "execute", failing)
+    monkeypatch.setattr(onnxruntime_path, "execute", failing)
     code = main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--pack", "1", "--report-dir", str(tmp_path)])
     assert code == 1
     document = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
@@ -324,11 +324,11 @@ def test_a_waived_crash_of_a_runner_that_died_under_its_case_alone_passes_the_ru
 ) -> None:
     # A known CRASH on DirectML: the runner dies under one case (no pack). Its CRASH result stands for the death, so
     # a waiver of it passes the run; the death is recorded and shown, not counted against the run a second time.
-    import conformance.run.runner as runner
+    import conformance.run.onnxruntime_path as onnxruntime_path
     from conformance.cli.main import main
     from conformance.ep.wine.client import RunnerDied
 
-    executed = runner.execute
+    executed = onnxruntime_path.execute
     calls: list[str] = []
 
     def failing(lowering: Any, ep: Any, sessions: Any, *args: Any) -> Any:
@@ -339,7 +339,7 @@ def test_a_waived_crash_of_a_runner_that_died_under_its_case_alone_passes_the_ru
             raise died
         return executed(lowering, ep, sessions, *args)
 
-    monkeypatch.setattr(runner, "execute", failing)
+    monkeypatch.setattr(onnxruntime_path, "execute", failing)
     victim = collect([str(EXAMPLES)]).entries[1].id
     waivers = tmp_path / "known.yaml"
     waivers.write_text(
@@ -359,14 +359,14 @@ def test_a_full_disk_keeps_the_runs_runner_deaths_and_its_lost_device(
     # In this process: the first case cannot create a session (ep_not_started), the second PASSes (so the device was
     # there, and is lost at the end: DEVICE_LOST), the third's runner dies (CRASH, a death recorded); then
     # results.jsonl cannot take the fourth result (a full disk). results.json keeps the death and the relabelling.
-    import conformance.run.runner as runner
+    import conformance.run.onnxruntime_path as onnxruntime_path
     from conformance.cli.main import main
     from conformance.ep.errors import NotSupported
     from conformance.ep.wine.client import RunnerDied
     from conformance.model import EP_NOT_STARTED
     from conformance.survive.stream import Stream, StreamWriteError
 
-    executed = runner.execute
+    executed = onnxruntime_path.execute
     calls: list[str] = []
 
     def failing(lowering: Any, ep: Any, sessions: Any, *args: Any) -> Any:
@@ -386,7 +386,7 @@ def test_a_full_disk_keeps_the_runs_runner_deaths_and_its_lost_device(
             raise StreamWriteError(f"cannot write {stream.path}: No space left on device")
         added(stream, pair, result)
 
-    monkeypatch.setattr(runner, "execute", failing)
+    monkeypatch.setattr(onnxruntime_path, "execute", failing)
     monkeypatch.setattr(Stream, "add", full)
     code = main(["run", str(EXAMPLES), "--ep", "cpu", "-j", "0", "--pack", "1", "--report-dir", str(tmp_path)])
     assert code == 1

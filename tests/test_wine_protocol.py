@@ -20,6 +20,7 @@ from conformance.ep.providers import DML, parse_ep
 from conformance.ep.wine import chain, protocol
 from conformance.ep.wine.device import directml_of, parse_vulkaninfo
 from conformance.ep.wine.session import adapter_index, placement_from_profile, provider_options
+from conformance.run.execution_path import Died, failure_of
 from conformance.run.options import RunOptions
 from conformance.run.runner import Prepared, finish, prepare
 
@@ -252,11 +253,11 @@ def test_the_runner_s_environment_keeps_wine_s_own_d3d12_out() -> None:
 
 def test_a_dead_runner_is_a_crash_of_its_case_or_a_lost_device() -> None:
     prepared, dml, options = _prepared()[0], parse_ep("dml"), RunOptions()
-    crash = finish(prepared, ProcessDied("the DirectML runner (pid 7) was killed by SIGSEGV"), dml, options, 0.0)
+    crash = finish(prepared, Died("the DirectML runner (pid 7) was killed by SIGSEGV"), dml, options, 0.0)
     assert (crash.status.value, crash.failure_kind) == ("CRASH", "worker_died")
     assert crash.message == "the DirectML runner (pid 7) was killed by SIGSEGV"
     said = "the DirectML runner (pid 7) exited with status 1\n  DXGI_ERROR_DEVICE_REMOVED"
-    lost = finish(prepared, ProcessDied(said), dml, options, 0.0)
+    lost = finish(prepared, failure_of(ProcessDied(said)), dml, options, 0.0)
     assert (lost.status.value, lost.failure_kind) == ("DEVICE_LOST", "device_lost")
 
 

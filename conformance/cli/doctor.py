@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from conformance.cli.shared import EXIT_FAILED, EXIT_OK
+from conformance.ep_table import DML, DMLOP
 
 
 def doctor_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -31,7 +32,7 @@ def doctor_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"the DirectML chain is broken at its {broken!r} link: {where} says what each failure means")
         return EXIT_FAILED
     if native is not None:
-        print("the native runner works: --ep dmlop runs DirectML's operator API here")
+        print(f"the native runner works: --ep {DMLOP.alias} runs DirectML's operator API here")
         return EXIT_OK if native.feature_level is not None else EXIT_FAILED
-    print("the DirectML chain works: --ep dml runs the genuine DirectML here")
+    print(f"the DirectML chain works: --ep {DML.alias} runs the genuine DirectML here")
     return EXIT_OK

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from conformance import ep_table
 from conformance.cases.suite import Suite, run_elements
 from conformance.cli.output import say, warn
 from conformance.cli.progress import Progress
@@ -70,7 +71,7 @@ def _chain_usage() -> Iterator[None]:
     try:
         yield
     except ChainMissing as error:
-        raise UsageError(f"--ep dml: {error}") from None
+        raise UsageError(f"--ep {ep_table.DML.alias}: {error}") from None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from conformance import ep_table
 from conformance.cases.limits import DEFAULT_LIMITS, FileLimits
 from conformance.cases.memory import case_bytes, size_text
 from conformance.cases.parse import Entry
@@ -15,7 +16,7 @@ from conformance.cases.suite import NoCaseFiles, Suite, collect
 from conformance.cli.output import warn
 from conformance.ep.installed import NotInstalled, check_installed
 from conformance.ep.memory import PATHS
-from conformance.ep.providers import DML, EpSpec, best_available_ep
+from conformance.ep.providers import EpSpec, best_available_ep, uses_directml
 from conformance.model import MemoryPath
 from conformance.problems import Problem, one_line
 from conformance.run.options import distinct_eps
@@ -93,10 +94,10 @@ def chosen_eps(eps: Sequence[EpSpec]) -> list[EpSpec]:
     if named:
         return named
     best = best_available_ep()
-    if best.name != DML and _wine_chain_here():
+    if not uses_directml(best) and _wine_chain_here():
         warn(
             f"no --ep given: running on {best.text}, the best available; DirectML under Wine is set up here, but off "
-            "Windows it runs only when named: --ep dml (dmlconf doctor checks the chain)"
+            f"Windows it runs only when named: --ep {ep_table.DML.alias} (dmlconf doctor checks the chain)"
         )
     return [best]
 

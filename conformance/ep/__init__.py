@@ -1,6 +1,7 @@
 """Execution providers: the one stage that imports onnx and onnxruntime, so that nothing else loads them.
 
-``providers`` names an EP (light: onnxruntime is imported by the functions that ask it); ``installed`` says whether
+``providers`` names an EP and reads what the harness knows of it from its row of the EP table (the core's
+``ep_table``; light: onnxruntime is imported by the functions that ask it); ``installed`` says whether
 its package or library is there (a missing one is a usage error before anything runs); ``directml`` holds
 DirectML's options and feature level, ``dml_here`` where DirectML runs (in this process on Windows, else in
 ``wine/``, the genuine DLLs in a runner under Wine + vkd3d-proton); ``graph``, ``lower`` and ``lower_mvn1`` build the

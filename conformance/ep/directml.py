@@ -1,5 +1,5 @@
 """The DirectML execution provider: the adapter its options pick, and the DML feature level a run targets (which
-option keys and values it reads is providers.py's table, as for every EP; the feature levels are model.py's list).
+option keys and values it reads is its row of ep_table.py, as for every EP; the feature levels are model.py's list).
 
 DirectML only runs on Windows; everything here is plain logic that is tested anywhere, with the Windows-only
 queries (DirectML.dll's file version) behind small functions.
@@ -105,18 +105,8 @@ NEWEST_BUILD = Build(WHEELS[-1][1], WHEELS[-1][0])
 
 def build_of(options: Mapping[str, str]) -> Build:
     """The build a dml EP's options pick (``directml=``, ``ort=``; each defaults to the newest wheel's). Their
-    values were checked against the versions above with every other option (providers.py)."""
+    values were checked against the versions above with every other option (providers.py, from the EP table)."""
     return Build(options.get("directml", NEWEST_BUILD.directml), options.get("ort", NEWEST_BUILD.onnxruntime))
-
-
-def check_adapter_choice(options: Mapping[str, str]) -> None:
-    """ValueError (one line) where ``device_id`` comes with ``performance_preference`` or ``device_filter``: the EP
-    takes the adapter ``device_id`` names and silently ignores the other two. (Which keys and values the EP reads at
-    all is providers.py's table, as for every EP.)"""
-    if "device_id" in options and ({"performance_preference", "device_filter"} & options.keys()):
-        raise ValueError(
-            "DirectML option device_id picks the adapter itself: give it without performance_preference/device_filter"
-        )
 
 
 def feature_level_for(directml_version: str) -> FeatureLevel:

@@ -10,17 +10,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from conformance.ep import directml as dml
-from conformance.ep.providers import DMLOP, EpSpec, uses_directml
+from conformance.ep.providers import EpSpec, facts, uses_directml
+from conformance.ep_table import Runner
 
 if TYPE_CHECKING:  # the Wine client is imported only when a run names DirectML off Windows
     from conformance.ep.wine.client import Runners
 
 
 def dml_through_wine(ep: EpSpec) -> bool:
-    """Whether ``ep`` runs in the DirectML runner (conformance/ep/wine): ``dml`` is native on Windows
-    (onnxruntime-directml in this process) and in the runner under Wine elsewhere; DirectML's operator API
-    (``dmlop``) is the runner's alone, which on Windows runs natively (chain.find_chain picks its chain)."""
-    return uses_directml(ep) and (sys.platform != "win32" or ep.name == DMLOP)
+    """Whether ``ep`` runs in the DirectML runner (conformance/ep/wine), as its row's ``runner`` says: ``dml`` is
+    native on Windows (onnxruntime-directml in this process) and in the runner under Wine elsewhere; DirectML's
+    operator API (``dmlop``) is the runner's alone, which on Windows runs natively (chain.find_chain picks its
+    chain)."""
+    runner = facts(ep).runner
+    return runner is Runner.ALWAYS or (runner is Runner.OFF_WINDOWS and sys.platform != "win32")
 
 
 def directml_for(eps: Sequence[EpSpec], runners: Runners | None = None) -> dict[str, dml.DirectML]:

@@ -17,7 +17,7 @@ from conformance.ep import dml_abi as abi
 from conformance.ep.directml import build_of
 from conformance.ep.dml_descriptor import DmlOperator
 from conformance.ep.errors import ExecutionError, NotSupported
-from conformance.ep.providers import EpSpec
+from conformance.ep.providers import EpSpec, flag_on
 from conformance.ep.rules import one_line
 from conformance.ep.wine import protocol
 from conformance.ep.wine.client import Runners
@@ -33,7 +33,7 @@ _FLAG_OPTIONS: Mapping[str, str] = {
 
 def execution_flag_names(ep: EpSpec) -> tuple[str, ...]:
     """The EP's DML_EXECUTION_FLAGS by DirectML.h's names (a result's record, a DxDispatch model's)."""
-    names = tuple(name for option, name in _FLAG_OPTIONS.items() if ep.options.get(option) == "1")
+    names = tuple(name for option, name in _FLAG_OPTIONS.items() if flag_on(ep, option))
     return names or ("DML_EXECUTION_FLAG_NONE",)
 
 
@@ -56,12 +56,23 @@ def refused(hresult: int) -> bool:
     return hresult in REFUSALS
 
 
-class DmlRefused(Exception):
+@dataclass(frozen=True)
+class DescriptorRefused:
     """DirectML refused the descriptor: ``step`` (CreateOperator or CompileOperator) and its HRESULT."""
 
-    def __init__(self, step: str, hresult: int) -> None:
-        super().__init__(f"{step} refused it: HRESULT 0x{hresult:08X}")
-        self.step, self.hresult = step, hresult
+    step: str
+    hresult: int
+
+    def __str__(self) -> str:
+        return f"{self.step} refused it: HRESULT 0x{self.hresult:08X}"
+
+
+@dataclass(frozen=True)
+class Created:
+    """CreateOperator's answer to a descriptor shown to it alone (a negative case): its HRESULT, S_OK where it
+    accepted the descriptor, a refusal (``refused``) where it did not."""
+
+    hresult: int
 
 
 @dataclass(frozen=True)
@@ -111,7 +122,7 @@ def _not_asked(op: DmlOperator, error: protocol.Refused) -> Exception:
     return ExecutionError(text)
 
 
-def create_only(op: DmlOperator, ep: EpSpec, runners: Runners) -> int:
+def create_only(op: DmlOperator, ep: EpSpec, runners: Runners) -> Created:
     """CreateOperator's HRESULT for the descriptor (nothing compiled or run): a negative case shown to DirectML;
     ExecutionError where it failed for another reason than refusing the descriptor (``refused``)."""
     runner = runners.get(build_of(ep.options))
@@ -121,7 +132,7 @@ def create_only(op: DmlOperator, ep: EpSpec, runners: Runners) -> int:
         raise _not_asked(op, error) from None
     if protocol.failed(hresult) and not refused(hresult):
         raise ExecutionError(f"CreateOperator failed on {op.operator}: HRESULT 0x{hresult:08X}")
-    return hresult
+    return Created(hresult)
 
 
 def dispatch(
@@ -131,11 +142,11 @@ def dispatch(
     inputs: Mapping[str, bytes],
     outputs: Mapping[str, bytes],
     lead: int = 0,
-) -> Dispatched:
+) -> Dispatched | DescriptorRefused:
     """The operator created, compiled, initialized and dispatched on the ``inputs`` buffers, its ``outputs``
-    starting with the bytes given (by DML tensor name; each binding ``lead`` bytes in); DmlRefused where
-    CreateOperator or CompileOperator refused it, ExecutionError where a step failed otherwise (RunnerDied where
-    the runner died)."""
+    starting with the bytes given (by DML tensor name; each binding ``lead`` bytes in); DescriptorRefused where
+    CreateOperator or CompileOperator refused it; ExecutionError raised where a step failed otherwise (RunnerDied
+    where the runner died)."""
     runner = runners.get(build_of(ep.options))
     try:
         reply = runner.dispatch(_request(op, ep, False, inputs, outputs, lead), create_only=False)
@@ -144,7 +155,7 @@ def dispatch(
     for step, hresult in (("CreateOperator", reply.create_hresult), ("CompileOperator", reply.compile_hresult)):
         if hresult is not None and protocol.failed(hresult):
             if refused(hresult):
-                raise DmlRefused(step, hresult)
+                return DescriptorRefused(step, hresult)
             raise ExecutionError(f"{step} failed on {op.operator}: HRESULT 0x{hresult:08X}")
     buffers = {layout.name: data for layout, data in zip(op.outputs, reply.outputs, strict=True)}
     return Dispatched(buffers, reply, op.operator)

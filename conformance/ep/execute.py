@@ -31,7 +31,7 @@ from conformance.ep.errors import ExecutionError, NotSupported, ProcessDied
 from conformance.ep.graph import IR_VERSION, Array
 from conformance.ep.lower import Lowering
 from conformance.ep.placement import check_placement, lowering_op_types, recorded_placement
-from conformance.ep.providers import CONTEXT_PER_LIVE_SESSIONS, CPU, CUDA, DML, EpSpec, is_plugin, plugin_devices
+from conformance.ep.providers import EpSpec, facts, is_plugin, plugin_devices
 from conformance.ep.rules import (
     DISABLE_CPU_FALLBACK,  # noqa: F401 - tests read the rules' names here
     KEEP_NODES,
@@ -66,7 +66,7 @@ def _session_options(ep: EpSpec, devices: Sequence[Any], strict: bool, threads: 
     for key, value in config_entries(ep, strict).items():
         options.add_session_config_entry(key, value)
     options.graph_optimization_level = ort.GraphOptimizationLevel(optimization_level(ep))
-    if ep.name == DML:  # required by the DirectML EP
+    if facts(ep).sequential:  # required by the DirectML EP
         options.execution_mode = ort.ExecutionMode(SESSION_EXECUTION_MODE)
         options.enable_mem_pattern = False
     if devices:
@@ -78,8 +78,8 @@ def _providers(ep: EpSpec) -> list[tuple[str, dict[str, str]]] | None:
     if is_plugin(ep):
         return None  # given by add_provider_for_devices
     options = dict(ep.options)
-    if ep.name == CUDA:
-        options.setdefault("device_id", "0")
+    for key, value in facts(ep).provider_defaults.items():  # CUDA's device_id
+        options.setdefault(key, value)
     return [(ep.name, options)]
 
 
@@ -119,7 +119,7 @@ def _create(lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any]
     """The fallback-free session, or the refusal raised. On an EP whose context lives while its sessions do, after a
     refusal the attempts share a never-run keeper's context until one succeeds, which is made again in a fresh one
     (sessions.py's RefusalContext)."""
-    refusals = REFUSALS if ep.name in CONTEXT_PER_LIVE_SESSIONS else None
+    refusals = REFUSALS if facts(ep).context_per_live_sessions else None
     sharing = refusals is not None and refusals.keeper is not None
     try:
         session = _session(lowering, ep, devices, strict=True, threads=threads)
@@ -146,13 +146,14 @@ def _refusal(
     lowering: Lowering, ep: EpSpec, ep_name: str, devices: Sequence[Any], error: Exception, threads: int | None
 ) -> Exception:
     """What a refused session means (rules.refusal), told this process's way: a second session, with fallback
-    allowed, names the nodes left to the CPU; a probe session says whether the EP starts (the CPU EP always does)."""
+    allowed, names the nodes left to the CPU; a probe session says whether the EP starts (the fallback EP, the
+    CPU's, always does)."""
     return refusal(
         one_line(error),
         lowering,
         ep_name,
         diagnose=lambda: _diagnose(lowering, ep, ep_name, devices, error, threads),
-        not_started=lambda: ep_name != CPU and not _starts(ep, devices),
+        not_started=lambda: not facts(ep).fallback and not _starts(ep, devices),
     )
 
 

@@ -31,8 +31,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from conformance.ep.dml_here import dml_through_wine
-from conformance.ep.providers import DML, DMLOP, EpSpec
+from conformance.ep.providers import EpSpec, facts
 from conformance.ep.wine.protocol import FRAME_LIMIT
+from conformance.ep_table import PathKind
 from conformance.model import IN_PROCESS, Copies, MemoryPath, Operator
 
 FRAME_FIELDS = 1 << 20  # a frame's bytes besides its tensors': far less than this
@@ -57,10 +58,13 @@ RUNNER_DISPATCH = MemoryPath(
 )
 PATHS = (IN_PROCESS, RUNNER_SESSION, RUNNER_DISPATCH)  # every path: what validate, list and coverage check
 
-_IN_THE_RUNNER: Mapping[str, MemoryPath] = MappingProxyType({DML: RUNNER_SESSION, DMLOP: RUNNER_DISPATCH})
+# In the runner, by the execution path that runs the EP there (ep_table.py): a session, or a dispatch.
+_IN_THE_RUNNER: Mapping[PathKind, MemoryPath] = MappingProxyType(
+    {PathKind.ONNXRUNTIME: RUNNER_SESSION, PathKind.OPERATOR_API: RUNNER_DISPATCH}
+)
 
 
 def memory_path(ep: EpSpec) -> MemoryPath:
     """The way ``ep`` executes a case, as the estimate counts it: in the runner where DirectML runs there
     (dml_here.dml_through_wine), else in the harness's process."""
-    return _IN_THE_RUNNER[ep.name] if dml_through_wine(ep) else IN_PROCESS
+    return _IN_THE_RUNNER[facts(ep).path] if dml_through_wine(ep) else IN_PROCESS

@@ -19,7 +19,7 @@ import onnx
 
 from conformance.ep.errors import ExecutionError, NotSupported
 from conformance.ep.lower import Lowering
-from conformance.ep.providers import CPU, DML, EpSpec
+from conformance.ep.providers import CPU, EpSpec, facts
 from conformance.model import EP_NOT_STARTED
 
 RECORD_ASSIGNMENT = "session.record_ep_graph_assignment_info"
@@ -47,13 +47,13 @@ KEEP_NODES = (
 
 
 def optimization_level(ep: EpSpec) -> int:
-    return ENABLE_EXTENDED if ep.name == DML else DISABLE_ALL
+    return ENABLE_EXTENDED if facts(ep).fuses_activations else DISABLE_ALL
 
 
 def config_entries(ep: EpSpec, strict: bool) -> dict[str, str]:
     """The session config entries for ``ep`` (``strict``: CPU fallback disabled, where the EP allows it)."""
     entries = {RECORD_ASSIGNMENT: "1"}
-    if ep.name != CPU and strict:
+    if strict and not facts(ep).fallback:
         entries[DISABLE_CPU_FALLBACK] = "1"
     return entries
 

@@ -52,11 +52,12 @@ class Opened:
 
 @dataclass
 class RefusalContext:
-    """For an EP whose device context lives while any of its sessions does (providers.CONTEXT_PER_LIVE_SESSIONS): once
-    a session is refused, ``keeper``, a session that is never run, holds a context open, and the next attempts and
-    their diagnosis are made in it instead of a context each. Nothing runs there, so its program cache stays empty. An
-    attempt that succeeds will run: it is dropped, the keeper closed, and it is created again in a fresh context
-    (execute.py's ``_create``), so that every case still runs in a context no other case has run in.
+    """For an EP whose device context lives while any of its sessions does (its row's
+    ``context_per_live_sessions``, ep_table.py): once a session is refused, ``keeper``, a session that is never run,
+    holds a context open, and the next attempts and their diagnosis are made in it instead of a context each.
+    Nothing runs there, so its program cache stays empty. An attempt that succeeds will run: it is dropped, the
+    keeper closed, and it is created again in a fresh context (execute.py's ``_create``), so that every case still
+    runs in a context no other case has run in.
 
     One for the process (``REFUSALS``), not one per ``Sessions``: every session of such an EP, a pack's, a repeat's or
     a lone case's, is made through ``_create``, which closes the keeper before making a session that will run."""

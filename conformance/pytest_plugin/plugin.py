@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
+from conformance import ep_table
 from conformance.ep.dml_here import directml_for
 from conformance.ep.installed import NotInstalled, check_installed
 from conformance.ep.providers import EpSpec, best_available_ep
@@ -91,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         directml = directml_for(eps)  # a missing piece of the DirectML chain (a ValueError) is a usage error too
     except ValueError as error:
-        raise pytest.UsageError(f"--ep dml: {error}") from None
+        raise pytest.UsageError(f"--ep {ep_table.DML.alias}: {error}") from None
     options = run_options(values, directml, threads=worker_threads(config))
     in_process = bool(config.getoption("in_process"))
     known = None

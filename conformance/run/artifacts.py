@@ -18,7 +18,7 @@ import numpy as np
 
 from conformance.environment import DirectMLRecord, Environment, EpRecord, ran_on
 from conformance.ep.directml import DirectML
-from conformance.ep.providers import DML
+from conformance.ep_table import DML, ExecutesOn, ep_facts
 from conformance.model import Case
 from conformance.problems import first_line
 from conformance.records import RecordError, read_record
@@ -77,7 +77,12 @@ def directml_text(found: DirectML) -> str:
     # a driver the Vulkan record lacks under Wine) and this process's onnxruntime (DirectML's on Windows).
     env = read_record(Environment, {"gpus": device.gpus(), "onnxruntime": device.runtime()["onnxruntime"]}, "")
     level = f"; feature level {found.feature_level}" if found.feature_level else ""
-    return ran_on(EpRecord(label="dml", name=DML, directml=directml), env) + level
+    return ran_on(EpRecord(label=DML.alias, name=DML.name, directml=directml), env) + level
+
+
+def _on_directml(ep_name: str) -> bool:
+    """Whether the EP ``ep_name`` that ran a model is DirectML (whose README says how to run it without Windows)."""
+    return ep_facts(ep_name).executes_on is ExecutesOn.DIRECTML
 
 
 def _readme(
@@ -107,7 +112,7 @@ Without it (Python, numpy and onnxruntime with {ep_name}):
     }})
     # compare with expected_*.npy (the spec's result) and actual_*.npy (what this EP gave in the run)
 """
-    if ep_name != DML:
+    if not _on_directml(ep_name):
         return text
     return (
         text
@@ -156,7 +161,7 @@ def save_artifacts(
             for name, array in arrays.items():
                 np.save(os.path.join(folder, f"{prefix}_{_UNSAFE.sub('_', name)}.npy"), np.asarray(array))
         dxdispatch = ""
-        if ep_name == DML and case is not None and inputs is not None:
+        if _on_directml(ep_name) and case is not None and inputs is not None:
             try:
                 save_dxdispatch(Path(folder), case, inputs)
                 dxdispatch = "\n" + dxdispatch_readme(case)

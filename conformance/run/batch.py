@@ -1,4 +1,6 @@
-"""Cases on one EP in few sessions: small cases run packed many to a session (pack.py), the rest one by one.
+"""Cases on one EP in few sessions: small cases run packed many to a session (pack.py), the rest one by one. Which cases
+may share a packed session is their execution path's say (``pack_group``): onnxruntime's packs by opset, DirectML's
+operator API dispatches each descriptor alone.
 
 A packed case's result stands only when it is a clean PASS: the packed session was created, ran, placed every node
 of that case on the EP, and the case PASSed. Every other case runs again alone, one case per session, exactly as a
@@ -36,17 +38,14 @@ from typing import Protocol
 
 from conformance.cases.parse import Entry
 from conformance.ep.errors import InfrastructureError, ProcessDied, device_lost
-from conformance.ep.execute import open_session, run_session
-from conformance.ep.lower import Lowering
+from conformance.ep.execute import Execution, open_session, run_session
 from conformance.ep.pack import (
     Unattributed,
     compile_cost,
     elements,
     named_cases,
-    opset_of,
     pack,
     pack_spans,
-    packable,
     signature,
     small,
     unpack,
@@ -56,7 +55,10 @@ from conformance.ep.sessions import Sessions
 from conformance.model import Status
 from conformance.problems import first_line
 from conformance.results import Result
+from conformance.run.execution_path import failure_of
+from conformance.run.onnxruntime_path import onnx_model
 from conformance.run.options import RunOptions
+from conformance.run.paths import path_for
 from conformance.run.repeat import FAULTS, merged
 from conformance.run.runner import Prepared, execute_prepared, finish, prepare
 
@@ -108,15 +110,9 @@ class Split:
     lost: str = ""  # the packed session's error, where it says the device was lost
 
 
-def _onnx(prepared: Prepared) -> Lowering:
-    """A packed case's ONNX model: only those are packed (a DML descriptor, on --ep dmlop, never is)."""
-    assert isinstance(prepared.lowering, Lowering), "a DML operator descriptor in a pack"
-    return prepared.lowering
-
-
 def _blamed(group: Sequence[Prepared], named: set[int]) -> frozenset[int]:
     """The cases a refusal names, and every case of the same signature."""
-    signatures = [signature(_onnx(p)) for p in group]
+    signatures = [signature(onnx_model(p)) for p in group]
     refused = {signatures[place] for place in named}
     return frozenset(place for place, sig in enumerate(signatures) if sig in refused)
 
@@ -127,7 +123,7 @@ def _packed(
     """The group run in one packed session: the clean PASSes kept, and how the rest runs again; ``answered`` is
     called once the session ran, before the harness judges its outputs."""
     start = time.perf_counter()
-    lowerings = [_onnx(p) for p in group]
+    lowerings = [onnx_model(p) for p in group]
     half = Split(apart=frozenset(range(len(group) // 2)))
     try:
         packed = pack(lowerings)
@@ -159,7 +155,8 @@ def _packed(
     answered()
     share = (time.perf_counter() - start) / len(group)
     quiet = replace(options, artifacts=None)  # a FAIL here runs again alone, and that run keeps the artifacts
-    results = [finish(p, execution, ep, quiet, share) for p, execution in zip(group, executions, strict=True)]
+    outcomes = [done if isinstance(done, Execution) else failure_of(done) for done in executions]
+    results = [finish(p, outcome, ep, quiet, share) for p, outcome in zip(group, outcomes, strict=True)]
     kept = {place: result for place, result in enumerate(results) if result.status is Status.PASS}
     tried = {place: result for place, result in enumerate(results) if place not in kept}
     return Split(kept=kept, tried=tried, alone=frozenset(tried))
@@ -266,6 +263,12 @@ def _repeated(
     return repeats.results()
 
 
+def _pack_group(prepared: Prepared, ep: EpSpec, options: RunOptions) -> tuple[tuple[str, int], ...] | None:
+    """The pack the case waits for (its EP's path says which cases may share a session: onnxruntime's, by opset);
+    None: it runs at once, alone."""
+    return path_for(ep).pack_group(prepared) if options.pack > 1 else None
+
+
 def run_batch(
     entries: Sequence[Entry], ep: EpSpec, options: RunOptions, sessions: Sessions, watch: Watch | None = None
 ) -> list[Result]:
@@ -281,12 +284,12 @@ def run_batch(
         if isinstance(prepared, Result):  # no execution: nothing to repeat
             results[index] = prepared
             watch.finished(index, prepared)
-        elif options.pack > 1 and isinstance(prepared.lowering, Lowering) and packable(prepared.lowering):
-            waiting.setdefault(opset_of(prepared.lowering), []).append((index, prepared))
+        elif (group := _pack_group(prepared, ep, options)) is not None:
+            waiting.setdefault(group, []).append((index, prepared))
         else:
             results[index] = _repeated([prepared], [index], ep, options, sessions, watch)[0]
     for members in waiting.values():
-        lowerings = [_onnx(p) for _, p in members]
+        lowerings = [onnx_model(p) for _, p in members]
         costs = [compile_cost(low, ep) for low in lowerings]
         spans = pack_spans(costs, [elements(low) for low in lowerings], options.pack)
         for span in spans:

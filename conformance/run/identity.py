@@ -30,14 +30,15 @@ from conformance.cases.suite import ShardOf
 from conformance.environment import NATIVE_TRANSPORT, recorded_text
 from conformance.ep import device
 from conformance.ep.directml import DirectML, capi_folder, package_version
-from conformance.ep.installed import ONNXRUNTIME_PACKAGES, WEBGPU_DISTRIBUTION
-from conformance.ep.providers import CPU, EpSpec, is_plugin, plugin_devices, uses_directml
+from conformance.ep.installed import ONNXRUNTIME_PACKAGES, PLUGIN_PACKAGES
+from conformance.ep.providers import EpSpec, facts, is_plugin, plugin_devices, uses_directml
+from conformance.ep_table import ExecutesOn
 from conformance.problems import Problem
 from conformance.run.options import RunOptions
 
 log = logging.getLogger(__name__)
 
-PACKAGES = (*ONNXRUNTIME_PACKAGES, WEBGPU_DISTRIBUTION)  # the distributions whose versions a run records
+PACKAGES = (*ONNXRUNTIME_PACKAGES, *PLUGIN_PACKAGES)  # the distributions whose versions a run records
 CHECKOUT = Path(__file__).resolve().parents[2]  # where the package is imported from: a git checkout's root, or not
 _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")  # SHA-1, or SHA-256 in a repository that uses it
 _SYMBOLIC_DEPTH = 5  # symbolic refs followed before giving up (git itself stops at 5 too)
@@ -326,7 +327,7 @@ def executing(eps: Sequence[EpSpec], directml: Mapping[str, DirectML]) -> dict[s
             parts = _wine_parts(chain)
         elif dml is not None:
             parts = _native_directml_parts(dml)
-        if ep.name == CPU:
+        if facts(ep).executes_on is ExecutesOn.CPU:
             parts["CPU"] = device.cpu_model() or "unknown"
         elif chain is None or chain.get("transport") == NATIVE_TRANSPORT:  # the OS's GPUs name the driver
             # (under Wine the adapter is DirectML's own: the OS's GPU list says nothing of it)

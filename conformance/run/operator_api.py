@@ -1,6 +1,7 @@
-"""``--ep dmlop``'s part of a case's verdict: its descriptor over its tensors' layouts, the buffers DirectML binds
-(inputs through their strides; outputs filled with the canary and a guard region), the outputs read back through
-their strides, the canary checked, and DirectML's answer to a negative case.
+"""DirectML's operator API as an execution path (``OperatorApiPath``, ``--ep dmlop``): a case's descriptor over its
+tensors' layouts, the buffers DirectML binds (inputs through their strides; outputs filled with the canary and a
+guard region), the outputs read back through their strides, the canary checked, and DirectML's answer to a negative
+case, which is shown to CreateOperator alone.
 
 ep/dmlop.py moves the bytes; the layouts are cases/layouts.py's and the canary compare/canary.py's, which the ep
 stage does not import: their meeting place is here.
@@ -11,10 +12,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import assert_never
 
 import numpy as np
 
 from conformance.cases.decisions import WHERE
+from conformance.cases.fingerprint import tensor_hashes
 from conformance.cases.layouts import Layout, input_layouts, output_layouts
 from conformance.cases.validate import validate
 from conformance.compare.canary import (
@@ -27,8 +30,10 @@ from conformance.compare.canary import (
 )
 from conformance.compare.outputs import compare
 from conformance.ep import dmlop
-from conformance.ep.dml_descriptor import DmlOperator, describe_operator
+from conformance.ep.dml_descriptor import DmlOperator, Inexpressible, describe_operator
+from conformance.ep.execute import Execution
 from conformance.ep.providers import EpSpec
+from conformance.ep.sessions import Sessions
 from conformance.ep.wine.client import Runners
 from conformance.ep.wine.protocol import failed
 from conformance.model import (
@@ -42,6 +47,8 @@ from conformance.model import (
 from conformance.problems import Problem
 from conformance.results import Result
 from conformance.run.artifacts import save_operator_artifacts
+from conformance.run.execution_path import Answer, Prepared
+from conformance.run.options import RunOptions
 
 # Fields whose problems are in a case's data, goldens or level, not in its descriptor: nothing CreateOperator judges.
 _NOT_DESCRIPTOR = ("Data", "Generator", "expected", "feature_level", "tolerance")
@@ -115,7 +122,7 @@ def shown(base: Result, operator: str, hresult: int, ep: EpSpec, judged: Sequenc
     )
 
 
-def refused(base: Result, refusal: dmlop.DmlRefused, operator: str, ep: EpSpec) -> Result:
+def refused(base: Result, refusal: dmlop.DescriptorRefused, operator: str, ep: EpSpec) -> Result:
     """A valid case whose descriptor DirectML refused (DML_REJECTED_VALID, a finding about DirectML; its placement
     says DirectML was the one that refused it)."""
     return replace(
@@ -140,8 +147,8 @@ def buffers(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[dict[str, byt
 
 def dispatch(
     case: Case, operator: DmlOperator, inputs: Mapping[str, np.ndarray], ep: EpSpec, runners: Runners
-) -> dmlop.Dispatched:
-    """The case's operator dispatched on its inputs' buffers."""
+) -> dmlop.Dispatched | dmlop.DescriptorRefused:
+    """The case's operator dispatched on its inputs' buffers (or DirectML's refusal of its descriptor)."""
     feeds, outputs = buffers(case, inputs)
     return dmlop.dispatch(operator, ep, runners, feeds, outputs, lead=GUARD_BYTES)
 
@@ -201,3 +208,80 @@ def judge(
         except OSError as error:  # the verdict stands; the message says what could not be kept
             result = replace(result, message=f"{result.message}\n  (artifacts not saved: {error.strerror or error})")
     return result
+
+
+def _descriptor(prepared: Prepared) -> DmlOperator:
+    """A prepared case's DML operator descriptor: what this path prepares (an ONNX model never comes here)."""
+    assert isinstance(prepared.lowering, DmlOperator), "an ONNX model on DirectML's operator API"
+    return prepared.lowering
+
+
+class OperatorApiPath:
+    """``ExecutionPath`` through DirectML's operator API: describe, create and dispatch in the runner, judge the
+    buffers."""
+
+    def negative(
+        self, case: Case, problems: Sequence[Problem], verdict: Result, ep: EpSpec, options: RunOptions
+    ) -> Result | Prepared:
+        """A descriptor that can be written is shown to DirectML's CreateOperator (``shown`` judges its answer);
+        otherwise the validator's verdict stands, saying why DirectML was not asked."""
+        judged = for_directml(case, problems, options.target_level(ep))
+        if not isinstance(judged, str):
+            try:
+                return Prepared(case, {}, {}, describe(case), verdict, judged=judged)
+            except Inexpressible as inexpressible:
+                judged = str(inexpressible)
+        return replace(verdict, message=f"{verdict.message}\n(not shown to DirectML: {judged})")
+
+    def prepare(
+        self,
+        case: Case,
+        inputs: Mapping[str, np.ndarray],
+        expected: Mapping[str, np.ndarray],
+        inputs_sha256: dict[str, str],
+        base: Result,
+        ep: EpSpec,
+    ) -> Result | Prepared:
+        try:
+            operator = describe(case)
+        except Inexpressible as why:
+            return replace(base, inputs_sha256=inputs_sha256, status=Status.NOT_EXPRESSIBLE, message=str(why))
+        return Prepared(
+            case, inputs, expected, operator, replace(base, inputs_sha256=inputs_sha256, lowering=operator.operator)
+        )
+
+    def execute(self, prepared: Prepared, ep: EpSpec, options: RunOptions, sessions: Sessions) -> Answer:
+        """A negative case's descriptor shown to CreateOperator alone (its HRESULT), else the case's operator
+        dispatched on its inputs."""
+        operator = _descriptor(prepared)
+        if prepared.case.expect_invalid is not None:
+            return dmlop.create_only(operator, ep, sessions.runners)
+        return dispatch(prepared.case, operator, prepared.inputs, ep, sessions.runners)
+
+    def judge(self, prepared: Prepared, answer: Answer, ep: EpSpec, options: RunOptions) -> Result:
+        base, operator = prepared.base, _descriptor(prepared).operator
+        match answer:
+            case dmlop.Created():
+                return shown(base, operator, answer.hresult, ep, prepared.judged)
+            case dmlop.DescriptorRefused() if prepared.case.expect_invalid is not None:
+                # The validator's verdict stands; DirectML could not be asked.
+                return replace(base, message=f"{base.message}\n(DirectML could not be asked: {answer})")
+            case dmlop.DescriptorRefused():
+                return refused(base, answer, operator, ep)
+            case dmlop.Dispatched():
+                p, by = prepared, options.executed_by(ep)
+                return judge(p.case, p.inputs, p.expected, base, answer, ep, options.artifacts, by)
+            case Execution():
+                raise TypeError(f"onnxruntime's outputs on DirectML's operator API for {prepared.case.id}")
+            case _:
+                assert_never(answer)
+
+    def outputs_sha256(self, answer: Answer) -> dict[str, str] | None:
+        """Each output buffer's bytes, padding and guard included."""
+        if not isinstance(answer, dmlop.Dispatched):
+            return None
+        return tensor_hashes({name: np.frombuffer(data, np.uint8) for name, data in answer.buffers.items()})
+
+    def pack_group(self, prepared: Prepared) -> tuple[tuple[str, int], ...] | None:
+        """None: each descriptor is dispatched on its own."""
+        return None

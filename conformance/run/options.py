@@ -31,6 +31,7 @@ from conformance.cases.limits import (
     FileLimits,
 )
 from conformance.ep.providers import EpSpec, parse_ep, uses_directml
+from conformance.ep_table import aliases_text
 from conformance.model import FeatureLevel, Operator
 
 if TYPE_CHECKING:  # this module is imported by the pytest plugin's import, which must stay cheap
@@ -172,7 +173,7 @@ _SELECTING = frozenset({_RUN, _LIST})  # the commands that select cases as a run
 OPTIONS: Mapping[str, Option] = _options(
     Option(
         ("--ep",),
-        "cpu, cuda, dml, webgpu, a full EP name or a plugin library path, with options as ALIAS:key=value,...; "
+        f"{aliases_text()}, a full EP name or a plugin library path, with options as ALIAS:key=value,...; "
         "repeatable (default: the best available)",
         frozenset({_RUN, PYTEST}),
         metavar="EP",

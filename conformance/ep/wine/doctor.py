@@ -35,6 +35,7 @@ from conformance.ep.wine.device import (
 from conformance.ep.wine.diagnose import device_failure, named_hresults
 from conformance.ep.wine.protocol import ProtocolError, Refused
 from conformance.ep.wine.session import open_model
+from conformance.ep_table import DML
 
 # DML_TOP_K1's example 3 (the spec page): ties take the lower index first.
 _TOPK_INPUT = np.array([[[[1, 2, 2, 3], [3, 4, 5, 5], [6, 6, 6, 6]]]], np.float32)
@@ -128,7 +129,7 @@ def _topk_model() -> bytes:
 
 def _topk(runner: Runner) -> str:
     start = time.perf_counter()
-    session = open_model(runner, _topk_model(), parse_ep("dml"), strict=True)  # as a run opens its sessions
+    session = open_model(runner, _topk_model(), parse_ep(DML.alias), strict=True)  # as a run opens its sessions
     values, indices = session.run(["V", "I"], {"X": _TOPK_INPUT})
     seconds = time.perf_counter() - start
     if not (np.array_equal(values, _TOPK_VALUES) and np.array_equal(indices, _TOPK_INDICES)):

@@ -1,0 +1,292 @@
+"""The execution providers the harness knows, one row each: the execution-path seam's one table.
+
+A row says everything the harness knows of one EP: its onnxruntime name and its ``--ep`` alias, its label in
+messages, the provider options it reads (the values each takes, a boolean's spelling), what it executes on, which
+execution path runs it (``PathKind``: run/paths.py maps each to its implementation), whether that path binds a
+case's layouts, where the DirectML runner serves it, what brings it onto a machine, and the session settings
+onnxruntime needs for it. Every front end reads it (``--ep`` parsing and help, the pytest plugin, the default EP,
+identity and reports, doctor), and nothing else compares EP names or aliases: code asks a row for the fact it acts
+on. An EP outside the table (a full onnxruntime name such as TensorrtExecutionProvider, or a plugin library path)
+runs on onnxruntime's path with its options passed through (``other_ep``).
+
+A boolean option (``Flag``) takes ``0``/``1`` and ``true``/``false`` (any case) on every EP; the row keeps the
+spelling its EP reads (the DirectML EP's ``ParseBoolean`` takes only ``true``/``false``, the WebGPU EP and DirectML's
+operator API ``1``/``0``), which is the one a result records.
+
+Adding an EP that an existing path runs is a row here; adding an execution path is a ``PathKind``, its module in
+``conformance/run/`` and one line of run/paths.py (docs/architecture.md#adding-an-execution-path).
+
+Light: it imports only the standard library, so that the commands that only read (report, diff, merge) and the
+pytest plugin's import can read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+
+
+class ExecutesOn(Enum):
+    """What an EP's kernels run on: what a run's identity names for it."""
+
+    CPU = "the CPU"
+    GPU = "the machine's GPUs"  # as the OS lists them (nvidia-smi, Win32_VideoController)
+    DIRECTML = "a DirectML device"  # a D3D12 adapter: DirectML's own record names it
+
+
+class PathKind(Enum):
+    """Which execution path runs an EP's cases (run/paths.py's ``PATHS`` holds each one's implementation)."""
+
+    # The case lowered to a one-node ONNX model and run in an onnxruntime session: its tensors packed, row-major.
+    ONNXRUNTIME = "onnxruntime"
+    # The case's own descriptor created, compiled and dispatched by DirectML over its buffers, strides included.
+    OPERATOR_API = "DirectML's operator API"
+
+
+class Runner(Enum):
+    """Where the DirectML runner (conformance/ep/wine) serves an EP; dml_here.py decides from it."""
+
+    NEVER = "never: the EP runs in the harness's process"
+    OFF_WINDOWS = "off Windows, under Wine; on Windows the EP runs in the harness's process"
+    ALWAYS = "always: under Wine, and natively on Windows"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A boolean option: ``0``, ``1``, ``true`` or ``false`` (any case) given, ``on`` or ``off`` kept, the spelling
+    the EP reads."""
+
+    on: str
+    off: str
+
+    def spelt(self, text: str) -> str | None:
+        """``text`` in this flag's spelling; None where it is no boolean."""
+        if text.lower() in ("1", "true"):
+            return self.on
+        if text.lower() in ("0", "false"):
+            return self.off
+        return None
+
+
+ONE_ZERO = Flag("1", "0")
+TRUE_FALSE = Flag("true", "false")
+# What an option takes besides exact values and flags: a kind of value.
+WHOLE_NUMBER = "a non-negative whole number"
+ANY_TEXT = "any text"  # the EP checks the value itself, and refuses a bad one when the session starts
+DIRECTML_DLL = "a DirectML.dll version"  # ep/directml.py's DIRECTML_VERSIONS: the builds the runner can load
+ONNXRUNTIME_DLL = "an onnxruntime.dll version"  # ep/directml.py's ONNXRUNTIME_DLL_VERSIONS
+OptionValues = tuple[str, ...] | str | Flag
+
+
+@dataclass(frozen=True)
+class Exclusive:
+    """An option that the EP takes alone: given with any of ``others``, they would be silently ignored."""
+
+    key: str
+    others: tuple[str, ...]
+    why: str
+
+
+_NONE: Mapping[str, str] = MappingProxyType({})
+
+
+def _none() -> Mapping[str, str]:
+    return _NONE
+
+
+@dataclass(frozen=True)
+class KnownEp:
+    """One execution provider the harness knows."""
+
+    alias: str  # the --ep name: cpu, cuda, ...
+    name: str  # onnxruntime's EP name (DmlOperatorApi, DirectML's operator API, is no onnxruntime EP)
+    label: str  # in messages: "unknown CUDA option ..."
+    executes_on: ExecutesOn
+    path: PathKind
+    # Whether the path hands the EP each tensor's buffer as the case lays it out (strides, offsets, padding), so
+    # that the case's layouts are exercised; onnxruntime's EPs get packed tensors.
+    binds_layouts: bool
+    # The provider options it reads, from its sources; a key outside them is refused (the DirectML and WebGPU EPs
+    # ignore unknown keys silently, the CPU EP ignores every option). Options that carry a pointer (a CUDA stream, an
+    # allocator, a WGPUDevice) are left out: a number typed on a command line is no pointer.
+    options: Mapping[str, OptionValues] = field(default_factory=_none)
+    exclusive: tuple[Exclusive, ...] = ()
+    runner: Runner = Runner.NEVER
+    package: str | None = None  # the distribution that brings it (pip install NAME), where one does
+    plugin_module: str | None = None  # a plugin EP's package: its module gives the library onnxruntime registers
+    # Given to onnxruntime where the --ep text leaves them out; not part of the EP's text (a result's ``ep``).
+    provider_defaults: Mapping[str, str] = field(default_factory=_none)
+    # onnxruntime's fallback EP: in every build, it always starts, and it refuses the entry disabling fallback to it.
+    fallback: bool = False
+    # Graph optimizations at level 2 (else off: we test kernels, not rewrites): the DirectML EP fuses an activation
+    # into MVN1 there (DmlExecutionProvider/src/GraphTransformer.cpp).
+    fuses_activations: bool = False
+    # ORT_SEQUENTIAL execution and no memory pattern, which the DirectML EP's documentation requires.
+    sequential: bool = False
+    # Its device context, with its program cache, lives as long as any of its sessions, a session made while none is
+    # open getting a fresh one: the WebGPU EP (its context factory keeps a context per deviceId, counted by the
+    # sessions on it). ep/sessions.py's rule and its RefusalContext are about these.
+    context_per_live_sessions: bool = False
+    default_rank: int | None = None  # its place in the default's order (the best available first); None: never
+
+
+CPU = KnownEp(
+    "cpu",
+    "CPUExecutionProvider",
+    "CPU",
+    ExecutesOn.CPU,
+    PathKind.ONNXRUNTIME,
+    binds_layouts=False,
+    # onnxruntime's Python binding creates the CPU EP from the session options alone: it reads no provider option.
+    fallback=True,
+    default_rank=3,
+)
+CUDA = KnownEp(
+    "cuda",
+    "CUDAExecutionProvider",
+    "CUDA",
+    ExecutesOn.GPU,
+    PathKind.ONNXRUNTIME,
+    binds_layouts=False,
+    # CUDAExecutionProviderInfo::FromProviderOptions (cuda_execution_provider_info.cc); sdpa_kernel from 1.19,
+    # fuse_conv_bias from 1.20.
+    options=MappingProxyType(
+        {
+            "device_id": WHOLE_NUMBER,
+            "gpu_mem_limit": WHOLE_NUMBER,
+            "arena_extend_strategy": ("kNextPowerOfTwo", "kSameAsRequested"),
+            "cudnn_conv_algo_search": ("EXHAUSTIVE", "HEURISTIC", "DEFAULT"),
+            "do_copy_in_default_stream": ANY_TEXT,
+            "cudnn_conv_use_max_workspace": ANY_TEXT,
+            "enable_cuda_graph": ANY_TEXT,
+            "cudnn_conv1d_pad_to_nc1d": ANY_TEXT,
+            "tunable_op_enable": ANY_TEXT,
+            "tunable_op_tuning_enable": ANY_TEXT,
+            "tunable_op_max_tuning_duration_ms": WHOLE_NUMBER,
+            "enable_skip_layer_norm_strict_mode": ANY_TEXT,
+            "prefer_nhwc": ANY_TEXT,
+            "use_ep_level_unified_stream": ANY_TEXT,
+            "use_tf32": ANY_TEXT,
+            "sdpa_kernel": WHOLE_NUMBER,
+            "fuse_conv_bias": ANY_TEXT,
+        }
+    ),
+    package="onnxruntime-gpu",
+    provider_defaults=MappingProxyType({"device_id": "0"}),
+    default_rank=1,
+)
+# dml_provider_factory.cc, CreateFromProviderOptions: it throws on other values. performance_preference and
+# device_filter exist from 1.17.
+DML = KnownEp(
+    "dml",
+    "DmlExecutionProvider",
+    "DirectML",
+    ExecutesOn.DIRECTML,
+    PathKind.ONNXRUNTIME,
+    binds_layouts=False,
+    options=MappingProxyType(
+        {
+            "device_id": WHOLE_NUMBER,  # an IDXGIFactory::EnumAdapters1 index
+            "performance_preference": ("default", "high_performance", "minimum_power"),
+            "device_filter": ("gpu", "npu", "any"),
+            "disable_metacommands": TRUE_FALSE,  # ParseBoolean: "1" or "0" throws
+            # The harness's own, not the EP's: which DirectML.dll and onnxruntime.dll the runner loads.
+            "directml": DIRECTML_DLL,
+            "ort": ONNXRUNTIME_DLL,
+        }
+    ),
+    exclusive=(Exclusive("device_id", ("performance_preference", "device_filter"), "picks the adapter itself"),),
+    runner=Runner.OFF_WINDOWS,
+    package="onnxruntime-directml",
+    fuses_activations=True,
+    sequential=True,
+    default_rank=0,
+)
+# DirectML's own operator API, each case's descriptor created as written (ep/dmlop.py): the adapter, the DLLs (as
+# DML's), and the DML_EXECUTION_FLAGS that change results, given to CompileOperator.
+DMLOP = KnownEp(
+    "dmlop",
+    "DmlOperatorApi",
+    "DirectML operator API",
+    ExecutesOn.DIRECTML,
+    PathKind.OPERATOR_API,
+    binds_layouts=True,
+    options=MappingProxyType(
+        {
+            "device_id": WHOLE_NUMBER,  # an IDXGIFactory::EnumAdapters1 index
+            "disable_metacommands": ONE_ZERO,  # DML_EXECUTION_FLAG_DISABLE_META_COMMANDS
+            "allow_half_precision": ONE_ZERO,  # DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION
+            "directml": DIRECTML_DLL,
+            "ort": ONNXRUNTIME_DLL,
+        }
+    ),
+    runner=Runner.ALWAYS,
+)
+_CACHE_MODES = ("disabled", "lazyRelease", "simple", "bucket")
+# webgpu_provider_options.h (the short names: onnxruntime prefixes them with "ep.webgpuexecutionprovider.").
+WEBGPU = KnownEp(
+    "webgpu",
+    "WebGpuExecutionProvider",
+    "WebGPU",
+    ExecutesOn.GPU,
+    PathKind.ONNXRUNTIME,
+    binds_layouts=False,
+    options=MappingProxyType(
+        {
+            "deviceId": WHOLE_NUMBER,
+            "adapterIndex": WHOLE_NUMBER,
+            "preferredLayout": ("NCHW", "NHWC"),
+            "enableGraphCapture": ONE_ZERO,
+            "enableInt64": ONE_ZERO,
+            "enableMatmulFp32Accumulation": ONE_ZERO,
+            "enablePIXCapture": ONE_ZERO,
+            "enableRobustness": ONE_ZERO,
+            "preserveDevice": ONE_ZERO,
+            "weightLoadAcceleration": ("off", "preferred", "required"),
+            "kvCacheQuantizationBits": ("0", "4", "8"),
+            "multiRotaryCacheConcatOffset": WHOLE_NUMBER,
+            "sessionBufferPoolGenerations": WHOLE_NUMBER,
+            "dawnBackendType": ("D3D12", "Vulkan"),
+            "powerPreference": ("high-performance", "low-power"),
+            "storageBufferCacheMode": _CACHE_MODES,
+            "uniformBufferCacheMode": _CACHE_MODES,
+            "queryResolveBufferCacheMode": _CACHE_MODES,
+            "defaultBufferCacheMode": _CACHE_MODES,
+            "validationMode": ("disabled", "wgpuOnly", "basic", "full"),
+            "forceCpuNodeNames": ANY_TEXT,
+            "maxStorageBufferBindingSize": WHOLE_NUMBER,
+            "maxStorageBuffersPerShaderStage": WHOLE_NUMBER,
+            "maxNumPendingDispatches": WHOLE_NUMBER,
+        }
+    ),
+    package="onnxruntime-ep-webgpu",
+    plugin_module="onnxruntime_ep_webgpu",
+    context_per_live_sessions=True,
+    default_rank=2,
+)
+
+KNOWN_EPS: tuple[KnownEp, ...] = (CPU, CUDA, DML, DMLOP, WEBGPU)  # in the order --ep's help lists them
+
+
+def known_ep(name: str) -> KnownEp | None:
+    """The row of the EP called ``name`` (onnxruntime's name, or an alias, in any case); None for another EP."""
+    wanted = name.lower()
+    return next((ep for ep in KNOWN_EPS if wanted in (ep.alias, ep.name.lower())), None)
+
+
+def other_ep(name: str) -> KnownEp:
+    """What the harness assumes of an EP outside the table (a full onnxruntime name, a plugin library): onnxruntime's
+    path, on the machine's GPUs, its options passed through."""
+    return KnownEp(name, name, name, ExecutesOn.GPU, PathKind.ONNXRUNTIME, binds_layouts=False)
+
+
+def ep_facts(name: str) -> KnownEp:
+    """The row of the EP called ``name``, or what is assumed of an EP outside the table."""
+    return known_ep(name) or other_ep(name)
+
+
+def aliases_text() -> str:
+    """The known EPs' aliases, for help and messages: "cpu, cuda, dml, dmlop, webgpu"."""
+    return ", ".join(ep.alias for ep in KNOWN_EPS)
