@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, assert_never
 
 from conformance.cases.parse import Entry
 from conformance.ep.directml import DirectML
@@ -51,7 +51,23 @@ from conformance.run.runner import base_result
 from conformance.survive.faults import fault_result, how_it_ended, telling_lines
 from conformance.survive.interrupt import interrupts_held, start_worker
 from conformance.survive.memory import Peaks
-from conformance.survive.worker import DEVICE_LOST_EXIT, Phase
+from conformance.survive.messages import (
+    Began,
+    CannotRun,
+    DirectMLDescribed,
+    Finished,
+    FromWorker,
+    MemoryPeak,
+    Phase,
+    PhaseChanged,
+    Ready,
+    RunnerDeathTold,
+    RunTask,
+    Stop,
+    TaskFinished,
+    TaskMessage,
+)
+from conformance.survive.worker import DEVICE_LOST_EXIT
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +220,9 @@ class Supervisor:
         worker.in_flight, worker.finished, worker.phase = [], set(), Phase.PREPARING
         worker.heard = worker.began = time.monotonic()
         try:
-            worker.conn.send(("task", worker.task_id, task.entries, task.ep, replace(self.options, pack=task.pack)))
+            worker.conn.send(
+                RunTask(worker.task_id, tuple(task.entries), task.ep, replace(self.options, pack=task.pack))
+            )
         except OSError:  # it died since it was last checked: the task waits for another, _check settles this one
             worker.task, worker.closed = None, True
             self.pending.appendleft(task)
@@ -221,38 +239,48 @@ class Supervisor:
                 worker.closed = True
                 return
             worker.heard = time.monotonic()
-            kind = message[0]
-            if kind == "ready":
+            self._heard(worker, message)
+
+    def _heard(self, worker: _Worker, message: FromWorker) -> None:
+        """One message settled: its start's, or its task's (one about an earlier task, settled already, is dropped)."""
+        match message:
+            case Ready():
                 worker.ready = True
                 if not self.describe:  # else its start ends with its describe
                     self.failed_starts = 0
-            elif kind == "described":
+            case DirectMLDescribed(directml=directml, why=why):
                 worker.described, self.failed_starts = True, 0
-                if message[1] is None:
-                    self.undescribed.append(message[2])
+                if directml is None:
+                    self.undescribed.append(why or "")
                 elif self.described is None:
-                    self.described = message[1]
-            elif worker.task is None or message[1] != worker.task_id:
-                continue
-            elif kind == "begin":
-                worker.in_flight, worker.phase = list(message[2]), message[3]
-                worker.inputs = dict(zip(message[2], message[4], strict=False))
+                    self.described = directml
+            case _:
+                if worker.task is not None and message.task == worker.task_id:
+                    self._heard_on(worker, worker.task, message)
+
+    def _heard_on(self, worker: _Worker, task: Task, message: TaskMessage) -> None:
+        """A message about ``task``, the worker's own."""
+        match message:
+            case Began(places=places, phase=phase, inputs=inputs):
+                worker.in_flight, worker.phase = list(places), phase
+                worker.inputs = {place: dict(hashes) for place, hashes in zip(places, inputs, strict=False)}
                 worker.began = worker.heard
-            elif kind == "phase":
-                worker.phase = message[2]
-            elif kind == "done":
-                place, result = message[2], message[3]
+            case PhaseChanged(phase=phase):
+                worker.phase = phase
+            case Finished(place=place, result=result):
                 worker.finished.add(place)
                 worker.reported_lost |= result.status is Status.DEVICE_LOST
-                self.on_result(worker.task.pairs[place], result)
-            elif kind == "task_done":
+                self.on_result(task.pairs[place], result)
+            case TaskFinished():
                 worker.task = None
-            elif kind == "memory":
-                self.peaks.worker(worker.number, message[2], message[3], message[4])
-            elif kind == "runner_died":
-                self.on_death(message[2], message[3], message[4])
-            elif kind == "stopped":
-                raise RunStopped(message[2])
+            case MemoryPeak(own_kib=own_kib, runners_kib=runners_kib, runners=runners):
+                self.peaks.worker(worker.number, own_kib, runners_kib, runners)
+            case RunnerDeathTold(ep=ep, cases=cases, stderr=stderr):
+                self.on_death(ep, cases, stderr)
+            case CannotRun(why=why):
+                raise RunStopped(why)
+            case _:
+                assert_never(message)
 
     # -- faults ---------------------------------------------------------------------------------------------
     def _lost(self, worker: _Worker, status: Status, what: str, meant: bool = False) -> None:
@@ -394,7 +422,7 @@ class Supervisor:
             if not worker.stopped:
                 worker.stopped = True
                 with contextlib.suppress(OSError):
-                    worker.conn.send(("stop",))
+                    worker.conn.send(Stop())
 
     def close(self) -> None:
         self.stop()
