@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from conformance.cases.suite import collect
+from conformance.environment import PeakMemory
 from conformance.ep.providers import parse_ep
 from conformance.ep.wine.chain import ChainMissing
 from conformance.model import Status
@@ -569,7 +570,7 @@ def test_each_worker_s_latest_peak_memory_reaches_the_run(supervisor: Any) -> No
     # This process: 50 MiB and one runner (describe's) of 300 MiB, plus one KiB that rounds up to a MiB.
     record = supervisor.peaks.record(50 * 1024, 300 * 1024 + 1, 1)
     harness, runners = 50 + 120 + 80, 301 + 2000 + 1000
-    assert record == {"total_mib": harness + runners, "harness_mib": harness, "runners_mib": runners, "runners": 4}
+    assert record == PeakMemory(total_mib=harness + runners, harness_mib=harness, runners_mib=runners, runners=4)
 
 
 def test_stopped_workers_exit_without_being_reaped_and_take_no_more_tasks() -> None:

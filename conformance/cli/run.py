@@ -10,9 +10,8 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
 
 from conformance import ep_table
 from conformance.cases.suite import Suite, run_elements
@@ -29,7 +28,7 @@ from conformance.cli.shared import (
     existing,
     within_memory,
 )
-from conformance.environment import environment_from_json
+from conformance.environment import Environment
 from conformance.ep.directml import DirectML
 from conformance.ep.dml_here import check_chains, directml_for
 from conformance.ep.memory import memory_path
@@ -258,13 +257,13 @@ def _run_suite(
         log.error("%s", ran.stopped)
     skipped = skipped_files(suite.invalid_files, suite.problems)
     facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped, suite.shard)
-    env = environment(eps, options, argv, directml, suite.problems, facts)
-    if ran.stopped is not None:
-        env["stopped"] = ran.stopped
-    if ran.runner_deaths:  # docs/reports.md: each EP's runner deaths; those under a pack fail the run
-        env["runner_deaths"] = [death.to_json() for death in ran.runner_deaths]
     peaks = supervisor.peaks if supervisor is not None else Peaks()  # -j 0: this process's own runners alone
-    env["peak_memory"] = peaks.record(own_peak_kib(), *runners_peak())  # this process's runners: describe's, -j 0's
+    env = replace(
+        environment(eps, options, argv, directml, suite.problems, facts),
+        stopped=ran.stopped,
+        runner_deaths=ran.runner_deaths,  # docs/reports.md: each EP's runner deaths; those under a pack fail the run
+        peak_memory=peaks.record(own_peak_kib(), *runners_peak()),  # this process's runners: describe's, -j 0's
+    )
     code = _report(args, env, ran.results, planned, waivers, lock, start.interrupts.received)
     if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
         why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
@@ -275,7 +274,7 @@ def _run_suite(
 
 def _report(
     args: argparse.Namespace,
-    env: dict[str, Any],
+    env: Environment,
     results: Sequence[Result],
     planned: int,
     waivers: list[Waiver] | None,
@@ -288,10 +287,9 @@ def _report(
     if interrupted:  # recorded, so that every report of this results.json says the run failed, and how far it got
         by = f" by {signal_name}" if signal_name else ""
         warn(f"interrupted{by}: writing the {len(results)} result(s) finished so far")
-        env |= {"interrupted": True, "planned_results": planned}
-    recorded = environment_from_json(env)  # what every report of the results.json written below reads
-    summary = summarize(recorded, results)
-    gate = apply_waivers(recorded, results, waivers) if waivers is not None else None
+        env = replace(env, interrupted=True, planned_results=planned)
+    summary = summarize(env, results)
+    gate = apply_waivers(env, results, waivers) if waivers is not None else None
     written, unwritten = _write_all(args.report_dir, env, summary, results, gate, lock)
     # where nothing could be written, with results.jsonl the only record of the results; --quiet: the unexpected alone
     console = render_console(summary, gate=gate, quiet=args.quiet)
@@ -310,7 +308,7 @@ def _report(
 
 
 def _write_all(
-    folder: str, env: dict[str, Any], summary: Summary, results: Sequence[Result], gate: Gate | None, lock: FolderLock
+    folder: str, env: Environment, summary: Summary, results: Sequence[Result], gate: Gate | None, lock: FolderLock
 ) -> tuple[list[str], str | None]:
     """results.json, then the reports, each written where it can be (a full disk may take the small summary.md
     and not the large results.json): the paths written, and what could not be written and why (one line). Nothing
@@ -321,7 +319,7 @@ def _write_all(
         return written, f"{folder}: removed or replaced while this run went on (another run may hold it now)"
     unwritten = None
     try:
-        write_results(results_path, env, results)
+        write_results(results_path, env.to_json(whole=True), results)  # as this run found it
         written.append(results_path)
     except OSError as error:
         unwritten = f"{results_path}: {error.strerror or error}"

@@ -109,11 +109,10 @@ def _machine(
     config: pytest.Config, eps: list[EpSpec], options: RunOptions, directml: dict[str, DirectML]
 ) -> Environment:
     """What waivers naming a device or driver are matched against: the environment ``dmlconf run`` records (the
-    machine's GPUs, the adapter DirectML runs on), read as results.json's reader reads it."""
-    from conformance.environment import environment_from_json
+    machine's GPUs, the adapter DirectML runs on), the record it writes."""
     from conformance.run.identity import environment
 
-    return environment_from_json(environment(eps, options, config.invocation_params.args, directml))
+    return environment(eps, options, config.invocation_params.args, directml)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
