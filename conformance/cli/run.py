@@ -14,11 +14,20 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from conformance import ep_table
+from conformance.cases.limits import DEFAULT_MAX_RUN_ELEMENTS
 from conformance.cases.suite import Suite, run_elements
 from conformance.cli.output import say, warn
 from conformance.cli.progress import Progress
-from conformance.cli.reports import locked, read_waivers, verdict_lines, write_reports
-from conformance.cli.selection import selected
+from conformance.cli.reports import (
+    QUIET,
+    REPORT_DIR,
+    REPORT_FORMATS,
+    locked,
+    read_waivers,
+    verdict_lines,
+    write_reports,
+)
+from conformance.cli.selection import KEEP_GOING, KEYWORD, QUICK, SHARD, selected
 from conformance.cli.shared import (
     EXIT_FAILED,
     EXIT_OK,
@@ -41,8 +50,23 @@ from conformance.model import MemoryPath
 from conformance.report.console import render_console
 from conformance.results import NotOurFile, Result, not_our_file, own_folder, write_results
 from conformance.run.artifacts import folder_name, taken
+from conformance.run.command_line import Option, whole_number
 from conformance.run.identity import RunFacts, cases_sha256, environment, skipped_files
-from conformance.run.options import REPORT_FORMATS, RunOptions, run_options
+from conformance.run.options import (
+    ARTIFACTS,
+    CASE_TIMEOUT,
+    EP,
+    FEATURE_LEVEL,
+    MAX_CASE_BYTES,
+    MAX_ELEMENTS,
+    MAX_FILE_BYTES,
+    MAX_NODES,
+    PACK,
+    REPEAT,
+    WAIVERS,
+    RunOptions,
+    run_options,
+)
 from conformance.survive.faults import RunLog
 from conformance.survive.interrupt import Interrupts, interrupts_stop_the_run
 from conformance.survive.lock import FolderLock
@@ -59,6 +83,50 @@ from conformance.survive.stream import (
 from conformance.survive.supervisor import RunStopped, Supervisor
 
 log = logging.getLogger(__name__)
+
+JOBS = Option(
+    ("-j", "--jobs"),
+    "run in N worker processes; a worker that crashes or hangs costs only its case (default 1; "
+    "0: in this process, unprotected)",
+    default=1,
+    metavar="N",
+    check=whole_number(0),
+)
+RESUME = Option(
+    ("--resume",),
+    "finish a run that was killed: keep the results in --report-dir's results.jsonl, run the rest",
+    flag=True,
+)
+MAX_RUN_ELEMENTS = Option(
+    ("--max-run-elements",),
+    "refuse to start a run whose (case, EP) pairs hold over N tensor elements in all, inputs and outputs "
+    f"(default {DEFAULT_MAX_RUN_ELEMENTS}: some 600 times the case library on one EP)",
+    default=DEFAULT_MAX_RUN_ELEMENTS,
+    metavar="N",
+    check=whole_number(1),
+)
+RUN_OPTIONS = (
+    EP,
+    FEATURE_LEVEL,
+    MAX_ELEMENTS,
+    MAX_CASE_BYTES,
+    MAX_FILE_BYTES,
+    MAX_NODES,
+    CASE_TIMEOUT,
+    JOBS,
+    PACK,
+    REPEAT,
+    REPORT_DIR,
+    KEYWORD,
+    QUICK,
+    WAIVERS,
+    QUIET,
+    ARTIFACTS,
+    SHARD,
+    RESUME,
+    KEEP_GOING,
+    MAX_RUN_ELEMENTS,
+)
 
 
 Describe = Callable[[], Mapping[str, DirectML]]  # each DirectML EP's DirectML, by its --ep text (ChainMissing)
