@@ -45,6 +45,19 @@ class Phase(Enum):
         """Whether it is the harness's own work, not the EP's (a silence there is no hang of the device)."""
         return self is not Phase.EXECUTING
 
+    @property
+    def waited_for(self) -> str:
+        """What a TIMEOUT says the worker was doing when it was killed in this phase: which side it waited for."""
+        return _WAITED_FOR[self]
+
+
+_WAITED_FOR = {
+    Phase.PREPARING: "while the harness prepared it (its own work: the inputs, the oracle, the lowering; not the EP's)",
+    Phase.EXECUTING: "while the EP executed it (the harness waited for the EP's answer)",
+    Phase.JUDGING: "while the harness judged the EP's answer (its own work after the EP answered: the compare, the "
+    "canary check; not the EP's)",
+}
+
 
 # -- to a worker ------------------------------------------------------------------------------------------------
 

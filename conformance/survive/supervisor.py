@@ -50,6 +50,7 @@ from conformance.run.options import HARNESS_TIMEOUT_FACTOR, RunOptions
 from conformance.run.runner import base_result
 from conformance.survive.faults import fault_result, how_it_ended, telling_lines
 from conformance.survive.interrupt import interrupts_held, start_worker
+from conformance.survive.lock import alive
 from conformance.survive.memory import Peaks
 from conformance.survive.messages import (
     Began,
@@ -86,13 +87,6 @@ DESCRIBE_LIMIT = START_SECONDS * START_ATTEMPTS
 STDERR_TAIL_BYTES = 64 * 1024
 FOLDER_PREFIX = "dmlconf-workers-"  # then the supervisor's pid: a killed one's folder is removed by the next
 KILL_WAIT = 10.0  # seconds to wait for a killed worker to be gone; one stuck in a driver call is left behind
-# What a TIMEOUT says the worker was doing when it was killed: which side it waited for.
-_WAITED_FOR = {
-    Phase.PREPARING: "while the harness prepared it (its own work: the inputs, the oracle, the lowering; not the EP's)",
-    Phase.EXECUTING: "while the EP executed it (the harness waited for the EP's answer)",
-    Phase.JUDGING: "while the harness judged the EP's answer (its own work after the EP answered: the compare, the "
-    "canary check; not the EP's)",
-}
 
 
 @dataclass
@@ -135,19 +129,9 @@ def _remove_stale_folders() -> None:
     root = tempfile.gettempdir()
     for name in os.listdir(root):
         pid = name[len(FOLDER_PREFIX) :].partition("-")[0]
-        if not name.startswith(FOLDER_PREFIX) or not pid.isdigit() or _alive(int(pid)):
+        if not name.startswith(FOLDER_PREFIX) or not pid.isdigit() or alive(int(pid)):
             continue
         shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # it exists, and is another user's
-        return True
-    return True
 
 
 def _ignore(pair: int, result: Result) -> None:
@@ -336,7 +320,7 @@ class Supervisor:
             worker.process.join(KILL_WAIT)
             self._receive(worker)
             if worker.task is not None:
-                what = f"no progress for {self._limit(phase):g} s {_WAITED_FOR[phase]}: the worker was killed"
+                what = f"no progress for {self._limit(phase):g} s {phase.waited_for}: the worker was killed"
                 self._lost(worker, Status.TIMEOUT, what)
 
     def _limit(self, phase: Phase) -> float:
