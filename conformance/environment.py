@@ -1,9 +1,9 @@
 """results.json's ``environment`` as frozen records: what a run tested on (GPUs, CPU, software, each EP with its
 devices, DirectML and the chain under Wine), how it was made (command, when, which harness) and what it did not run
-(interrupted, skipped case files, runner deaths), and the shard it is. run/identity.py writes the JSON;
-``environment_from_json`` reads it once (records.py checks every field), and every report, the gate and the diff read
-these attributes. ``ran_on`` words the device and builds that executed an EP, for the reports and for an
-``--artifacts`` README alike.
+(interrupted, skipped case files, runner deaths), and the shard it is. run/identity.py builds a run's record, which
+results.json is written from (``to_json``, whole: null and empty fields say "none" there); ``environment_from_json``
+reads it once (records.py checks every field), and every report, the gate and the diff read these attributes.
+``ran_on`` words the device and builds that executed an EP, for the reports and for an ``--artifacts`` README alike.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.ep_table import ExecutesOn, ep_facts
-from conformance.records import Where, read_record, record_json
+from conformance.records import AT_DEFAULT, WHERE_SET, Where, read_record, record_json
 
 
 def _not_negative(values: object, where: Where) -> str | None:
@@ -27,42 +27,51 @@ NOT_NEGATIVE = {"check": _not_negative}
 NATIVE_TRANSPORT = "native"  # a DirectML chain's transport where the runner ran on Windows itself (ep/wine/chain.py)
 
 
+def _translates(chain: Chain) -> bool:
+    """Whether something translates D3D12 beneath the chain (Wine), which its record then describes."""
+    return chain.transport != NATIVE_TRANSPORT
+
+
+TRANSLATION = {AT_DEFAULT: _translates}  # a Chain's field of Wine, vkd3d-proton and Vulkan: none on a native chain
+
+
 @dataclass(frozen=True)
 class Gpu:
-    """A GPU the operating system lists (nvidia-smi, or Win32_VideoController on Windows), as it wrote it."""
+    """A GPU the operating system lists (nvidia-smi, or Win32_VideoController on Windows), as it wrote it: each
+    lists some of these (ep/device.py), in this order."""
 
-    name: str | None = None
-    driver_version: str | None = None
-    index: str | None = None
-    memory_total_mib: str | None = None
-    pci_bus_id: str | None = None
-    uuid: str | None = None
-    compute_cap: str | None = None
-    pnp_device_id: str | None = None
+    index: str | None = field(default=None, metadata=WHERE_SET)
+    name: str | None = field(default=None, metadata=WHERE_SET)
+    driver_version: str | None = field(default=None, metadata=WHERE_SET)
+    pci_bus_id: str | None = field(default=None, metadata=WHERE_SET)
+    uuid: str | None = field(default=None, metadata=WHERE_SET)
+    compute_cap: str | None = field(default=None, metadata=WHERE_SET)
+    memory_total_mib: str | None = field(default=None, metadata=WHERE_SET)
+    pnp_device_id: str | None = field(default=None, metadata=WHERE_SET)
 
 
 @dataclass(frozen=True)
 class EpDevice:
     """A device onnxruntime offered an EP (an OrtEpDevice and the hardware it binds)."""
 
+    ep_name: str | None = None
+    ep_vendor: str | None = None
+    ep_metadata: Mapping[str, str] = field(default_factory=dict)
     type: str | None = None
     vendor: str | None = None
     vendor_id: int | None = None
     device_id: int | None = None
     metadata: Mapping[str, str] = field(default_factory=dict)
-    ep_name: str | None = None
-    ep_vendor: str | None = None
-    ep_metadata: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Adapter:
     """The DXGI adapter DirectML ran on under Wine, as the runner described it."""
 
+    index: int | None = None
     description: str | None = None
     vendor_id: int | None = None
     device_id: int | None = None
-    index: int | None = None
     revision: int | None = None
     dedicated_video_memory_mib: int | None = None
     shared_system_memory_mib: int | None = None
@@ -81,11 +90,11 @@ class RunnerBuild:
     """The runner that executed DirectML under Wine: the C compiler that built it (mingw or zig), its program and
     version, why that one was chosen (ep/wine/chain.py's find_compiler), and the runner's SHA-256."""
 
-    compiler: str | None = None
-    version: str | None = None
-    program: str | None = None
-    chosen: str | None = None
-    sha256: str | None = None
+    compiler: str | None = field(default=None, metadata=WHERE_SET)
+    version: str | None = field(default=None, metadata=WHERE_SET)
+    program: str | None = field(default=None, metadata=WHERE_SET)
+    chosen: str | None = field(default=None, metadata=WHERE_SET)
+    sha256: str | None = field(default=None, metadata=WHERE_SET)  # none where the runner could not be read
 
 
 @dataclass(frozen=True)
@@ -94,17 +103,18 @@ class Chain:
     (ep/wine/device.py's chain_identity)."""
 
     transport: str | None = None
-    wine: str | None = None
-    vkd3d_proton: Vkd3dProton | None = None
-    vulkan_driver_files: str | None = None
-    vulkan_devices: tuple[Mapping[str, str], ...] = ()
-    vulkan_driver: str | None = None
+    wine: str | None = field(default=None, metadata=TRANSLATION)
+    vkd3d_proton: Vkd3dProton | None = field(default=None, metadata=TRANSLATION)
+    vulkan_driver_files: str | None = field(default=None, metadata=TRANSLATION)
+    vulkan_devices: tuple[Mapping[str, str], ...] = field(default=(), metadata=TRANSLATION)
+    vulkan_driver: str | None = field(default=None, metadata=TRANSLATION)
     adapter: Adapter | None = None
     d3d12_feature_level: str | None = None
     shader_model: str | None = None
     dml_feature_level: str | None = None
     onnxruntime_dll: str | None = None
     directml_dll: str | None = None
+    dll_sha256: Mapping[str, str] = field(default_factory=dict)  # each DLL staged beside the runner, by its name
     onnxruntime: str | None = None
     wheel: str | None = None
     directml_wheel: str | None = None
@@ -120,7 +130,7 @@ class DirectMLRecord:
     version: str | None = None
     source: str | None = None
     feature_level: str | None = None
-    chain: Chain | None = None
+    chain: Chain | None = field(default=None, metadata=WHERE_SET)
 
 
 @dataclass(frozen=True)
@@ -134,7 +144,7 @@ class EpRecord:
     library: str | None = None
     devices: tuple[EpDevice, ...] = ()
     target_feature_level: str | None = None
-    directml: DirectMLRecord | None = None
+    directml: DirectMLRecord | None = field(default=None, metadata=WHERE_SET)
 
     @property
     def chain(self) -> Chain | None:
@@ -182,10 +192,6 @@ class RunnerDeath:
         """The deaths while serving a pack of more than one case (an older file's ``count``), at most ``count``."""
         return self.count if self.in_packs is None else min(self.in_packs, self.count)
 
-    def to_json(self) -> dict[str, Any]:
-        """results.json's entry, every field written (an empty list says "none", where a missing one is unknown)."""
-        return {**record_json(self), "cases": list(self.cases), "stderr": list(self.stderr)}
-
 
 @dataclass(frozen=True)
 class ShardRecord:
@@ -222,8 +228,8 @@ class PeakMemory:
 
     total_mib: int = field(metadata=NOT_NEGATIVE)
     harness_mib: int = field(metadata=NOT_NEGATIVE)
-    runners_mib: int = field(default=0, metadata=NOT_NEGATIVE)
-    runners: int = field(default=0, metadata=NOT_NEGATIVE)
+    runners_mib: int = field(default=0, metadata=NOT_NEGATIVE | WHERE_SET)
+    runners: int = field(default=0, metadata=NOT_NEGATIVE | WHERE_SET)
 
 
 @dataclass(frozen=True)
@@ -248,27 +254,30 @@ class Environment:
     eps: tuple[EpRecord, ...] = ()
     target_feature_level: str | None = None
     pack: int | None = None
-    started_at: str | None = None
-    duration_s: float | None = None
-    harness: Harness | None = None
-    skipped_files: tuple[SkippedFile, ...] = ()
-    problems: tuple[str, ...] = ()
+    started_at: str | None = field(default=None, metadata=WHERE_SET)
+    duration_s: float | None = field(default=None, metadata=WHERE_SET)
+    harness: Harness | None = field(default=None, metadata=WHERE_SET)
+    skipped_files: tuple[SkippedFile, ...] = field(default=(), metadata=WHERE_SET)
+    # this run is one shard (--shard); None: the whole selection, or a merge
+    shard: ShardRecord | None = field(default=None, metadata=WHERE_SET)
+    problems: tuple[str, ...] = field(default=(), metadata=WHERE_SET)
     artifacts: str | None = None
-    interrupted: bool = False
-    planned_results: int | None = field(default=None, metadata=NOT_NEGATIVE)
-    stopped: str | None = None
-    runner_deaths: tuple[RunnerDeath, ...] = ()
-    shard: ShardRecord | None = None  # this run is one shard (--shard); None: the whole selection, or a merge
-    shards: tuple[Shard, ...] = ()
-    peak_memory: PeakMemory | None = None  # None: an older file, or a merge (its shards ran apart)
+    stopped: str | None = field(default=None, metadata=WHERE_SET)
+    runner_deaths: tuple[RunnerDeath, ...] = field(default=(), metadata=WHERE_SET)
+    shards: tuple[Shard, ...] = field(default=(), metadata=WHERE_SET)
+    # None: an older file, or a merge (its shards ran apart)
+    peak_memory: PeakMemory | None = field(default=None, metadata=WHERE_SET)
+    interrupted: bool = field(default=False, metadata=WHERE_SET)
+    planned_results: int | None = field(default=None, metadata=NOT_NEGATIVE | WHERE_SET)
 
     def ep(self, label: str) -> EpRecord | None:
         """The record of the EP ``label`` (a result's ``ep``), where the environment has one."""
         return next((record for record in self.eps if record.label == label), None)
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON ``environment_from_json`` reads back (fields at their defaults left out)."""
-        return record_json(self)
+    def to_json(self, whole: bool = False) -> dict[str, Any]:
+        """The JSON ``environment_from_json`` reads back: fields at their defaults left out, but, ``whole`` (as the
+        run that made it found it), those that every run has (records.py's ``record_json``)."""
+        return record_json(self, whole)
 
 
 def recorded_text(text: str) -> str:

@@ -9,6 +9,11 @@ Texts must be valid Unicode (a lone surrogate, which JSON's escapes can spell, c
 free JSON (metrics, details) may nest only MAX_DEPTH deep: nothing after the boundary has to guard against either.
 A field's ``metadata["check"]`` may refuse a value its type allows (a negative size), returning what is wrong or
 raising RecordError itself where it knows better where.
+
+``record_json`` writes a record back: a record read from a file, each field away from its default (a default there
+may stand for a field the file lacked, which is unknown, not none); a record made ``whole`` by its writer (a run's
+environment), every field, null and empty ones included (there they say "none"), but for those whose
+``metadata["at_default"]`` says otherwise (``WHERE_SET``: what only some runs have, a stop or a shard).
 """
 
 from __future__ import annotations
@@ -280,26 +285,44 @@ def read_record(cls: type[T], data: object, where: Where) -> T:
     return found
 
 
-def record_json(record: object) -> dict[str, Any]:
-    """A record as the JSON ``read_record`` reads back: each field that differs from its default, records and
-    tuples within it converted too."""
+AT_DEFAULT = (
+    "at_default"  # a field's metadata: given its record, whether a whole record writes the field at its default
+)
+
+
+def _never(record: object) -> bool:
+    return False
+
+
+def _always(record: object) -> bool:
+    return True
+
+
+WHERE_SET: dict[str, Callable[[Any], bool]] = {AT_DEFAULT: _never}  # written only away from its default
+
+
+def record_json(record: object, whole: bool = False) -> dict[str, Any]:
+    """A record as the JSON ``read_record`` reads back, records and tuples within it converted too: each field that
+    differs from its default; ``whole`` (a record its writer made, not read): every field but those that its
+    ``AT_DEFAULT`` leaves out at their default."""
     found: dict[str, Any] = {}
     for field in fields(record):  # type: ignore[arg-type]
         value = getattr(record, field.name)
         default = field.default_factory() if field.default_factory is not MISSING else field.default
-        if default is not MISSING and value == default:
+        at_default = default is not MISSING and value == default
+        if at_default and not (whole and field.metadata.get(AT_DEFAULT, _always)(record)):
             continue
-        found[field.name] = _json(value)
+        found[field.name] = _json(value, whole)
     return found
 
 
-def _json(value: Any) -> Any:
+def _json(value: Any, whole: bool) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
-        return record_json(value)
+        return record_json(value, whole)
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, tuple | list):
-        return [_json(item) for item in value]
+        return [_json(item, whole) for item in value]
     if isinstance(value, Mapping):
-        return {key: _json(item) for key, item in value.items()}
+        return {key: _json(item, whole) for key, item in value.items()}
     return value

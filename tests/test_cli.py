@@ -530,7 +530,7 @@ def test_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
 def _prefixes() -> list[tuple[str, list[str]]]:
     """Each command's long options cut by one character, with what the command needs besides: every one must be
     refused, not taken for the option it begins."""
-    from conformance.run.options import OPTIONS
+    from conformance.cli.main import COMMAND_TABLE, options_of
 
     needs = {
         "validate": ["x.yaml"],
@@ -540,10 +540,9 @@ def _prefixes() -> list[tuple[str, list[str]]]:
         "fuzz": ["--operator", "TOP_K1"],
     }
     found = []
-    for option in OPTIONS.values():
-        long = [flag for flag in (*option.flags, *option.deprecated) if flag.startswith("--")]
-        for command in sorted(option.where - {"pytest"}):
-            for flag in long:
+    for command in COMMAND_TABLE:
+        for option in options_of(command):
+            for flag in [flag for flag in (*option.flags, *option.deprecated) if flag.startswith("--")]:
                 value = [] if option.flag else ["1"]
                 found.append((command, [command, *needs.get(command, []), flag[:-1], *value]))
     return found

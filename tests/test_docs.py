@@ -18,7 +18,7 @@ from conformance.cases.suite import collect
 from conformance.cli.main import COMMAND_TABLE
 from conformance.coverage.mapping import quick
 from conformance.model import Operator, Status
-from conformance.run.options import OPTIONS, PYTEST
+from conformance.pytest_plugin.plugin import PLUGIN_OPTIONS
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -183,7 +183,9 @@ def _synopsis() -> dict[str, str]:
 
 
 def _flags_of(where: str) -> list[tuple[str, ...]]:
-    return [option.flags for option in OPTIONS.values() if where in option.where]
+    from conformance.cli.main import options_of
+
+    return [option.flags for option in (PLUGIN_OPTIONS if where == "pytest" else options_of(where))]
 
 
 def test_the_synopsis_shows_every_command_and_option() -> None:
@@ -193,7 +195,7 @@ def test_the_synopsis_shows_every_command_and_option() -> None:
         f"{where}: {'/'.join(flags)}"
         for where, lines in synopsis.items()
         if where in COMMAND_TABLE or where == "pytest"
-        for flags in _flags_of(PYTEST if where == "pytest" else where)
+        for flags in _flags_of(where)
         if not any(re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", lines) for flag in flags)
     ]
     assert missing == []

@@ -204,6 +204,7 @@ def test_a_hostile_results_json_is_one_line_and_exit_2_in_every_command(
 
 
 def test_what_a_run_writes_reads_back_and_writes_again_the_same() -> None:
+    from dataclasses import replace
     from datetime import UTC, datetime
 
     from conformance.cases.suite import ShardOf
@@ -216,17 +217,20 @@ def test_what_a_run_writes_reads_back_and_writes_again_the_same() -> None:
     directml = {"dml": directml_of({**CHAIN, "dml_feature_level": "6_4", "directml_dll": "1.15.4.0"})}
     shard = ShardOf(1, 2, ("cases/a.yaml::1", "cases/a.yaml::2", "cases/a.yaml::3"))
     facts = RunFacts(datetime(2026, 1, 31, tzinfo=UTC), 1.5, "ab" * 32, 2, (("cases/b.yaml", 2),), shard)
-    written = environment([parse_ep("cpu"), parse_ep("dml")], RunOptions(), ["dmlconf", "run"], directml, (), facts)
-    written |= {"interrupted": True, "planned_results": 4, "stopped": "workers would not start"}
-    recorded = environment_from_json(json.loads(json.dumps(written)))
+    made = environment([parse_ep("cpu"), parse_ep("dml")], RunOptions(), ["dmlconf", "run"], directml, (), facts)
+    made = replace(made, interrupted=True, planned_results=4, stopped="workers would not start")
+    written = json.loads(json.dumps(made.to_json(whole=True)))
+    recorded = environment_from_json(written)
+    assert recorded == made  # what every report reads is what the run had in hand
     assert [ep.label for ep in recorded.eps] == ["cpu", "dml"] and recorded.eps[1].chain is not None
     assert recorded.harness is not None and recorded.harness.cases_sha256 == "ab" * 32
     assert recorded.skipped_files[0].path == "cases/b.yaml" and recorded.interrupted
     assert recorded.shard is not None and (recorded.shard.index, recorded.shard.count) == (1, 2)
     assert recorded.shard.planned_results == 6  # 3 cases on 2 EPs, before the split
     assert environment_from_json(recorded.to_json()) == recorded
+    assert recorded.to_json(whole=True) == written
     # Every value the run writes is kept by the record, however deep: none is dropped (a merge writes the record).
-    assert _kept(json.loads(json.dumps(written)), recorded.to_json()) == []
+    assert _kept(written, recorded.to_json()) == []
 
 
 def _kept(written: Any, again: Any, where: str = "environment") -> list[str]:

@@ -202,3 +202,67 @@ def test_what_each_ep_executes_on_is_named_in_parts(monkeypatch: pytest.MonkeyPa
     assert parts["cuda"] == {"GPUs": "NVIDIA H100 80GB HBM3 (driver 550.54.15)"}
     digest = hashlib.sha256(library.read_bytes()).hexdigest()
     assert parts[eps[3].text]["library"] == f"{library} (sha256 {digest})"
+
+
+# -- results.json's environment written from the run's record ---------------------------------------------------
+
+# Runs on DirectML under Wine (lavapipe and an H100) committed by this harness as it writes today: each environment is
+# its record written whole, key for key and in order, so that no key a run writes is one the record lacks.
+WRITTEN_WHOLE = ("h100-dml-dmlop", "h100-dmlop-flags", "lavapipe-dml-dmlop", "lavapipe-dmlop-flags")
+
+
+@pytest.mark.parametrize("run", WRITTEN_WHOLE)
+def test_a_committed_run_s_environment_is_its_record_written_whole(run: str) -> None:
+    import gzip
+
+    from conformance.environment import environment_from_json
+
+    with gzip.open(REPO / "reports" / run / "results.json.gz", "rt", encoding="utf-8") as file:
+        written = json.load(file)["environment"]
+    assert json.dumps(environment_from_json(written).to_json(whole=True)) == json.dumps(written)
+
+
+def test_a_run_s_environment_says_none_where_it_found_none_and_leaves_out_what_it_did_not_do(tmp_path: Path) -> None:
+    # Written whole: null and empty say "none" (no CUDA_VISIBLE_DEVICES, no --artifacts, an EP's empty options); what
+    # the run did not do or have (a stop, runner deaths, a shard, an interruption) is left out.
+    from conformance.environment import environment_from_json
+
+    shutil.copy(EXAMPLES, tmp_path / "a.yaml")
+    done, env = _run(tmp_path, "a.yaml")
+    assert done.returncode == 0, done.stderr
+    assert {"cuda_visible_devices", "artifacts", "target_feature_level", "gpus"} <= set(env)
+    assert {"library", "options", "devices", "target_feature_level"} <= set(env["eps"][0])
+    assert not {"stopped", "runner_deaths", "shard", "interrupted", "planned_results", "problems"} & set(env)
+    assert environment_from_json(env).to_json(whole=True) == env
+
+
+def test_a_native_chain_written_whole_has_nothing_beneath_it() -> None:
+    # On Windows the runner runs natively: no Wine, vkd3d-proton or Vulkan, so the chain's record of them is left out.
+    from conformance.environment import NATIVE_TRANSPORT, Chain
+    from conformance.records import read_record, record_json
+
+    written = {
+        "transport": NATIVE_TRANSPORT,
+        "adapter": None,
+        "d3d12_feature_level": "12_1",
+        "shader_model": "6_6",
+        "dml_feature_level": "6_4",
+        "onnxruntime_dll": None,
+        "directml_dll": "1.15.4.0",
+        "dll_sha256": {"DirectML.dll": "00"},
+        "onnxruntime": None,
+        "wheel": None,
+        "directml_wheel": None,
+        "runner": {"sha256": "11"},
+        "error": None,
+        "feature_level_by_version_table": "6_4",
+    }
+    assert record_json(read_record(Chain, written, "chain"), whole=True) == written
+    under_wine = record_json(read_record(Chain, {**written, "transport": "wine+vkd3d-proton"}, "chain"), whole=True)
+    assert [key for key in under_wine if key not in written] == [
+        "wine",
+        "vkd3d_proton",
+        "vulkan_driver_files",
+        "vulkan_devices",
+        "vulkan_driver",
+    ]

@@ -17,10 +17,26 @@ from typing import Any
 import pytest
 
 from conformance.cases.suite import collect
+from conformance.environment import PeakMemory
 from conformance.ep.providers import parse_ep
 from conformance.ep.wine.chain import ChainMissing
 from conformance.model import Status
 from conformance.results import Result
+from conformance.run.options import RunOptions
+from conformance.survive.messages import (
+    Began,
+    CannotRun,
+    DirectMLDescribed,
+    Finished,
+    MemoryPeak,
+    Phase,
+    PhaseChanged,
+    Ready,
+    RunnerDeathTold,
+    RunTask,
+    Stop,
+    TaskFinished,
+)
 from conformance.survive.supervisor import Supervisor, Task, _Worker
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "cases/top_k1/spec_examples.yaml"
@@ -268,12 +284,43 @@ def _listening(supervisor: Supervisor) -> tuple[_Worker, Any]:
     return worker, theirs
 
 
+def test_every_kind_of_message_crosses_a_pipe_as_it_is() -> None:
+    # Spawned workers: each message is pickled across, and arrives equal to what was sent.
+    entry = collect([str(EXAMPLES)]).entries[0]
+    result = _passed(entry.id, "cpu")
+    sent = [
+        RunTask(7, (entry,), CPU, RunOptions(pack=1)),
+        Stop(),
+        Ready(),
+        DirectMLDescribed(None, "no DXGI adapter"),
+        Began(7, (0, 1), Phase.EXECUTING, ({"X": "ab"}, {"X": "cd"})),
+        PhaseChanged(7, Phase.JUDGING),
+        Finished(7, 0, result),
+        TaskFinished(7),
+        MemoryPeak(7, 1, 2, 3),
+        RunnerDeathTold(7, "dml", ("a.yaml::x",), ("err",)),
+        CannotRun(7, "the DirectML runner failed to start"),
+    ]
+    mine, theirs = multiprocessing.Pipe()
+    for message in sent:
+        theirs.send(message)
+    assert [mine.recv() for _ in sent] == sent
+
+
+def test_a_message_about_an_earlier_task_is_dropped(supervisor: Any) -> None:
+    worker, theirs = _listening(supervisor)
+    theirs.send(Finished(6, 0, _passed("a.yaml::x")))  # task 6's, settled already: the worker is on 7
+    theirs.send(TaskFinished(6))
+    supervisor._receive(worker)
+    assert supervisor.results == [] and worker.task is not None and not worker.finished
+
+
 def test_runner_deaths_a_worker_reports_reach_the_run(supervisor: Any) -> None:
     deaths: list[tuple[str, list[str], list[str]]] = []
     supervisor.on_death = lambda ep, cases, stderr: deaths.append((ep, list(cases), list(stderr)))
     worker, theirs = _listening(supervisor)
-    theirs.send(("runner_died", 7, "dml", ["a.yaml::x", "a.yaml::y"], ["err: vkd3d: device lost"]))
-    theirs.send(("runner_died", 7, "dml", [], []))
+    theirs.send(RunnerDeathTold(7, "dml", ("a.yaml::x", "a.yaml::y"), ("err: vkd3d: device lost",)))
+    theirs.send(RunnerDeathTold(7, "dml", (), ()))
     supervisor._receive(worker)
     assert deaths == [("dml", ["a.yaml::x", "a.yaml::y"], ["err: vkd3d: device lost"]), ("dml", [], [])]
 
@@ -282,7 +329,7 @@ def test_a_worker_that_cannot_run_cases_stops_the_run(supervisor: Any) -> None:
     from conformance.survive.supervisor import RunStopped
 
     worker, theirs = _listening(supervisor)
-    theirs.send(("stopped", 7, "the DirectML runner failed to start 3 times in a row"))
+    theirs.send(CannotRun(7, "the DirectML runner failed to start 3 times in a row"))
     with pytest.raises(RunStopped, match=r"^the DirectML runner failed to start 3 times in a row$"):
         supervisor._receive(worker)
 
@@ -448,7 +495,7 @@ class _Supervisor:
 
     def recv(self) -> object:
         if self.ending == "stop":
-            return ("stop",)
+            return Stop()
         raise EOFError
 
 
@@ -473,8 +520,8 @@ def _describes(supervisor: Supervisor, *answers: tuple[Any, Any]) -> list[_Worke
     for directml, why in answers:
         worker, theirs = _listening(supervisor)
         worker.task = None
-        theirs.send(("ready",))
-        theirs.send(("described", directml, why))
+        theirs.send(Ready())
+        theirs.send(DirectMLDescribed(directml, why))
         supervisor._receive(worker)
         workers.append(worker)
     return workers
@@ -498,7 +545,7 @@ def test_a_worker_that_dies_before_its_describe_is_a_failed_start(supervisor: An
     supervisor.describe = [parse_ep("dml")]
     worker, theirs = _listening(supervisor)
     worker.task = None
-    theirs.send(("ready",))  # ready, then gone before its describe: a failed start, as one not ready
+    theirs.send(Ready())  # ready, then gone before its describe: a failed start, as one not ready
     supervisor._receive(worker)
     supervisor._lost(worker, Status.CRASH, "died")
     assert supervisor.failed_starts == 1
@@ -513,17 +560,17 @@ def test_each_worker_s_latest_peak_memory_reaches_the_run(supervisor: Any) -> No
     # Two workers' reports (own KiB, their runners' KiB, runners), the first one's twice: its latest counts.
     worker, theirs = _listening(supervisor)
     worker.number = 1
-    theirs.send(("memory", 7, 100 * 1024, 900 * 1024, 1))
-    theirs.send(("memory", 7, 120 * 1024, 2000 * 1024, 1))
+    theirs.send(MemoryPeak(7, 100 * 1024, 900 * 1024, 1))
+    theirs.send(MemoryPeak(7, 120 * 1024, 2000 * 1024, 1))
     supervisor._receive(worker)
     other, theirs_too = _listening(supervisor)
     other.number = 2
-    theirs_too.send(("memory", 7, 80 * 1024, 1000 * 1024, 2))
+    theirs_too.send(MemoryPeak(7, 80 * 1024, 1000 * 1024, 2))
     supervisor._receive(other)
     # This process: 50 MiB and one runner (describe's) of 300 MiB, plus one KiB that rounds up to a MiB.
     record = supervisor.peaks.record(50 * 1024, 300 * 1024 + 1, 1)
     harness, runners = 50 + 120 + 80, 301 + 2000 + 1000
-    assert record == {"total_mib": harness + runners, "harness_mib": harness, "runners_mib": runners, "runners": 4}
+    assert record == PeakMemory(total_mib=harness + runners, harness_mib=harness, runners_mib=runners, runners=4)
 
 
 def test_stopped_workers_exit_without_being_reaped_and_take_no_more_tasks() -> None:

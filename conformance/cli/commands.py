@@ -12,6 +12,7 @@ from conformance.cases.generate import case_inputs
 from conformance.cases.memory import cost_problem
 from conformance.cases.oracle import expected_outputs
 from conformance.cases.validate import validate
+from conformance.cli.selection import QUICK
 from conformance.cli.shared import (
     EXIT_FAILED,
     EXIT_OK,
@@ -27,6 +28,17 @@ from conformance.coverage.markdown import render_coverage
 from conformance.model import Case, Operator
 from conformance.problems import Problem
 from conformance.results import NotOurFile, own_folder, write_text_atomic
+from conformance.run.command_line import Option
+from conformance.run.options import READING
+
+OUTPUT = Option(
+    ("--output",),
+    "the coverage map's file (default: reports/coverage.md)",
+    default="reports/coverage.md",
+    metavar="FILE",
+)
+VALIDATE_OPTIONS = READING
+COVERAGE_OPTIONS = (*READING, QUICK, OUTPUT)
 
 
 def validate_command(args: argparse.Namespace, argv: Sequence[str]) -> int:

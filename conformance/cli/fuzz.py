@@ -1,15 +1,69 @@
 """``dmlconf fuzz``: random valid cases on an EP until a mismatch, shrunk to a minimal case file under --out
-(reports/fuzz/), which a person reviews before copying it to cases/found/."""
+(reports/fuzz/), which a person reviews before copying it to cases/found/; ``FUZZ_OPTIONS``, its options, are its
+own."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
 
+from conformance.cases.fields import member
+from conformance.cases.keys import OPERATOR_PREFIX
 from conformance.cli.shared import EXIT_FAILED, EXIT_OK, chosen_eps
+from conformance.ep.providers import parse_ep
 from conformance.fuzz.search import PROMOTE, fuzz
 from conformance.model import Operator
 from conformance.problems import first_line
+from conformance.run.command_line import Option, seconds, whole_number
+from conformance.run.options import SHRINK_EXAMPLES
+
+
+def operator(text: str) -> Operator:
+    """--operator's check: an operator named as a case file's ``operator:`` names it (cases/fields.py's ``member``:
+    any case, the DML_ prefix optional)."""
+    found = member(Operator, text, OPERATOR_PREFIX)
+    if found is None:
+        raise ValueError(f"must be one of {', '.join(op.value for op in Operator)}, got {text!r}")
+    return found
+
+
+FUZZ_OPTIONS = (
+    Option(
+        ("--ep",),
+        "the EP, as for run (default: the best available); given more than once, the last",
+        metavar="EP",
+        check=parse_ep,
+        key="fuzz_ep",
+    ),
+    Option(
+        ("--operator",),
+        f"the operator to fuzz: {', '.join(op.value for op in Operator)} (as in a case file: any case, DML_ optional)",
+        metavar="OP",
+        check=operator,
+        required=True,
+    ),
+    Option(
+        ("--time",), "how long to search (default 60)", default=60.0, metavar="SECONDS", check=seconds(above_zero=True)
+    ),
+    Option(
+        ("--seed",), "the same seed draws the same cases (default 0)", default=0, metavar="N", check=whole_number(None)
+    ),
+    Option(
+        ("--out",),
+        "where a minimal case goes (default: reports/fuzz); review it, then copy it to cases/found/ to keep it as a "
+        "regression test that every run reads",
+        default="reports/fuzz",
+        metavar="DIR",
+    ),
+    Option(("--special",), "draw NaN, infinities and denormals too", flag=True),
+    Option(
+        ("--shrink-examples",),
+        f"candidates run while shrinking a mismatch (default {SHRINK_EXAMPLES})",
+        default=SHRINK_EXAMPLES,
+        metavar="N",
+        check=whole_number(1),
+    ),
+)
 
 
 def fuzz_command(args: argparse.Namespace, argv: Sequence[str]) -> int:

@@ -6,8 +6,9 @@ Exit codes: 0 nothing failed; 1 a FAIL or ERROR (run, report; with --waivers onl
 problem).
 
 Each command's module is imported only when that command runs: ``report``, ``diff``, ``merge``, ``validate``,
-``list``, ``coverage`` and ``schema`` never load onnxruntime or onnx. The options come from the one table
-(run/options.py).
+``list``, ``coverage`` and ``schema`` never load onnxruntime or onnx. Each command lists the options it takes in its
+module (``Command.options``), which the command line renders for that command alone: the parser is built for the
+command named, so that no other command's module is imported.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from conformance.cli.output import to_devnull
 from conformance.cli.shared import EXIT_FAILED, EXIT_USAGE, UsageError
 from conformance.model import Operator
 from conformance.problems import CaseFileError
-from conformance.run.options import OptionError, add_options, checked
+from conformance.run.command_line import Option, OptionError, add_options, checked
 
 
 @dataclass(frozen=True)
@@ -38,13 +39,15 @@ class Positional:
 
 @dataclass(frozen=True)
 class Command:
-    """A dmlconf command: its help, its positional arguments, and where it is implemented (module, function),
-    imported when it runs."""
+    """A dmlconf command: its help, its positional arguments, and where it is implemented (module, function), and
+    the options it takes (``options``: their tuple's name in that module; None: it takes none), imported when it
+    runs."""
 
     help: str
     positionals: tuple[Positional, ...]
     module: str
     function: str
+    options: str | None = None
 
 
 CASES = "case files or directories (default: cases/)"
@@ -56,12 +59,14 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
             (Positional("paths", "+", "PATH"),),
             "conformance.cli.commands",
             "validate_command",
+            "VALIDATE_OPTIONS",
         ),
         "run": Command(
             "run cases on execution providers and write reports",
             (Positional("paths", "*", "PATH", CASES),),
             "conformance.cli.run",
             "run_command",
+            "RUN_OPTIONS",
         ),
         "list": Command(
             "print the ids of the cases run would select, without running them (--json: with file, operator, data "
@@ -69,30 +74,35 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
             (Positional("paths", "*", "PATH", CASES),),
             "conformance.cli.selection",
             "list_command",
+            "LIST_OPTIONS",
         ),
         "coverage": Command(
             "map the spec's clauses to the cases that exercise them (Markdown)",
             (Positional("paths", "*", "PATH", CASES),),
             "conformance.cli.commands",
             "coverage_command",
+            "COVERAGE_OPTIONS",
         ),
         "report": Command(
             "render reports from a results.json without running anything",
             (Positional("results", None, "RESULTS.json"),),
             "conformance.cli.reports",
             "report_command",
+            "REPORT_OPTIONS",
         ),
         "diff": Command(
             "compare two runs: regressions, fixes, new and removed cases, drift",
             (Positional("old", None, "OLD.json"), Positional("new", None, "NEW.json")),
             "conformance.cli.reports",
             "diff_command",
+            "DIFF_OPTIONS",
         ),
         "merge": Command(
             "combine results.json files of shards or machines into one run",
             (Positional("results", "+", "RESULTS.json"),),
             "conformance.cli.reports",
             "merge_command",
+            "MERGE_OPTIONS",
         ),
         "fuzz": Command(
             "random valid cases on an EP; a mismatch is shrunk to a case file under reports/fuzz/ (review it, then "
@@ -100,6 +110,7 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
             (),
             "conformance.cli.fuzz",
             "fuzz_command",
+            "FUZZ_OPTIONS",
         ),
         "doctor": Command(
             "check every link of the DirectML chain (Wine, vkd3d-proton, the device, DirectML); exit 0 when it works",
@@ -154,19 +165,40 @@ def version_text() -> str:
     return f"dmlconf {version} ({CHECKOUT}{f', git {commit[:12]}' if commit else ''})"
 
 
-def _parser() -> argparse.ArgumentParser:
-    """The command line, without option prefix matching anywhere (allow_abbrev=False): ``--qui`` must be an error,
-    not ``--quick``, since a typo in a CI script must not change what runs."""
+def options_of(name: str) -> tuple[Option, ...]:
+    """The options command ``name`` takes, in its help's order (its module imported)."""
+    command = COMMAND_TABLE[name]
+    if command.options is None:
+        return ()
+    options: tuple[Option, ...] = getattr(importlib.import_module(command.module), command.options)
+    return options
+
+
+def _parser(named: str | None) -> argparse.ArgumentParser:
+    """The command line, for the command ``named`` (its positionals, options and -h); None: the commands alone,
+    enough to tell which one is named. No option prefix matching anywhere (allow_abbrev=False): ``--qui`` must be
+    an error, not ``--quick``, since a typo in a CI script must not change what runs."""
     parser = argparse.ArgumentParser(prog="dmlconf", description=DESCRIPTION, epilog=EPILOG, allow_abbrev=False)
     parser.add_argument("--version", action=_Version)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, command in COMMAND_TABLE.items():
-        sub = commands.add_parser(name, help=command.help, description=command.help, allow_abbrev=False)
+        sub = commands.add_parser(
+            name, help=command.help, description=command.help, allow_abbrev=False, add_help=name == named
+        )
+        if name != named:
+            continue
         for positional in command.positionals:
             sub.add_argument(positional.name, nargs=positional.nargs, metavar=positional.metavar, help=positional.help)
-        add_options(sub.add_argument, name)
+        add_options(sub.add_argument, options_of(name))
     return parser
+
+
+def _named(argv: Sequence[str]) -> str:
+    """The command ``argv`` names (the top level's own -h, --version and usage errors end the process here, as
+    they would after)."""
+    command: str = _parser(None).parse_known_args(argv)[0].command
+    return command
 
 
 def _implementation(name: str) -> Callable[[argparse.Namespace, Sequence[str]], int]:
@@ -189,10 +221,11 @@ def _tolerant_output() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _tolerant_output()
-    parsed = _parser().parse_args(argv)
+    named = _named(argv)
+    parsed = _parser(named).parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if parsed.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
-        args = argparse.Namespace(**checked(vars(parsed), parsed.command))
+        args = argparse.Namespace(**checked(vars(parsed), options_of(named)))
         return _implementation(args.command)(args, ["dmlconf", *argv])
     except (UsageError, OptionError) as error:
         print(f"dmlconf: {error}", file=sys.stderr)

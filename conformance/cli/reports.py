@@ -1,5 +1,6 @@
 """The report side of the CLI: writing every format from results (``dmlconf run``, ``report`` and ``merge``), the
-known-failure gate, and ``dmlconf diff``. Rendering lives in the report stage; this module picks files and exit
+known-failure gate, and ``dmlconf diff``. Rendering lives in the report stage; this module picks files (the reports'
+names, ``REPORT_FORMATS``), options (report's, diff's and merge's, --report-dir and --quiet shared with run) and exit
 codes. It reads results.json only: nothing here loads onnxruntime or onnx."""
 
 from __future__ import annotations
@@ -7,8 +8,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from urllib.parse import quote
 
 from conformance.cli.output import say, warn
@@ -35,8 +37,58 @@ from conformance.results import (
     write_text_atomic,
 )
 from conformance.run.artifacts import folder_name
-from conformance.run.options import REPORT_FORMATS
+from conformance.run.command_line import Option, required
+from conformance.run.options import WAIVERS
 from conformance.survive.lock import FolderBusy, FolderLock
+
+# Each report format, by its --format name, and the file it is written to (beside results.json, or in --out-dir).
+REPORT_FORMATS: Mapping[str, str] = MappingProxyType({"html": "report.html", "md": "summary.md", "junit": "junit.xml"})
+
+REPORT_DIR = Option(
+    ("--report-dir",),
+    "where the results and reports go (run's default: reports/; merge needs it)",
+    default="reports",
+    metavar="DIR",
+)
+QUIET = Option(
+    ("--quiet",),
+    "print only the unexpected results and the verdict (no tables, known failures or files written)",
+    flag=True,
+)
+FORMAT = Option(
+    ("--format",),
+    "repeatable (default: html, md and junit)",
+    repeat=True,
+    choices=tuple(sorted(REPORT_FORMATS)),
+)
+OUT_DIR = Option(("--out-dir",), "where reports go (default: beside RESULTS.json)", metavar="DIR")
+MARKDOWN = Option(("--markdown",), "also write the comparison as Markdown to FILE", metavar="FILE")
+MATCH = Option(
+    ("--match",),
+    "pair results by case and EP (case-ep), or by case alone (case: runs of different EPs or devices, one EP "
+    "a run; default case-ep)",
+    default="case-ep",
+    choices=("case-ep", "case"),
+)
+OLD_EP = Option(
+    ("--old-ep",),
+    "take only OLD's results on this EP (its text as run wrote it, e.g. dml:directml=1.13.1): one build of a "
+    "run of several, diffed against another",
+    metavar="EP",
+)
+NEW_EP = Option(
+    ("--new-ep",),
+    "take only NEW's results on this EP (OLD and NEW may be one file; two EPs need --match case)",
+    metavar="EP",
+)
+ALLOW_REMOVED = Option(
+    ("--allow-removed",),
+    "a result in OLD that NEW lacks is shown, not a regression (two runs with nothing in common still are)",
+    flag=True,
+)
+REPORT_OPTIONS = (WAIVERS, QUIET, FORMAT, OUT_DIR)
+DIFF_OPTIONS = (MARKDOWN, MATCH, OLD_EP, NEW_EP, ALLOW_REMOVED)
+MERGE_OPTIONS = (required(REPORT_DIR), WAIVERS, QUIET)
 
 
 def read_waivers(path: str | None) -> list[Waiver] | None:

@@ -10,16 +10,24 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
 
 from conformance import ep_table
+from conformance.cases.limits import DEFAULT_MAX_RUN_ELEMENTS
 from conformance.cases.suite import Suite, run_elements
 from conformance.cli.output import say, warn
 from conformance.cli.progress import Progress
-from conformance.cli.reports import locked, read_waivers, verdict_lines, write_reports
-from conformance.cli.selection import selected
+from conformance.cli.reports import (
+    QUIET,
+    REPORT_DIR,
+    REPORT_FORMATS,
+    locked,
+    read_waivers,
+    verdict_lines,
+    write_reports,
+)
+from conformance.cli.selection import KEEP_GOING, KEYWORD, QUICK, SHARD, selected
 from conformance.cli.shared import (
     EXIT_FAILED,
     EXIT_OK,
@@ -29,7 +37,7 @@ from conformance.cli.shared import (
     existing,
     within_memory,
 )
-from conformance.environment import environment_from_json
+from conformance.environment import Environment
 from conformance.ep.directml import DirectML
 from conformance.ep.dml_here import check_chains, directml_for
 from conformance.ep.memory import memory_path
@@ -42,8 +50,23 @@ from conformance.model import MemoryPath
 from conformance.report.console import render_console
 from conformance.results import NotOurFile, Result, not_our_file, own_folder, write_results
 from conformance.run.artifacts import folder_name, taken
+from conformance.run.command_line import Option, whole_number
 from conformance.run.identity import RunFacts, cases_sha256, environment, skipped_files
-from conformance.run.options import REPORT_FORMATS, RunOptions, run_options
+from conformance.run.options import (
+    ARTIFACTS,
+    CASE_TIMEOUT,
+    EP,
+    FEATURE_LEVEL,
+    MAX_CASE_BYTES,
+    MAX_ELEMENTS,
+    MAX_FILE_BYTES,
+    MAX_NODES,
+    PACK,
+    REPEAT,
+    WAIVERS,
+    RunOptions,
+    run_options,
+)
 from conformance.survive.faults import RunLog
 from conformance.survive.interrupt import Interrupts, interrupts_stop_the_run
 from conformance.survive.lock import FolderLock
@@ -60,6 +83,50 @@ from conformance.survive.stream import (
 from conformance.survive.supervisor import RunStopped, Supervisor
 
 log = logging.getLogger(__name__)
+
+JOBS = Option(
+    ("-j", "--jobs"),
+    "run in N worker processes; a worker that crashes or hangs costs only its case (default 1; "
+    "0: in this process, unprotected)",
+    default=1,
+    metavar="N",
+    check=whole_number(0),
+)
+RESUME = Option(
+    ("--resume",),
+    "finish a run that was killed: keep the results in --report-dir's results.jsonl, run the rest",
+    flag=True,
+)
+MAX_RUN_ELEMENTS = Option(
+    ("--max-run-elements",),
+    "refuse to start a run whose (case, EP) pairs hold over N tensor elements in all, inputs and outputs "
+    f"(default {DEFAULT_MAX_RUN_ELEMENTS}: some 600 times the case library on one EP)",
+    default=DEFAULT_MAX_RUN_ELEMENTS,
+    metavar="N",
+    check=whole_number(1),
+)
+RUN_OPTIONS = (
+    EP,
+    FEATURE_LEVEL,
+    MAX_ELEMENTS,
+    MAX_CASE_BYTES,
+    MAX_FILE_BYTES,
+    MAX_NODES,
+    CASE_TIMEOUT,
+    JOBS,
+    PACK,
+    REPEAT,
+    REPORT_DIR,
+    KEYWORD,
+    QUICK,
+    WAIVERS,
+    QUIET,
+    ARTIFACTS,
+    SHARD,
+    RESUME,
+    KEEP_GOING,
+    MAX_RUN_ELEMENTS,
+)
 
 
 Describe = Callable[[], Mapping[str, DirectML]]  # each DirectML EP's DirectML, by its --ep text (ChainMissing)
@@ -258,13 +325,13 @@ def _run_suite(
         log.error("%s", ran.stopped)
     skipped = skipped_files(suite.invalid_files, suite.problems)
     facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped, suite.shard)
-    env = environment(eps, options, argv, directml, suite.problems, facts)
-    if ran.stopped is not None:
-        env["stopped"] = ran.stopped
-    if ran.runner_deaths:  # docs/reports.md: each EP's runner deaths; those under a pack fail the run
-        env["runner_deaths"] = [death.to_json() for death in ran.runner_deaths]
     peaks = supervisor.peaks if supervisor is not None else Peaks()  # -j 0: this process's own runners alone
-    env["peak_memory"] = peaks.record(own_peak_kib(), *runners_peak())  # this process's runners: describe's, -j 0's
+    env = replace(
+        environment(eps, options, argv, directml, suite.problems, facts),
+        stopped=ran.stopped,
+        runner_deaths=ran.runner_deaths,  # docs/reports.md: each EP's runner deaths; those under a pack fail the run
+        peak_memory=peaks.record(own_peak_kib(), *runners_peak()),  # this process's runners: describe's, -j 0's
+    )
     code = _report(args, env, ran.results, planned, waivers, lock, start.interrupts.received)
     if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
         why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
@@ -275,7 +342,7 @@ def _run_suite(
 
 def _report(
     args: argparse.Namespace,
-    env: dict[str, Any],
+    env: Environment,
     results: Sequence[Result],
     planned: int,
     waivers: list[Waiver] | None,
@@ -288,10 +355,9 @@ def _report(
     if interrupted:  # recorded, so that every report of this results.json says the run failed, and how far it got
         by = f" by {signal_name}" if signal_name else ""
         warn(f"interrupted{by}: writing the {len(results)} result(s) finished so far")
-        env |= {"interrupted": True, "planned_results": planned}
-    recorded = environment_from_json(env)  # what every report of the results.json written below reads
-    summary = summarize(recorded, results)
-    gate = apply_waivers(recorded, results, waivers) if waivers is not None else None
+        env = replace(env, interrupted=True, planned_results=planned)
+    summary = summarize(env, results)
+    gate = apply_waivers(env, results, waivers) if waivers is not None else None
     written, unwritten = _write_all(args.report_dir, env, summary, results, gate, lock)
     # where nothing could be written, with results.jsonl the only record of the results; --quiet: the unexpected alone
     console = render_console(summary, gate=gate, quiet=args.quiet)
@@ -310,7 +376,7 @@ def _report(
 
 
 def _write_all(
-    folder: str, env: dict[str, Any], summary: Summary, results: Sequence[Result], gate: Gate | None, lock: FolderLock
+    folder: str, env: Environment, summary: Summary, results: Sequence[Result], gate: Gate | None, lock: FolderLock
 ) -> tuple[list[str], str | None]:
     """results.json, then the reports, each written where it can be (a full disk may take the small summary.md
     and not the large results.json): the paths written, and what could not be written and why (one line). Nothing
@@ -321,7 +387,7 @@ def _write_all(
         return written, f"{folder}: removed or replaced while this run went on (another run may hold it now)"
     unwritten = None
     try:
-        write_results(results_path, env, results)
+        write_results(results_path, env.to_json(whole=True), results)  # as this run found it
         written.append(results_path)
     except OSError as error:
         unwritten = f"{results_path}: {error.strerror or error}"

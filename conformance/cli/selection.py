@@ -1,8 +1,8 @@
 """The cases a run selects, shared by ``dmlconf run`` and ``dmlconf list``; ``dmlconf list`` prints them.
 
-One function decides the selection (case files, -k, --keep-going, --quick, --shard), so that ``list`` shows exactly
-what ``run`` with the same arguments would run. ``list`` reads and validates case files only: it never loads
-onnxruntime or onnx.
+One function decides the selection (case files, -k, --keep-going, --quick, --shard: the options declared here, which
+``run`` lists too), so that ``list`` shows exactly what ``run`` with the same arguments would run. ``list`` reads and
+validates case files only: it never loads onnxruntime or onnx.
 """
 
 from __future__ import annotations
@@ -13,12 +13,43 @@ from collections.abc import Sequence
 from typing import Any
 
 from conformance.cases.parse import Entry, Rejected
-from conformance.cases.suite import Suite, shard, valid_files_only
+from conformance.cases.suite import Suite, parse_shard, shard, valid_files_only
 from conformance.cli.output import say, warn
 from conformance.cli.shared import EXIT_OK, EXIT_USAGE, collect_paths, file_limits, print_problems
 from conformance.coverage.mapping import quick
 from conformance.ep.memory import PATHS
 from conformance.model import MemoryPath
+from conformance.run.command_line import Option
+from conformance.run.options import READING
+
+KEYWORD = Option(
+    ("-k",),
+    "only cases whose id contains SUBSTRING; a case's full id selects that case alone",
+    metavar="SUBSTRING",
+    key="keyword",
+)
+QUICK = Option(
+    ("--quick",),
+    "only the quick selection: few cases that cover every clause the suite covers, plus the found ones",
+    flag=True,
+)
+SHARD = Option(
+    ("--shard",),
+    "only shard I of N (by a hash of each case id; merge them after)",
+    metavar="I/N",
+    check=parse_shard,
+)
+KEEP_GOING = Option(
+    ("--keep-going",),
+    "run the cases of the valid files even if other files have problems (printed and recorded; exit 2)",
+    flag=True,
+)
+JSON = Option(
+    ("--json",),
+    "print a JSON list of the selected cases (id, path, operator, data_type, feature_level, negative)",
+    flag=True,
+)
+LIST_OPTIONS = (*READING, KEYWORD, QUICK, SHARD, KEEP_GOING, JSON)
 
 
 def selected(args: argparse.Namespace, paths: Sequence[MemoryPath] = PATHS) -> Suite | None:

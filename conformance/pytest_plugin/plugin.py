@@ -5,7 +5,8 @@ Verdicts are the CLI's: FAIL/FLAKY/ERROR/CRASH/TIMEOUT/DEVICE_LOST fail, NOT_SUP
 (except an EP that could not start, which fails), QUALITY_WARNING warns. ``-n N`` (pytest-xdist) gives the same items
 and outcomes: xdist.py. As in the CLI, each case runs in a worker process, through the CLI's own entry point
 (survive/pool.py's ``run_pairs``), so that a driver that crashes or hangs fails that case and not the session;
-``--in-process`` runs them in pytest's own (a debugger's). The options are the CLI's table (run/options.py).
+``--in-process`` runs them in pytest's own (a debugger's). The options are ``PLUGIN_OPTIONS``: the run's, as ``dmlconf
+run`` takes them (run/options.py), and --in-process.
 
 Importing this module (pytest does at every start, in any environment that has the package installed) loads
 neither onnxruntime nor onnx, nor NumPy: they load with the first case collected or run.
@@ -31,7 +32,9 @@ from conformance.model import Status
 from conformance.pytest_plugin.waivers import CASE, EP, STATUS, KnownFailures, UnexpectedPasses, read_waivers
 from conformance.pytest_plugin.xdist import CASE_FILE_REFUSED, CaseFileCollectionStop, worker_threads
 from conformance.results import verdict_text
-from conformance.run.options import PYTEST, OptionError, RunOptions, add_options, checked, distinct_eps, run_options
+from conformance.run import options as run_settings
+from conformance.run.command_line import Option, OptionError, add_options, checked
+from conformance.run.options import RunOptions, distinct_eps, run_options
 
 if TYPE_CHECKING:
     from conformance.cases.parse import Entry
@@ -56,8 +59,25 @@ class CaseFileProblems(Exception):
     """A case file the harness refuses: its one-line problems."""
 
 
+IN_PROCESS = Option(
+    ("--in-process",),
+    "run the cases in pytest's own process, not a worker (for a debugger: a crash ends the session)",
+    flag=True,
+)
+PLUGIN_OPTIONS = (
+    run_settings.EP,
+    run_settings.FEATURE_LEVEL,
+    run_settings.MAX_ELEMENTS,
+    run_settings.MAX_CASE_BYTES,
+    run_settings.CASE_TIMEOUT,
+    IN_PROCESS,
+    run_settings.REPEAT,
+    run_settings.WAIVERS,
+)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser.getgroup("dml-conformance").addoption, PYTEST)
+    add_options(parser.getgroup("dml-conformance").addoption, PLUGIN_OPTIONS, old_spellings=False)
 
 
 @dataclass(frozen=True)
@@ -76,15 +96,14 @@ _LOG = pytest.StashKey["RunLog"]()  # the session's: EPs that executed cases (a 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Check the options once, up front: a bad value is a usage error, not a collection error per file."""
-    names = ("ep", "feature_level", "max_elements", "max_case_bytes", "case_timeout", "repeat", "waivers")
-    given = {name: config.getoption(name) for name in names}
+    given = {option.dest: config.getoption(option.dest) for option in PLUGIN_OPTIONS}
     try:
-        values = checked(given, PYTEST)
+        values = checked(given, PLUGIN_OPTIONS)
     except OptionError as error:
         raise pytest.UsageError(str(error)) from None
-    waiver_file = values["waivers"]
+    waiver_file = values[run_settings.WAIVERS.dest]
     waivers = read_waivers(waiver_file) if waiver_file is not None else None  # a bad file: before anything runs
-    eps = distinct_eps(values["ep"])
+    eps = distinct_eps(values[run_settings.EP.dest])
     try:
         check_installed(eps)  # an EP whose package or library is absent: before any case is collected
     except NotInstalled as error:
@@ -94,7 +113,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError as error:
         raise pytest.UsageError(f"--ep {ep_table.DML.alias}: {error}") from None
     options = run_options(values, directml, threads=worker_threads(config))
-    in_process = bool(config.getoption("in_process"))
+    in_process = bool(values[IN_PROCESS.dest])
     known = None
     if waivers is not None:
         known = KnownFailures(waiver_file, waivers, partial(_machine, config, eps, options, directml))
@@ -109,11 +128,10 @@ def _machine(
     config: pytest.Config, eps: list[EpSpec], options: RunOptions, directml: dict[str, DirectML]
 ) -> Environment:
     """What waivers naming a device or driver are matched against: the environment ``dmlconf run`` records (the
-    machine's GPUs, the adapter DirectML runs on), read as results.json's reader reads it."""
-    from conformance.environment import environment_from_json
+    machine's GPUs, the adapter DirectML runs on), the record it writes."""
     from conformance.run.identity import environment
 
-    return environment_from_json(environment(eps, options, config.invocation_params.args, directml))
+    return environment(eps, options, config.invocation_params.args, directml)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

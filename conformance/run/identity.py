@@ -23,20 +23,33 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from conformance.cases.parse import display_path
 from conformance.cases.suite import ShardOf
-from conformance.environment import NATIVE_TRANSPORT, recorded_text
+from conformance.environment import (
+    NATIVE_TRANSPORT,
+    DirectMLRecord,
+    Environment,
+    EpDevice,
+    EpRecord,
+    Gpu,
+    Harness,
+    ShardRecord,
+    SkippedFile,
+    recorded_text,
+)
 from conformance.ep import device
 from conformance.ep.directml import DirectML, capi_folder, package_version
 from conformance.ep.installed import ONNXRUNTIME_PACKAGES, PLUGIN_PACKAGES
 from conformance.ep.providers import EpSpec, facts, is_plugin, plugin_devices, uses_directml
 from conformance.ep_table import ExecutesOn
 from conformance.problems import Problem
+from conformance.records import Where, read_record
 from conformance.run.options import RunOptions
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PACKAGES = (*ONNXRUNTIME_PACKAGES, *PLUGIN_PACKAGES)  # the distributions whose versions a run records
 CHECKOUT = Path(__file__).resolve().parents[2]  # where the package is imported from: a git checkout's root, or not
@@ -129,14 +142,9 @@ def git_commit(root: Path = CHECKOUT) -> str | None:
     return content if content is not None and _SHA.fullmatch(content) else None
 
 
-def harness(facts: RunFacts) -> dict[str, Any]:
+def harness(facts: RunFacts) -> Harness:
     """The harness that ran: its version, its checkout's commit (None when installed), the case files' hash."""
-    return {
-        "version": package_version("dml-conformance"),
-        "git_commit": git_commit(),
-        "cases_sha256": facts.cases_sha256,
-        "case_files": facts.case_files,
-    }
+    return Harness(package_version("dml-conformance"), git_commit(), facts.cases_sha256, facts.case_files)
 
 
 def iso_utc(moment: datetime) -> str:
@@ -155,34 +163,34 @@ def _ep_name_and_devices(ep: EpSpec) -> tuple[str, list[dict[str, Any]]]:
     return name, device.ep_devices(name)
 
 
-def ep_record(ep: EpSpec, options: RunOptions, directml: Mapping[str, DirectML]) -> dict[str, Any]:
+def _found(cls: type[T], found: Mapping[str, Any], where: Where) -> T:
+    """What ep/ found (a device, a GPU, DirectML), as plain JSON, taken into its record as results.json's reader
+    takes it: checked once, here."""
+    return read_record(cls, found, where)
+
+
+def ep_record(ep: EpSpec, options: RunOptions, directml: Mapping[str, DirectML], where: Where) -> EpRecord:
     """One EP of the run: how it was named, its options, the devices onnxruntime offered it, its target level."""
     name, devices = _ep_name_and_devices(ep)
     target = options.target_level(ep)
-    record: dict[str, Any] = {
-        "label": ep.text,
-        "alias": ep.alias,
-        "name": name,
-        "options": dict(ep.options),
-        "library": ep.library,
-        "devices": devices,
-        "target_feature_level": str(target) if target else None,
-    }
-    if uses_directml(ep) and ep.text in directml:
-        record["directml"] = directml[ep.text].to_json()
-    return record
+    found = directml.get(ep.text) if uses_directml(ep) else None
+    return EpRecord(
+        label=ep.text,
+        alias=ep.alias,
+        name=name,
+        options=dict(ep.options),
+        library=ep.library,
+        devices=tuple(_found(EpDevice, d, ((where, "devices"), i)) for i, d in enumerate(devices)),
+        target_feature_level=str(target) if target else None,
+        directml=_found(DirectMLRecord, found.to_json(), (where, "directml")) if found is not None else None,
+    )
 
 
-def shard_record(shard: ShardOf, eps: Sequence[EpSpec]) -> dict[str, Any]:
+def shard_record(shard: ShardOf, eps: Sequence[EpSpec]) -> ShardRecord:
     """results.json's ``shard``: its index and count, and the plan every shard of the split shares (the (case, EP)
     pairs of the selection before it was split, and their hash over each pair's case id and EP text, in run order),
     so that ``dmlconf merge`` can tell a complete set of shards from a part of one."""
-    return {
-        "index": shard.index,
-        "count": shard.count,
-        "planned_results": len(shard.of) * len(eps),
-        "plan_sha256": plan_sha256(shard.of, eps),
-    }
+    return ShardRecord(shard.index, shard.count, len(shard.of) * len(eps), plan_sha256(shard.of, eps))
 
 
 def plan_sha256(case_ids: Iterable[str], eps: Sequence[EpSpec]) -> str:
@@ -195,22 +203,6 @@ def plan_sha256(case_ids: Iterable[str], eps: Sequence[EpSpec]) -> str:
     return pairs.hexdigest()
 
 
-def _run_facts(facts: RunFacts | None, problems: Sequence[Problem], eps: Sequence[EpSpec]) -> dict[str, Any]:
-    """When and how long, the harness, and with --keep-going the case files skipped (each with its number of
-    problems) and the problems themselves: their files' cases were not run, and every report of the run says so."""
-    record: dict[str, Any] = {}
-    if facts is not None:
-        record |= {"started_at": iso_utc(facts.started), "duration_s": round(facts.seconds, 3)}
-        record["harness"] = harness(facts)
-        if facts.skipped_files:
-            record["skipped_files"] = [{"path": path, "problems": count} for path, count in facts.skipped_files]
-        if facts.shard is not None:
-            record["shard"] = shard_record(facts.shard, eps)
-    if problems:
-        record["problems"] = [str(p) for p in problems]
-    return record
-
-
 def environment(
     eps: Sequence[EpSpec],
     options: RunOptions,
@@ -218,36 +210,43 @@ def environment(
     directml: Mapping[str, DirectML] | None = None,
     problems: Sequence[Problem] = (),
     facts: RunFacts | None = None,
-) -> dict[str, Any]:
+) -> Environment:
     """What was tested with what: GPUs and CPU, versions, EPs, platform, the exact command line and the harness;
-    when the run started and for how long (``facts``); what it skipped (``problems``, ``facts``)."""
+    when the run started and for how long (``facts``); what it skipped (``problems``, ``facts``: the files
+    --keep-going skipped, each with its number of problems, and the problems themselves: their files' cases were not
+    run, and every report of the run says so)."""
     import numpy
 
     runtime = device.runtime()
-    return {
-        "command": [recorded_text(arg) for arg in argv],
-        "cwd": recorded_text(os.getcwd()),
-        "python_executable": sys.executable,
-        "dml_conformance": package_version("dml-conformance"),
-        "gpus": device.gpus(),
+    return Environment(
+        command=tuple(recorded_text(arg) for arg in argv),
+        cwd=recorded_text(os.getcwd()),
+        python_executable=sys.executable,
+        dml_conformance=package_version("dml-conformance"),
+        gpus=tuple(_found(Gpu, gpu, (("environment", "gpus"), i)) for i, gpu in enumerate(device.gpus())),
         # nvidia-smi lists every GPU of the machine; this says which ones the run's CUDA EP could see (a shard per GPU)
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "onnxruntime": runtime["onnxruntime"],
-        "onnxruntime_packages": {p: v for p in PACKAGES if (v := package_version(p)) is not None},
-        "available_providers": runtime["available_providers"],
-        "onnx": runtime["onnx"],
-        "numpy": numpy.__version__,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu": device.cpu_model(),
-        "eps": [ep_record(ep, options, directml or {}) for ep in eps],
-        "target_feature_level": str(options.feature_level) if options.feature_level else None,
-        "pack": options.pack,
-        **_run_facts(facts, problems, eps),
+        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+        onnxruntime=runtime["onnxruntime"],
+        onnxruntime_packages={p: v for p in PACKAGES if (v := package_version(p)) is not None},
+        available_providers=tuple(runtime["available_providers"]),
+        onnx=runtime["onnx"],
+        numpy=numpy.__version__,
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+        machine=platform.machine(),
+        cpu=device.cpu_model(),
+        eps=tuple(ep_record(ep, options, directml or {}, (("environment", "eps"), i)) for i, ep in enumerate(eps)),
+        target_feature_level=str(options.feature_level) if options.feature_level else None,
+        pack=options.pack,
+        started_at=iso_utc(facts.started) if facts is not None else None,
+        duration_s=round(facts.seconds, 3) if facts is not None else None,
+        harness=harness(facts) if facts is not None else None,
+        skipped_files=tuple(SkippedFile(path, count) for path, count in facts.skipped_files) if facts else (),
+        shard=shard_record(facts.shard, eps) if facts is not None and facts.shard is not None else None,
+        problems=tuple(str(p) for p in problems),
         # where --artifacts kept each FAIL's files (artifacts.py names them), so that report.html links to them
-        "artifacts": recorded_text(os.path.abspath(options.artifacts)) if options.artifacts else None,
-    }
+        artifacts=recorded_text(os.path.abspath(options.artifacts)) if options.artifacts else None,
+    )
 
 
 def _sha256_of(path: str) -> str | None:

@@ -40,12 +40,12 @@ def _holder(path: str) -> str:
             text = file.read(32).decode("ascii", "replace").strip()
     except OSError:
         return ""
-    if not text.isdigit() or not _alive(int(text)):  # report and merge name no pid: a gone run's is not theirs
+    if not text.isdigit() or not alive(int(text)):  # report and merge name no pid: a gone run's is not theirs
         return ""
     return f" (pid {text})"
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     """Whether process ``pid`` exists; True where that cannot be asked (Windows: os.kill would end it)."""
     if sys.platform == "win32":
         return True

@@ -11,10 +11,8 @@ at once: processes that peaked at different times count both peaks.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from conformance.environment import PeakMemory
-from conformance.records import record_json
 
 
 def own_peak_kib() -> int:
@@ -41,10 +39,9 @@ class Peaks:
         """Worker ``number``'s peaks so far (each report supersedes its last: a peak only grows)."""
         self.workers[number] = (own_kib, runners_kib, runners)
 
-    def record(self, own_kib: int, runners_kib: int, runners: int) -> dict[str, Any]:
+    def record(self, own_kib: int, runners_kib: int, runners: int) -> PeakMemory:
         """results.json's ``peak_memory``: this process's peaks (``own_kib``, its own runners') with the workers'."""
         harness = own_kib + sum(own for own, _, _ in self.workers.values())
         runner_kib = runners_kib + sum(kib for _, kib, _ in self.workers.values())
         count = runners + sum(n for _, _, n in self.workers.values())
-        peak = PeakMemory(_mib(harness + runner_kib), _mib(harness), _mib(runner_kib), count)
-        return record_json(peak)
+        return PeakMemory(_mib(harness + runner_kib), _mib(harness), _mib(runner_kib), count)

@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, assert_never
 
 from conformance.cases.parse import Entry
 from conformance.ep.directml import DirectML
@@ -50,8 +50,25 @@ from conformance.run.options import HARNESS_TIMEOUT_FACTOR, RunOptions
 from conformance.run.runner import base_result
 from conformance.survive.faults import fault_result, how_it_ended, telling_lines
 from conformance.survive.interrupt import interrupts_held, start_worker
+from conformance.survive.lock import alive
 from conformance.survive.memory import Peaks
-from conformance.survive.worker import DEVICE_LOST_EXIT, Phase
+from conformance.survive.messages import (
+    Began,
+    CannotRun,
+    DirectMLDescribed,
+    Finished,
+    FromWorker,
+    MemoryPeak,
+    Phase,
+    PhaseChanged,
+    Ready,
+    RunnerDeathTold,
+    RunTask,
+    Stop,
+    TaskFinished,
+    TaskMessage,
+)
+from conformance.survive.worker import DEVICE_LOST_EXIT
 
 log = logging.getLogger(__name__)
 
@@ -70,13 +87,6 @@ DESCRIBE_LIMIT = START_SECONDS * START_ATTEMPTS
 STDERR_TAIL_BYTES = 64 * 1024
 FOLDER_PREFIX = "dmlconf-workers-"  # then the supervisor's pid: a killed one's folder is removed by the next
 KILL_WAIT = 10.0  # seconds to wait for a killed worker to be gone; one stuck in a driver call is left behind
-# What a TIMEOUT says the worker was doing when it was killed: which side it waited for.
-_WAITED_FOR = {
-    Phase.PREPARING: "while the harness prepared it (its own work: the inputs, the oracle, the lowering; not the EP's)",
-    Phase.EXECUTING: "while the EP executed it (the harness waited for the EP's answer)",
-    Phase.JUDGING: "while the harness judged the EP's answer (its own work after the EP answered: the compare, the "
-    "canary check; not the EP's)",
-}
 
 
 @dataclass
@@ -119,19 +129,9 @@ def _remove_stale_folders() -> None:
     root = tempfile.gettempdir()
     for name in os.listdir(root):
         pid = name[len(FOLDER_PREFIX) :].partition("-")[0]
-        if not name.startswith(FOLDER_PREFIX) or not pid.isdigit() or _alive(int(pid)):
+        if not name.startswith(FOLDER_PREFIX) or not pid.isdigit() or alive(int(pid)):
             continue
         shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # it exists, and is another user's
-        return True
-    return True
 
 
 def _ignore(pair: int, result: Result) -> None:
@@ -204,7 +204,9 @@ class Supervisor:
         worker.in_flight, worker.finished, worker.phase = [], set(), Phase.PREPARING
         worker.heard = worker.began = time.monotonic()
         try:
-            worker.conn.send(("task", worker.task_id, task.entries, task.ep, replace(self.options, pack=task.pack)))
+            worker.conn.send(
+                RunTask(worker.task_id, tuple(task.entries), task.ep, replace(self.options, pack=task.pack))
+            )
         except OSError:  # it died since it was last checked: the task waits for another, _check settles this one
             worker.task, worker.closed = None, True
             self.pending.appendleft(task)
@@ -221,38 +223,48 @@ class Supervisor:
                 worker.closed = True
                 return
             worker.heard = time.monotonic()
-            kind = message[0]
-            if kind == "ready":
+            self._heard(worker, message)
+
+    def _heard(self, worker: _Worker, message: FromWorker) -> None:
+        """One message settled: its start's, or its task's (one about an earlier task, settled already, is dropped)."""
+        match message:
+            case Ready():
                 worker.ready = True
                 if not self.describe:  # else its start ends with its describe
                     self.failed_starts = 0
-            elif kind == "described":
+            case DirectMLDescribed(directml=directml, why=why):
                 worker.described, self.failed_starts = True, 0
-                if message[1] is None:
-                    self.undescribed.append(message[2])
+                if directml is None:
+                    self.undescribed.append(why or "")
                 elif self.described is None:
-                    self.described = message[1]
-            elif worker.task is None or message[1] != worker.task_id:
-                continue
-            elif kind == "begin":
-                worker.in_flight, worker.phase = list(message[2]), message[3]
-                worker.inputs = dict(zip(message[2], message[4], strict=False))
+                    self.described = directml
+            case _:
+                if worker.task is not None and message.task == worker.task_id:
+                    self._heard_on(worker, worker.task, message)
+
+    def _heard_on(self, worker: _Worker, task: Task, message: TaskMessage) -> None:
+        """A message about ``task``, the worker's own."""
+        match message:
+            case Began(places=places, phase=phase, inputs=inputs):
+                worker.in_flight, worker.phase = list(places), phase
+                worker.inputs = {place: dict(hashes) for place, hashes in zip(places, inputs, strict=False)}
                 worker.began = worker.heard
-            elif kind == "phase":
-                worker.phase = message[2]
-            elif kind == "done":
-                place, result = message[2], message[3]
+            case PhaseChanged(phase=phase):
+                worker.phase = phase
+            case Finished(place=place, result=result):
                 worker.finished.add(place)
                 worker.reported_lost |= result.status is Status.DEVICE_LOST
-                self.on_result(worker.task.pairs[place], result)
-            elif kind == "task_done":
+                self.on_result(task.pairs[place], result)
+            case TaskFinished():
                 worker.task = None
-            elif kind == "memory":
-                self.peaks.worker(worker.number, message[2], message[3], message[4])
-            elif kind == "runner_died":
-                self.on_death(message[2], message[3], message[4])
-            elif kind == "stopped":
-                raise RunStopped(message[2])
+            case MemoryPeak(own_kib=own_kib, runners_kib=runners_kib, runners=runners):
+                self.peaks.worker(worker.number, own_kib, runners_kib, runners)
+            case RunnerDeathTold(ep=ep, cases=cases, stderr=stderr):
+                self.on_death(ep, cases, stderr)
+            case CannotRun(why=why):
+                raise RunStopped(why)
+            case _:
+                assert_never(message)
 
     # -- faults ---------------------------------------------------------------------------------------------
     def _lost(self, worker: _Worker, status: Status, what: str, meant: bool = False) -> None:
@@ -308,7 +320,7 @@ class Supervisor:
             worker.process.join(KILL_WAIT)
             self._receive(worker)
             if worker.task is not None:
-                what = f"no progress for {self._limit(phase):g} s {_WAITED_FOR[phase]}: the worker was killed"
+                what = f"no progress for {self._limit(phase):g} s {phase.waited_for}: the worker was killed"
                 self._lost(worker, Status.TIMEOUT, what)
 
     def _limit(self, phase: Phase) -> float:
@@ -394,7 +406,7 @@ class Supervisor:
             if not worker.stopped:
                 worker.stopped = True
                 with contextlib.suppress(OSError):
-                    worker.conn.send(("stop",))
+                    worker.conn.send(Stop())
 
     def close(self) -> None:
         self.stop()

@@ -1,19 +1,6 @@
-"""The worker process: runs the tasks a supervisor (supervisor.py) sends it, telling it as it goes what it works on.
-
-Messages to the supervisor, over one pipe: ``("ready",)`` once imported; per task, ``("begin", task, places, phase,
-inputs)`` before each case is prepared (``Phase.PREPARING``) and before each session runs (``Phase.EXECUTING``;
-several places for a pack, and the hashes of their inputs), ``("phase", task, Phase.JUDGING)`` once the EP answered
-and the harness judges what it returned, ``("done", task, place, result)`` as each result is final, and
-``("task_done", task)``. The supervisor thus knows, when the worker dies or hangs, which cases were in flight, which
-results are already safe, and which side it waited for: the EP's answer, or the harness's own work (``Phase``).
-Besides: ``("runner_died",
-task, ep, cases, stderr)`` for each DirectML runner that ended unasked (the full ids of the cases it was serving,
-none where it died between requests or at its start; the last lines of its stderr), and ``("stopped", task, why)``
-where cases cannot run at all (the runner fails to start again and again), which stops the run; once, before its
-first task where the supervisor asks it, ``("described", directml, why)``: the DirectML of the run's DirectML EPs, as
-its runner's device answers (early.py); and before each
-``task_done``, ``("memory", task, own_kib, runners_kib, runners)``: its peak resident memory and its runners' so far
-(memory.py).
+"""The worker process: runs the tasks a supervisor (supervisor.py) sends it, telling it as it goes what it works on,
+in the messages of messages.py: the supervisor thus knows, when the worker dies or hangs, which cases were in flight,
+which results are already safe, and which side it waited for.
 
 Its stderr (file descriptor 2, so onnxruntime's and the driver's messages too, and faulthandler's traceback on a
 fatal signal) goes to a file the supervisor reads when the worker dies. A worker that reports DEVICE_LOST exits
@@ -28,11 +15,9 @@ import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from enum import Enum
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import assert_never
 
-from conformance.cases.parse import Entry
 from conformance.ep.errors import InfrastructureError
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
@@ -40,25 +25,24 @@ from conformance.ep.wine.client import RunnerDied, Runners, runners_peak
 from conformance.model import Status
 from conformance.results import Result
 from conformance.run.batch import run_batch
-from conformance.run.options import RunOptions
 from conformance.survive.early import Described
 from conformance.survive.faults import provoke, provoke_at_start
 from conformance.survive.memory import own_peak_kib
-
-
-class Phase(Enum):
-    """What a worker does on the case (or pack) in flight, as it tells its supervisor (which limits each phase's
-    silence and says in a TIMEOUT which one it was)."""
-
-    PREPARING = "preparing"  # the harness's own work: the case's inputs, the oracle, the lowering
-    EXECUTING = "executing"  # the EP's: a session created and run, DirectML's operator dispatched, until it answers
-    JUDGING = "judging"  # the harness's own work on the answer: the compare, the canary check, the outputs' hashes
-
-    @property
-    def harness(self) -> bool:
-        """Whether it is the harness's own work, not the EP's (a silence there is no hang of the device)."""
-        return self is not Phase.EXECUTING
-
+from conformance.survive.messages import (
+    Began,
+    CannotRun,
+    DirectMLDescribed,
+    Finished,
+    MemoryPeak,
+    Phase,
+    PhaseChanged,
+    Ready,
+    RunnerDeathTold,
+    RunTask,
+    Stop,
+    TaskFinished,
+    ToWorker,
+)
 
 DEVICE_LOST_EXIT = 3  # the status a worker exits with after reporting a lost device
 SUPERVISOR_GONE_EXIT = 4  # the status of a worker that outlived its supervisor (nobody reads it)
@@ -73,17 +57,17 @@ class _Reporter:
 
     def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
         phase = Phase.EXECUTING if executing else Phase.PREPARING
-        self.conn.send(("begin", self.task, list(places), phase, [dict(hashes) for hashes in inputs]))
+        self.conn.send(Began(self.task, tuple(places), phase, tuple(dict(hashes) for hashes in inputs)))
         self.executing = [self.ids[place] for place in places] if executing else []
         if executing:
             provoke(self.executing, self.runners)
 
     def judging(self, places: Sequence[int]) -> None:
-        self.conn.send(("phase", self.task, Phase.JUDGING))
+        self.conn.send(PhaseChanged(self.task, Phase.JUDGING))
         provoke([self.ids[place] for place in places], self.runners, judging=True)
 
     def finished(self, place: int, result: Result) -> None:
-        self.conn.send(("done", self.task, place, result))
+        self.conn.send(Finished(self.task, place, result))
         if result.status is Status.DEVICE_LOST:
             os._exit(DEVICE_LOST_EXIT)  # no cleanup: the device context may hang in it
 
@@ -96,7 +80,7 @@ class _Reporter:
     def runner_died(self, died: RunnerDied) -> None:
         """Runners' ``on_death``: the death told to the supervisor, with the cases it was serving."""
         cases = self.executing if died.serving else []
-        self.conn.send(("runner_died", self.task, self.ep.text, list(cases), list(died.lines)))
+        self.conn.send(RunnerDeathTold(self.task, self.ep.text, tuple(cases), tuple(died.lines)))
 
 
 def _stderr_to(path: str) -> None:
@@ -108,20 +92,18 @@ def _stderr_to(path: str) -> None:
     faulthandler.enable(sys.stderr)
 
 
-def _run_task(
-    conn: Connection, task: int, entries: Sequence[Entry], ep: EpSpec, options: RunOptions, runners: Runners
-) -> None:
+def _run_task(conn: Connection, told: RunTask, runners: Runners) -> None:
     os.ftruncate(2, 0)  # the stderr kept is this task's: the file stays small over a long run
-    reporter = _Reporter(conn, task, [e.id for e in entries], ep, runners)
+    reporter = _Reporter(conn, told.task, [e.id for e in told.entries], told.ep, runners)
     runners.on_death = reporter.runner_died
-    runners.bound(options.case_timeout)  # every wait on the runner within --case-timeout, as the supervisor's
+    runners.bound(told.options.case_timeout)  # every wait on the runner within --case-timeout, as the supervisor's
     try:
-        run_batch(entries, ep, options, Sessions(runners=runners), reporter)
+        run_batch(told.entries, told.ep, told.options, Sessions(runners=runners), reporter)
     except InfrastructureError as error:  # nothing can run: the supervisor stops the run
-        conn.send(("stopped", task, str(error)))
+        conn.send(CannotRun(told.task, str(error)))
         return
-    conn.send(("memory", task, own_peak_kib(), *runners_peak(runners.held())))
-    conn.send(("task_done", task))
+    conn.send(MemoryPeak(told.task, own_peak_kib(), *runners_peak(runners.held())))
+    conn.send(TaskFinished(told.task))
 
 
 def _exit_with_the_supervisor() -> None:
@@ -146,12 +128,12 @@ def worker_main(conn: Connection, stderr_path: str, described: Described | None 
     _exit_with_the_supervisor()
     _stderr_to(stderr_path)
     provoke_at_start()
-    conn.send(("ready",))
+    conn.send(Ready())
     # The DirectML runner, where one is needed: started once (by the describe, if any), serving every task here.
     runners = described.runners if described is not None else Runners()
     try:
         if described is not None:
-            conn.send(("described", described.directml, described.why))
+            conn.send(DirectMLDescribed(described.directml, described.why))
         _serve(conn, runners)
     finally:  # its runners stopped and waited for: one left behind would hold its memory (and the device) after it
         runners.close()
@@ -161,13 +143,16 @@ def _serve(conn: Connection, runners: Runners) -> None:
     """Tasks until told to stop or the supervisor is gone."""
     while True:
         try:
-            message: tuple[Any, ...] = conn.recv()
+            message: ToWorker = conn.recv()
         except (EOFError, OSError):  # the supervisor is gone (killed, say): nothing to report to
             return
-        if message[0] == "stop":
-            return
-        _, task, entries, ep, options = message
-        try:
-            _run_task(conn, task, entries, ep, options, runners)
-        except (BrokenPipeError, EOFError, OSError):
-            return
+        match message:
+            case Stop():
+                return
+            case RunTask():
+                try:
+                    _run_task(conn, message, runners)
+                except (BrokenPipeError, EOFError, OSError):
+                    return
+            case _:
+                assert_never(message)
