@@ -12,7 +12,8 @@ failed (device lost included); ``dml_operators`` names the DML operator a model 
 hardware; ``memory`` says what each way of executing a case holds in memory (cases/memory.py's estimate). ``dmlop``
 is the other way to DirectML (``--ep dmlop``): ``dml_fields`` describes a DML operator desc once, field by field,
 ``dml_abi`` holds DirectML.h's values and lays out its structs, ``dml_descriptor`` writes a case as its DML operator
-descriptor, ``dmlop`` has the runner create, compile and dispatch it.
+descriptor, ``dmlop`` has the runner create, compile and dispatch it; ``dxdispatch`` writes the same desc as a model
+of Microsoft's DxDispatch, for a failure's artifacts.
 
 May import: the core only.
 """
