@@ -20,7 +20,7 @@ from functools import cached_property
 import onnx
 from onnx import numpy_helper
 
-from conformance.ep.operator_entry import DmlOperatorRule, EpOperator
+from conformance.ep.entry import DmlOperatorRule, EpEntry
 from conformance.ep.operators import OPERATORS
 
 _OTHERS: Mapping[str, str] = {
@@ -53,9 +53,9 @@ _OTHERS: Mapping[str, str] = {
 }
 
 
-def _rules() -> Mapping[str, tuple[EpOperator, DmlOperatorRule]]:
+def _rules() -> Mapping[str, tuple[EpEntry, DmlOperatorRule]]:
     """Each ONNX op type an operator's lowering emits for it, with that operator's entry and rule."""
-    rules: dict[str, tuple[EpOperator, DmlOperatorRule]] = {}
+    rules: dict[str, tuple[EpEntry, DmlOperatorRule]] = {}
     for entry in OPERATORS.values():
         for op_type, rule in entry.dml_rules.items():
             if op_type in rules:
@@ -69,7 +69,7 @@ _RULES = _rules()
 
 @dataclass(frozen=True)
 class _Constants:
-    """A model's constants, read only where a rule asks (ep/operator_entry.py's OnnxConstants)."""
+    """A model's constants, read only where a rule asks (ep/entry.py's OnnxConstants)."""
 
     model: onnx.ModelProto
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from conformance.ep import dml_fields as dml
 from conformance.ep.dml_abi import OperatorType
-from conformance.ep.operator_entry import EpOperator, always
+from conformance.ep.entry import EpEntry, always
 from conformance.model import (
     BIAS_TENSOR,
     INPUT_TENSOR,
@@ -58,7 +58,7 @@ def _dml_fields(desc: Descriptor, tensors: Mapping[str, dml.TensorLayout]) -> tu
     )
 
 
-ENTRY = EpOperator(
+ENTRY = EpEntry(
     operator=Operator.MEAN_VARIANCE_NORMALIZATION1,
     lower=_lower,
     same_for_every_ep=False,  # the ONNX form is chosen per EP (mvn1_lowering.mvn_candidate)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from conformance.ep import dml_fields as dml
 from conformance.ep.dml_abi import OperatorType
-from conformance.ep.operator_entry import EpOperator, OnnxConstants
+from conformance.ep.entry import EpEntry, OnnxConstants
 from conformance.model import INPUT_TENSOR, OUTPUT_TENSOR, Descriptor, Operator, Slice1Desc
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def _slice_operator(inputs: Sequence[str], constants: OnnxConstants) -> str:
     return SPLIT if slice_becomes_split(shape, full_starts, full_ends, full_steps) else DML_SLICE1.name
 
 
-ENTRY = EpOperator(
+ENTRY = EpEntry(
     operator=Operator.SLICE1,
     lower=_lower,
     same_for_every_ep=True,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from conformance.ep import dml_fields as dml
 from conformance.ep.dml_abi import AXIS_DIRECTION, OperatorType
-from conformance.ep.operator_entry import EpOperator, always
+from conformance.ep.entry import EpEntry, always
 from conformance.model import (
     INPUT_TENSOR,
     OUTPUT_INDEX_TENSOR,
@@ -43,7 +43,7 @@ def _dml_fields(desc: Descriptor, tensors: Mapping[str, dml.TensorLayout]) -> tu
     )
 
 
-ENTRY = EpOperator(
+ENTRY = EpEntry(
     operator=Operator.TOP_K1,
     lower=_lower,
     same_for_every_ep=True,

@@ -1,4 +1,4 @@
-"""The ep stage's entry for one operator (``EpOperator``): what the stage knows of it, in one place per operator
+"""The ep stage's entry for one operator (``EpEntry``): what the stage knows of it, in one place per operator
 (its module: ep/operators.py lists them). Light: an operator's ONNX lowering, which needs onnx, is imported by the
 entry's ``lower`` only when a case is lowered, so that reading the table (ep/memory.py's scratch figures, for
 commands that run nothing) loads no onnx.
@@ -47,7 +47,7 @@ def always(operator: OperatorType) -> DmlOperatorRule:
 
 
 @dataclass(frozen=True)
-class EpOperator:
+class EpEntry:
     """One operator in the ep stage.
 
     - ``lower`` and ``same_for_every_ep``: its ONNX form, and whether that form is one whatever the EP.
