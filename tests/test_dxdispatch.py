@@ -1,4 +1,4 @@
-"""A case as a DxDispatch model (run/dxdispatch.py): the operator desc as DirectML.h names it, inputs DxDispatch reads
+"""A case as a DxDispatch model (ep/dxdispatch.py): the operator desc as DirectML.h names it, inputs DxDispatch reads
 back bit for bit, outputs, and the commands; and its place in a DirectML failure's --artifacts folder.
 
 Expectations come from Microsoft's DxDispatch (github.com/microsoft/DirectML, DxDispatch/doc/Guide.md, its
@@ -18,7 +18,10 @@ import numpy as np
 import pytest
 
 from conformance.cases.generate import case_inputs
+from conformance.cases.layouts import Layout, input_layouts, output_layouts
 from conformance.cases.suite import collect
+from conformance.ep.dml_fields import Inexpressible
+from conformance.ep.dxdispatch import dxdispatch_model, dxdispatch_text, initial_values, save_dxdispatch, tensor_desc
 from conformance.model import (
     ACTIVATION_PARAMS,
     Activation,
@@ -32,14 +35,6 @@ from conformance.model import (
 )
 from conformance.results import Result
 from conformance.run.artifacts import save_artifacts
-from conformance.run.dxdispatch import (
-    NotExpressibleInDml,
-    dxdispatch_model,
-    dxdispatch_text,
-    initial_values,
-    save_dxdispatch,
-    tensor_desc,
-)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -169,6 +164,15 @@ def _spec_case(path: str, case_id: str) -> Case:
     raise AssertionError(f"{path}::{case_id} not found")
 
 
+def _layouts(case: Case) -> dict[str, Layout]:
+    return input_layouts(case) | output_layouts(case)
+
+
+def _model(case: Case, inputs: Mapping[str, np.ndarray], flags: list[str] | None = None) -> dict[str, object]:
+    """The case's DxDispatch model over its layouts as the run stage gives them."""
+    return dxdispatch_model(case, _layouts(case), inputs, flags or ())
+
+
 def _read_back(resource: Mapping[str, Any]) -> np.ndarray:
     """The bytes DxDispatch puts in a buffer from an initializer, as JsonParsers.cpp reads it: a number is read as a
     double and cast to float (then to half for FLOAT16); "nan"/"inf"/"-inf" are quiet_NaN and the infinities; an
@@ -207,7 +211,7 @@ def _bits(array: np.ndarray) -> bytes:
 
 def test_top_k1_spec_example_as_dxdispatch_reads_it() -> None:
     case = _spec_case("cases/top_k1/spec_examples.yaml", "example-1")
-    model = dxdispatch_model(case, case_inputs(case))
+    model = _model(case, case_inputs(case))
     jsonschema.validate(model, MODEL_SCHEMA)
     (name, dispatchable), *others = model["dispatchables"].items()  # type: ignore[attr-defined]
     assert not others
@@ -248,13 +252,13 @@ def test_top_k1_spec_example_as_dxdispatch_reads_it() -> None:
 def test_execution_flags_are_written_and_unknown_ones_refused() -> None:
     case = _spec_case("cases/top_k1/spec_examples.yaml", "example-1")
     flags = ["DML_EXECUTION_FLAG_DISABLE_META_COMMANDS", "DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION"]
-    model = dxdispatch_model(case, case_inputs(case), flags)
+    model = _model(case, case_inputs(case), flags)
     assert model["dispatchables"]["TOP_K1"]["executionFlags"] == flags  # type: ignore[index]
-    assert dxdispatch_model(case, case_inputs(case))["dispatchables"]["TOP_K1"]["executionFlags"] == [  # type: ignore[index]
+    assert _model(case, case_inputs(case))["dispatchables"]["TOP_K1"]["executionFlags"] == [  # type: ignore[index]
         "DML_EXECUTION_FLAG_NONE"
     ]
     with pytest.raises(ValueError, match="DISABLE_METACOMMANDS"):
-        dxdispatch_model(case, case_inputs(case), ["DML_EXECUTION_FLAG_DISABLE_METACOMMANDS"])
+        _model(case, case_inputs(case), ["DML_EXECUTION_FLAG_DISABLE_METACOMMANDS"])
 
 
 # SLICE1 ----------------------------------------------------------------------------------------------------------
@@ -262,7 +266,7 @@ def test_execution_flags_are_written_and_unknown_ones_refused() -> None:
 
 def test_slice1_negative_strides_stay_signed() -> None:
     case = _spec_case("cases/slice1/spec_examples.yaml", "example-2-negative-strides")
-    model = dxdispatch_model(case, case_inputs(case))
+    model = _model(case, case_inputs(case))
     jsonschema.validate(model, MODEL_SCHEMA)
     dispatchable = model["dispatchables"]["SLICE1"]  # type: ignore[index]
     assert dispatchable["type"] == "DML_OPERATOR_SLICE1"
@@ -296,7 +300,7 @@ def _mvn(activation: Activation | None) -> Case:
 
 def test_mvn1_scale_without_bias_axes_and_gelu() -> None:
     case = _mvn(Activation("GELU"))
-    model = dxdispatch_model(case, case_inputs(case))
+    model = _model(case, case_inputs(case))
     jsonschema.validate(model, MODEL_SCHEMA)
     dispatchable = model["dispatchables"]["MEAN_VARIANCE_NORMALIZATION1"]  # type: ignore[index]
     assert dispatchable["type"] == "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1"
@@ -326,7 +330,7 @@ def test_every_fused_activation_has_directml_h_fields(kind: str) -> None:
     # A distinct value per parameter, so that a value landing in another field shows.
     params = {key: 0.25 + index for index, key in enumerate(ACTIVATION_PARAMS[kind])}
     case = _mvn(Activation(kind, params))
-    fused = dxdispatch_model(case, case_inputs(case))["dispatchables"]["MEAN_VARIANCE_NORMALIZATION1"]  # type: ignore[index]
+    fused = _model(case, case_inputs(case))["dispatchables"]["MEAN_VARIANCE_NORMALIZATION1"]  # type: ignore[index]
     activation = fused["desc"]["FusedActivation"]
     assert activation["Type"] == f"DML_OPERATOR_ACTIVATION_{kind}"
     assert tuple(activation["Desc"]) == HEADER_FIELDS[kind]
@@ -339,8 +343,8 @@ def test_every_activation_of_the_case_format_is_covered() -> None:
 
 def test_a_scalar_parameterized_relu_has_no_dml_form() -> None:
     case = _mvn(Activation("PARAMETERIZED_RELU", {"alpha": 0.25}))
-    with pytest.raises(NotExpressibleInDml, match="SlopeTensor"):
-        dxdispatch_model(case, case_inputs(case))
+    with pytest.raises(Inexpressible, match="its desc needs a tensor"):
+        _model(case, case_inputs(case))
 
 
 # Exact inputs ----------------------------------------------------------------------------------------------------
@@ -387,7 +391,7 @@ def test_generated_inputs_of_a_sweep_case_read_back_exactly() -> None:
         "cases/mean_variance_normalization1/library.yaml", "scale-bias-4_0[1x1x4x5,2x1x1x5-FLOAT16,FLOAT16,FLOAT16]"
     )
     inputs = case_inputs(case)
-    model = json.loads(dxdispatch_text(dxdispatch_model(case, inputs)))
+    model = json.loads(dxdispatch_text(_model(case, inputs)))
     for name, array in inputs.items():
         assert _bits(_read_back(model["resources"][name])) == _bits(array), name
 
@@ -422,7 +426,7 @@ def test_a_directml_failure_keeps_its_dxdispatch_model(tmp_path: Path) -> None:
 
 def test_save_dxdispatch_writes_the_model_file(tmp_path: Path) -> None:
     case = _spec_case("cases/slice1/spec_examples.yaml", "example-1-positive-strides")
-    path = save_dxdispatch(tmp_path / "f", case, case_inputs(case))
+    path = save_dxdispatch(tmp_path / "f", case, _layouts(case), case_inputs(case))
     assert path == tmp_path / "f" / "dxdispatch.json"
     jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), MODEL_SCHEMA)
 
@@ -436,7 +440,7 @@ def test_a_case_without_a_dml_form_keeps_its_other_files_and_says_why(tmp_path: 
     )
     assert not (folder / "dxdispatch.json").exists() and (folder / "input_InputTensor.npy").exists()
     readme = (folder / "README.txt").read_text(encoding="utf-8")
-    assert "No DxDispatch model: PARAMETERIZED_RELU's scalar slope has no DML form" in readme
+    assert "No DxDispatch model: FusedActivation PARAMETERIZED_RELU cannot be fused in a DML descriptor" in readme
 
 
 def test_a_tensor_desc_takes_strides_and_a_total_size() -> None:
@@ -460,7 +464,7 @@ def test_a_strided_case_is_written_as_it_is_laid_out() -> None:
     case = next(e for e in collect([str(REPO / "cases/slice1/layouts.yaml")]).entries if e.id.endswith("[4x1]"))
     assert isinstance(case, Case)
     inputs = case_inputs(case)
-    model = dxdispatch_model(case, inputs)
+    model = _model(case, inputs)
     desc = model["dispatchables"]["SLICE1"]["desc"]  # type: ignore[index]
     assert desc["OutputTensor"]["Desc"]["Strides"] == [4, 1] and "Strides" not in desc["InputTensor"]["Desc"]
     source = inputs["InputTensor"].reshape(-1)

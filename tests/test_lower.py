@@ -15,8 +15,10 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from conformance.ep.lower import INT64_MIN, Lowering, NotExpressible, lower, same_for_every_ep, slice_bounds
-from conformance.ep.lower_mvn1 import DECOMPOSED, DML_FUSED_ACTIVATIONS, INSTANCE_NORM, MVN_13, mvn_candidate
+from conformance.ep.lower import Lowering, NotExpressible, lower, same_for_every_ep
+from conformance.ep.mvn1 import DML_FUSED_ACTIVATIONS
+from conformance.ep.mvn1_lowering import DECOMPOSED, INSTANCE_NORM, MVN_13, mvn_candidate
+from conformance.ep.slice1_lowering import INT64_MIN, slice_bounds
 from conformance.model import (
     ACTIVATION_PARAMS,
     Activation,

@@ -18,6 +18,7 @@ REGISTRIES: set[str] = {  # each stage's registry adds its line here as it is bu
     "conformance/cases/operators.py",
     "conformance/compare/operators.py",
     "conformance/coverage/operators.py",
+    "conformance/ep/operators.py",
     "conformance/fuzz/operators.py",
 }
 

@@ -2,19 +2,43 @@
 by ctypes (Windows x64 and Linux x86-64 align these field types alike), into one block whose pointer fields hold
 offsets into the block; the DirectML runner (ep/wine/dmlrunner.c) turns them into addresses and hands the block's
 DML_OPERATOR_DESC to IDMLDevice::CreateOperator. So the descriptor DirectML receives is the one written here, field
-by field, and the runner needs no DirectML header.
+by field, and the runner needs no DirectML header. An operator's own desc struct is laid out from its fields
+(``struct``), as each operator's module describes them (dml_fields.py); the structs every desc shares are here.
 
 Each enum value is DirectML.h's: DML_OPERATOR_TYPE counts from DML_OPERATOR_INVALID = 0 through the header's
-``#if DML_TARGET_VERSION`` blocks (DML_OPERATOR_SCATTER is an alias and takes no value).
+``#if DML_TARGET_VERSION`` blocks (DML_OPERATOR_SCATTER is an alias and takes no value); an operator's own value is
+in its module (``OperatorType``).
 """
 
 from __future__ import annotations
 
 import ctypes
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from conformance.model import DataType
+
+
+@dataclass(frozen=True)
+class OperatorType:
+    """One DML_OPERATOR_TYPE member: DirectML.h's name ("DML_OPERATOR_TOP_K1") and its value."""
+
+    name: str
+    value: int
+
+
+@dataclass(frozen=True)
+class DmlEnum:
+    """A DirectML.h enum a desc field is typed with: its type name ("DML_AXIS_DIRECTION") and each member's value by
+    its name without the prefix ("DECREASING"); a member's full name is the two joined by "_"."""
+
+    name: str
+    values: Mapping[str, int]
+
+    def spelled(self, member: str) -> str:
+        return f"{self.name}_{member}"
+
 
 # DML_TENSOR_DATA_TYPE.
 DATA_TYPES: Mapping[DataType, int] = {
@@ -28,7 +52,7 @@ DATA_TYPES: Mapping[DataType, int] = {
     DataType.INT8: 8,
 }
 TENSOR_TYPE_BUFFER = 1  # DML_TENSOR_TYPE_BUFFER
-AXIS_DIRECTIONS: Mapping[str, int] = {"INCREASING": 0, "DECREASING": 1}  # DML_AXIS_DIRECTION
+AXIS_DIRECTION = DmlEnum("DML_AXIS_DIRECTION", {"INCREASING": 0, "DECREASING": 1})
 # DML_EXECUTION_FLAGS by DirectML.h's names (a DxDispatch model names them so too).
 EXECUTION_FLAGS: Mapping[str, int] = {
     "DML_EXECUTION_FLAG_NONE": 0,
@@ -37,13 +61,6 @@ EXECUTION_FLAGS: Mapping[str, int] = {
     "DML_EXECUTION_FLAG_DESCRIPTORS_VOLATILE": 0x4,
 }
 MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16  # DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT
-
-# DML_OPERATOR_TYPE values of the operators the harness creates.
-OPERATOR_TYPES: Mapping[str, int] = {
-    "DML_OPERATOR_SLICE1": 111,
-    "DML_OPERATOR_TOP_K1": 112,
-    "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1": 115,
-}
 
 # Fusable activations: DML_OPERATOR_TYPE value, and the float fields after InputTensor and OutputTensor in its
 # DML_ACTIVATION_*_OPERATOR_DESC, each with the key the case model (model.ACTIVATION_PARAMS) gives it.
@@ -97,47 +114,16 @@ class OperatorDesc(ctypes.Structure):
     _fields_ = [("Type", ctypes.c_uint32), ("Desc", Pointer)]
 
 
-class TopK1Desc(ctypes.Structure):
-    _fields_ = [
-        ("InputTensor", Pointer),
-        ("OutputValueTensor", Pointer),
-        ("OutputIndexTensor", Pointer),
-        ("Axis", ctypes.c_uint32),
-        ("K", ctypes.c_uint32),
-        ("AxisDirection", ctypes.c_uint32),
-    ]
-
-
-class Mvn1Desc(ctypes.Structure):
-    _fields_ = [
-        ("InputTensor", Pointer),
-        ("ScaleTensor", Pointer),
-        ("BiasTensor", Pointer),
-        ("OutputTensor", Pointer),
-        ("AxisCount", ctypes.c_uint32),
-        ("Axes", Pointer),
-        ("NormalizeVariance", ctypes.c_int32),  # BOOL
-        ("Epsilon", ctypes.c_float),
-        ("FusedActivation", Pointer),
-    ]
-
-
-class Slice1Desc(ctypes.Structure):
-    _fields_ = [
-        ("InputTensor", Pointer),
-        ("OutputTensor", Pointer),
-        ("DimensionCount", ctypes.c_uint32),
-        ("InputWindowOffsets", Pointer),
-        ("InputWindowSizes", Pointer),
-        ("InputWindowStrides", Pointer),  # const INT*
-    ]
+def struct(name: str, fields: Sequence[tuple[str, Any]]) -> type[ctypes.Structure]:
+    """A C struct of ``fields`` (name, ctypes type) in order, aligned as x64 aligns them."""
+    return type(name, (ctypes.Structure,), {"_fields_": list(fields)})
 
 
 def activation_struct(fields: Sequence[str]) -> type[ctypes.Structure]:
     """A DML_ACTIVATION_*_OPERATOR_DESC: InputTensor, OutputTensor (NULL when fused), then its FLOAT fields."""
     layout: list[tuple[str, Any]] = [("InputTensor", Pointer), ("OutputTensor", Pointer)]
     layout += [(name, ctypes.c_float) for name in fields]
-    return type("ActivationDesc", (ctypes.Structure,), {"_fields_": layout})
+    return struct("ActivationDesc", layout)
 
 
 class Block:

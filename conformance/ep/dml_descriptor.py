@@ -1,54 +1,41 @@
-"""A case as the DirectML operator descriptor it describes: DML_TOP_K1_OPERATOR_DESC,
-DML_MEAN_VARIANCE_NORMALIZATION1_OPERATOR_DESC (with its fused activation) or DML_SLICE1_OPERATOR_DESC, every field
-as the case writes it (dml_abi.py lays the structs out), and the buffers DirectML binds: one per tensor, in the
-operator's binding order (an absent optional tensor stays unbound).
+"""A case as the DirectML operator descriptor it describes: its operator's DML_*_OPERATOR_DESC (each operator's
+module gives its fields, dml_fields.py), laid out by ctypes as DirectML.h lays it out (dml_abi.py), every field as
+the case writes it, and the buffers DirectML binds: one per tensor, in the operator's binding order (an absent
+optional tensor stays unbound).
 
-Nothing is lowered or rewritten: TOP_K1's OutputIndexTensor is UINT32, NormalizeVariance false stays false, any Axes
-go through, Scale without Bias too, GELU is fused. A value a field's C type cannot hold (a negative Axis in a UINT)
-makes the case NOT_EXPRESSIBLE here: no descriptor can say it.
+Nothing is lowered or rewritten. A value a field's C type cannot hold (a negative Axis in a UINT) makes the case
+NOT_EXPRESSIBLE (Inexpressible, raised where the field is made): no descriptor can say it.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, assert_never
 
 from conformance.ep import dml_abi as abi
-from conformance.model import (
-    BIAS_TENSOR,
-    INPUT_TENSOR,
-    OUTPUT_INDEX_TENSOR,
-    OUTPUT_NAMES,
-    OUTPUT_TENSOR,
-    OUTPUT_VALUE_TENSOR,
-    SCALE_TENSOR,
-    Case,
-    DataType,
-    Mvn1Desc,
-    Slice1Desc,
-    TopK1Desc,
+from conformance.ep.dml_fields import (
+    Bool,
+    Enum,
+    Field,
+    Float,
+    FusedActivation,
+    Inexpressible,
+    Int,
+    IntArray,
+    OptionalTensor,
+    Tensor,
+    TensorLayout,
+    Uint,
+    UintArray,
+    bindings,
 )
+from conformance.ep.operators import OPERATORS
+from conformance.model import OUTPUT_NAMES, Case
 
-
-class Inexpressible(ValueError):
-    """A case no DML descriptor can say (one line: which field, which value, its C type)."""
-
-
-class TensorLayout(Protocol):
-    """One tensor's DML_BUFFER_TENSOR_DESC as the run stage gives it (cases/layouts.py's Layout): ``strides`` None
-    is packed (the desc's Strides NULL); ``buffer_bytes`` is TotalTensorSizeInBytes, the binding's size."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def sizes(self) -> tuple[int, ...]: ...
-    @property
-    def data_type(self) -> DataType: ...
-    @property
-    def strides(self) -> tuple[int, ...] | None: ...
-    @property
-    def buffer_bytes(self) -> int: ...
+# run/runner.py takes Inexpressible from here, where describe_operator raises it.
+__all__ = ["DmlOperator", "Inexpressible", "desc_struct", "describe_operator"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +43,7 @@ class DmlOperator:
     """The descriptor block (dml_abi.Block's bytes and pointer offsets), where its DML_OPERATOR_DESC is, and the
     tensors in the operator's binding order (None: an optional input the case leaves out)."""
 
-    operator: str  # "DML_OPERATOR_TOP_K1"
+    operator: str  # the DML_OPERATOR_TYPE's name
     block: bytes
     pointers: tuple[tuple[int, int], ...]  # (a pointer field's offset, its target's size): dml_abi.Block.relocations
     desc_at: int
@@ -64,28 +51,24 @@ class DmlOperator:
     outputs: tuple[TensorLayout, ...]
 
 
-def _uint(field: str, value: int) -> int:
-    if not 0 <= value <= abi.UINT_MAX:
-        raise Inexpressible(f"{field} {value} cannot be written in a DML descriptor: it is a UINT")
-    return value
+def _c_type(field: Field) -> Any:
+    """The field's C type as ctypes lays it out (x64)."""
+    match field:
+        case Tensor() | OptionalTensor() | UintArray() | IntArray() | FusedActivation():
+            return abi.Pointer
+        case Uint() | Enum():
+            return ctypes.c_uint32
+        case Int() | Bool():
+            return ctypes.c_int32
+        case Float():
+            return ctypes.c_float
+        case _:
+            assert_never(field)
 
 
-def _int(field: str, value: int) -> int:
-    if not abi.INT_MIN <= value <= abi.INT_MAX:
-        raise Inexpressible(f"{field} {value} cannot be written in a DML descriptor: it is an INT")
-    return value
-
-
-def _tensor(block: abi.Block, layout: TensorLayout) -> int:
-    if layout.strides is not None and len(layout.strides) != len(layout.sizes):
-        raise Inexpressible(
-            f"{layout.name}: {len(layout.strides)} Strides for {len(layout.sizes)} Sizes cannot be written in a "
-            "DML_BUFFER_TENSOR_DESC: its one DimensionCount counts both"
-        )
-    for size in layout.sizes:
-        _uint(f"{layout.name}.Sizes", size)
-    for stride in layout.strides or ():
-        _uint(f"{layout.name}.Strides", stride)
+def _tensor(block: abi.Block, layout: TensorLayout | None) -> int:
+    if layout is None:
+        return 0
     desc = abi.BufferTensorDesc(
         DataType=abi.DATA_TYPES[layout.data_type],
         Flags=0,
@@ -98,70 +81,52 @@ def _tensor(block: abi.Block, layout: TensorLayout) -> int:
     return block.add(abi.TensorDesc(Type=abi.TENSOR_TYPE_BUFFER, Desc=block.add(desc)))
 
 
-def _activation(block: abi.Block, case: Case, d: Mvn1Desc) -> int:
-    if d.fused_activation is None:
+def _activation(block: abi.Block, field: FusedActivation) -> int:
+    if field.activation is None:
         return 0
-    kind = d.fused_activation.type
-    if kind not in abi.ACTIVATIONS:
-        raise Inexpressible(
-            f"FusedActivation {kind} cannot be fused in a DML descriptor: its desc needs a tensor (a fused "
-            "activation's tensors are NULL)"
-        )
-    type_value, fields = abi.ACTIVATIONS[kind]
-    struct = abi.activation_struct([name for name, _ in fields])
-    params = d.fused_activation.params
-    desc = struct(**{name: params[key] for name, key in fields})
-    return block.add(abi.OperatorDesc(Type=type_value, Desc=block.add(desc)))
+    parameters = field.parameters
+    desc = abi.activation_struct([name for name, _ in parameters])(**dict(parameters))
+    return block.add(abi.OperatorDesc(Type=field.operator_type, Desc=block.add(desc)))
 
 
-def _top_k1(block: abi.Block, d: TopK1Desc, ins: Sequence[int], outs: Mapping[str, int]) -> abi.TopK1Desc:
-    return abi.TopK1Desc(
-        InputTensor=ins[0],
-        OutputValueTensor=outs[OUTPUT_VALUE_TENSOR],
-        OutputIndexTensor=outs[OUTPUT_INDEX_TENSOR],
-        Axis=_uint("Axis", d.axis),
-        K=_uint("K", d.k),
-        AxisDirection=abi.AXIS_DIRECTIONS[d.axis_direction.value],
-    )
+def _value(block: abi.Block, field: Field, tensors: Mapping[str, int]) -> int | float:
+    """The field's value in the struct; what it points to placed in ``block`` first (its tensor's already are)."""
+    match field:
+        case Tensor() | OptionalTensor():
+            return tensors[field.name]
+        case Uint(value=value) | Int(value=value):
+            return value
+        case Float(value=number):
+            return number
+        case Bool(value=flag):
+            return int(flag)
+        case Enum():
+            return field.enum.values[field.member]
+        case UintArray(values=values):
+            return block.uints(values)
+        case IntArray(values=values):
+            return block.ints(values)
+        case FusedActivation():
+            return _activation(block, field)
+        case _:
+            assert_never(field)
 
 
-def _slice1(block: abi.Block, d: Slice1Desc, ins: Sequence[int], outs: Mapping[str, int]) -> abi.Slice1Desc:
-    return abi.Slice1Desc(
-        InputTensor=ins[0],
-        OutputTensor=outs[OUTPUT_TENSOR],
-        DimensionCount=len(d.offsets),
-        InputWindowOffsets=block.uints([_uint("InputWindowOffsets", v) for v in d.offsets]),
-        InputWindowSizes=block.uints([_uint("InputWindowSizes", v) for v in d.sizes]),
-        InputWindowStrides=block.ints([_int("InputWindowStrides", v) for v in d.strides]),
-    )
+def desc_struct(operator: abi.OperatorType, fields: Sequence[Field]) -> type[ctypes.Structure]:
+    """The operator's DML_*_OPERATOR_DESC struct: its fields in order, each of its C type."""
+    return abi.struct(operator.name, [(field.name, _c_type(field)) for field in fields])
 
 
 def describe_operator(case: Case, layouts: Mapping[str, TensorLayout]) -> DmlOperator:
     """The case's DML operator descriptor over its tensors' ``layouts`` (by DML name; an optional input absent);
-    Inexpressible where a field cannot hold the case's value."""
-    d = case.descriptor
-    names = (INPUT_TENSOR, SCALE_TENSOR, BIAS_TENSOR) if isinstance(d, Mvn1Desc) else (INPUT_TENSOR,)
-    inputs = [layouts.get(name) for name in names]
-    outputs = tuple(layouts[name] for name in OUTPUT_NAMES[case.operator])
+    Inexpressible where a field cannot hold the case's value. The block holds the tensors' descs first, in the
+    desc's order, then what the other fields point to, then the desc and its DML_OPERATOR_DESC."""
+    entry = OPERATORS[case.operator]
+    fields = entry.dml_fields(case.descriptor, layouts)
+    inputs, outputs = bindings(fields, OUTPUT_NAMES[case.operator])
     block = abi.Block()
-    ins = [0 if layout is None else _tensor(block, layout) for layout in inputs]
-    outs = {layout.name: _tensor(block, layout) for layout in outputs}
-    if isinstance(d, TopK1Desc):
-        name, desc = "DML_OPERATOR_TOP_K1", block.add(_top_k1(block, d, ins, outs))
-    elif isinstance(d, Slice1Desc):
-        name, desc = "DML_OPERATOR_SLICE1", block.add(_slice1(block, d, ins, outs))
-    else:
-        mvn = abi.Mvn1Desc(
-            InputTensor=ins[0],
-            ScaleTensor=ins[1],
-            BiasTensor=ins[2],
-            OutputTensor=outs[OUTPUT_TENSOR],
-            AxisCount=len(d.axes),
-            Axes=block.uints([_uint("Axes", axis) for axis in d.axes]),
-            NormalizeVariance=int(d.normalize_variance),
-            Epsilon=d.epsilon,
-            FusedActivation=_activation(block, case, d),
-        )
-        name, desc = "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1", block.add(mvn)
-    at = block.add(abi.OperatorDesc(Type=abi.OPERATOR_TYPES[name], Desc=desc))
-    return DmlOperator(name, bytes(block.data), block.relocations(), at, tuple(inputs), outputs)
+    tensors = {f.name: _tensor(block, f.layout) for f in fields if isinstance(f, Tensor | OptionalTensor)}
+    values = {f.name: _value(block, f, tensors) for f in fields}
+    desc = block.add(desc_struct(entry.dml_operator, fields)(**values))
+    at = block.add(abi.OperatorDesc(Type=entry.dml_operator.value, Desc=desc))
+    return DmlOperator(entry.dml_operator.name, bytes(block.data), block.relocations(), at, inputs, outputs)

@@ -1,12 +1,13 @@
 """The small ONNX graph builder every lowering uses, and the ONNX facts they share (IR version, element types).
 
-A lowering builds one graph of one DML operator's ONNX form; the builder names every node uniquely and serializes the
-model at the IR version the oldest supported onnxruntime reads.
+A lowering builds one graph of one DML operator's ONNX form (``LoweredGraph``: each operator's ``*_lowering``
+module); the builder names every node uniquely and serializes the model at the IR version the oldest supported
+onnxruntime reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 from onnx import NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
-from conformance.model import DataType
+from conformance.dtypes import numpy_dtype
+from conformance.model import INPUT_TENSOR, DataType
 
 Array = npt.NDArray[Any]
 IR_VERSION = 9  # onnxruntime 1.31 rejects newer IR versions
@@ -84,3 +86,22 @@ class GraphBuilder:
             producer_name="dml-conformance",
         )
         return bytes(model.SerializeToString())
+
+
+def input_tensor(g: GraphBuilder, data_type: DataType, inputs: Mapping[str, Array]) -> str:
+    """The case's InputTensor as a graph input of its data type."""
+    return g.input(INPUT_TENSOR, np.asarray(inputs[INPUT_TENSOR], numpy_dtype(data_type)))
+
+
+# A graph output: (the DML output tensor's name, the graph's tensor, its ONNX element type, its shape).
+GraphOutput = tuple[str, str, int, Sequence[int]]
+
+
+@dataclass(frozen=True)
+class LoweredGraph:
+    """An operator's ONNX form for one EP: its name ("TopK-11", "decomposed-MVN+Relu"), the graph, and its outputs,
+    each named as the DML output tensor it stands for."""
+
+    name: str
+    graph: GraphBuilder
+    outputs: tuple[GraphOutput, ...]

@@ -10,15 +10,14 @@ on a discrete GPU the default-heap buffers are on the device, and the estimate h
 - ``RUNNER_SESSION`` (``--ep dml`` under Wine): the harness sends the packed inputs as they lie (protocol.Frame) and
   reads the reply into one buffer its output arrays are views of. The runner holds the request, a copy of each
   input that onnxruntime reads in place, the DML EP's device buffers and upload heap, and the outputs' device
-  buffers, readback heap and CPU tensors, which it sends from where they lie. DirectML's TOP_K1 asks for 16 bytes
-  of scratch per input element (twice each element's value and UINT32 index: 16, 12 and 10 bytes for 4-, 2- and
-  1-byte types, as --ep dmlop's binding properties say); MEAN_VARIANCE_NORMALIZATION1's decomposition
-  (ep/lower_mvn1.py) holds its intermediate tensors on the device.
+  buffers, readback heap and CPU tensors, which it sends from where they lie. The scratch an operator holds on the
+  device is its entry's ``session_scratch`` (each operator's module, ep/operators.py).
 - ``RUNNER_DISPATCH`` (``--ep dmlop``): the harness holds the input buffers (the canary where no element lies), the
   output buffers' initial bytes and what came back, and the canary check (compare/canary.py) a byte mask of each
   output buffer and its words' XOR with the pattern: three output buffers in all (the 4-element SLICE1 whose output
   buffer is 2^30 bytes measured 3,073 MiB in the harness). The runner holds the request and its pool: the bindings
-  in an upload, a default-heap and a readback buffer, and DirectML's temporary resource on the device alone.
+  in an upload, a default-heap and a readback buffer, and DirectML's temporary resource on the device alone (the
+  entry's ``dispatch_scratch``).
 
 A frame is at most protocol.FRAME_LIMIT bytes, of which FRAME_FIELDS are left to what it carries besides the tensors'
 bytes (fields, the descriptor block, the canary's guard regions). Onnxruntime gives TOP_K1's indices as INT64 where
@@ -31,20 +30,19 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from conformance.ep.dml_here import dml_through_wine
+from conformance.ep.operators import OPERATORS
 from conformance.ep.providers import EpSpec, facts
 from conformance.ep.wine.protocol import FRAME_LIMIT
 from conformance.ep_table import PathKind
-from conformance.model import IN_PROCESS, Copies, MemoryPath, Operator
+from conformance.model import IN_PROCESS, Copies, MemoryPath
 
 FRAME_FIELDS = 1 << 20  # a frame's bytes besides its tensors': far less than this
-
-_TOP_K1_SCRATCH = 16  # DirectML's TOP_K1 temporary resource per input element (12 and 10 for 2- and 1-byte types)
 
 RUNNER_SESSION = MemoryPath(
     "on --ep dml under Wine",
     harness=Copies(outputs=2),
     runner=Copies(inputs=4, outputs=4),
-    scratch=MappingProxyType({Operator.TOP_K1: _TOP_K1_SCRATCH, Operator.MEAN_VARIANCE_NORMALIZATION1: 16}),
+    scratch=MappingProxyType({operator: entry.session_scratch for operator, entry in OPERATORS.items()}),
     frames=(Copies(inputs=1), Copies(outputs=2)),
     frame_limit=FRAME_LIMIT - FRAME_FIELDS,
 )
@@ -52,7 +50,7 @@ RUNNER_DISPATCH = MemoryPath(
     "on --ep dmlop",
     harness=Copies(input_buffers=2, output_buffers=3),
     runner=Copies(input_buffers=4, output_buffers=4),
-    scratch=MappingProxyType({Operator.TOP_K1: _TOP_K1_SCRATCH}),
+    scratch=MappingProxyType({operator: entry.dispatch_scratch for operator, entry in OPERATORS.items()}),
     frames=(Copies(input_buffers=1, output_buffers=1),),
     frame_limit=FRAME_LIMIT - FRAME_FIELDS,
 )

@@ -6,8 +6,8 @@ executes and judges one case through ``execution_path``'s interface, on the path
 ``PathKind``): ``onnxruntime_path`` (an ONNX model in an onnxruntime session) or ``operator_api`` (DirectML's operator
 API on ``--ep dmlop``: layouts, canary, DirectML's answer to a negative case); ``batch`` packs small cases of
 onnxruntime's path into shared sessions and runs each group --repeat times; ``repeat`` makes a case's runs one result
-(FLAKY where they differ); ``artifacts`` keeps a FAIL's files, ``dxdispatch`` among them the case as a model of
-Microsoft's DxDispatch; ``identity`` records what was tested with what.
+(FLAKY where they differ); ``artifacts`` keeps a FAIL's files, among them the case as a model of Microsoft's DxDispatch
+(ep/dxdispatch.py); ``identity`` records what was tested with what.
 
 May import: the core, cases, ep, compare.
 """

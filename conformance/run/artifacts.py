@@ -16,14 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
+from conformance.cases.layouts import input_layouts, output_layouts
 from conformance.environment import DirectMLRecord, Environment, EpRecord, ran_on
 from conformance.ep.directml import DirectML
+from conformance.ep.dml_fields import Inexpressible
+from conformance.ep.dxdispatch import dxdispatch_readme, save_dxdispatch
 from conformance.ep_table import DML, ExecutesOn, ep_facts
 from conformance.model import Case
 from conformance.problems import first_line
 from conformance.records import RecordError, read_record
 from conformance.results import Result, not_our_file, write_text_atomic
-from conformance.run.dxdispatch import NotExpressibleInDml, dxdispatch_readme, save_dxdispatch
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]+")
 MAX_NAME = 150  # a folder name well under every file system's limit
@@ -163,9 +165,9 @@ def save_artifacts(
         dxdispatch = ""
         if _on_directml(ep_name) and case is not None and inputs is not None:
             try:
-                save_dxdispatch(Path(folder), case, inputs)
+                save_dxdispatch(Path(folder), case, input_layouts(case) | output_layouts(case), inputs)
                 dxdispatch = "\n" + dxdispatch_readme(case)
-            except NotExpressibleInDml as error:
+            except Inexpressible as error:
                 dxdispatch = f"\nNo DxDispatch model: {error}.\n"
         readme = _readme(result, feeds, list(expected), ep_name, executed_by, dxdispatch)
         write_text_atomic(os.path.join(folder, "README.txt"), readme)
@@ -195,9 +197,9 @@ def save_operator_artifacts(
             with open(os.path.join(folder, f"buffer_{_UNSAFE.sub('_', name)}.bin"), "wb") as handle:
                 handle.write(data)
         try:
-            save_dxdispatch(Path(folder), case, inputs, execution_flags)
+            save_dxdispatch(Path(folder), case, input_layouts(case) | output_layouts(case), inputs, execution_flags)
             dxdispatch = dxdispatch_readme(case)
-        except NotExpressibleInDml as error:
+        except Inexpressible as error:
             dxdispatch = f"No DxDispatch model: {error}.\n"
         ran = f"\nExecuted by: DirectML's operator API: {executed_by}\n" if executed_by else ""
         readme = f"""{result.status.value} ({result.failure_kind}) {result.case} on {result.ep}

@@ -22,28 +22,29 @@ Candidates, in order; the first that conveys the descriptor exactly to the EP wi
 
 Scale and Bias, where the case has them, are graph inputs like the data; only stand-ins (ones, zeros) are constants.
 
-The fused activation follows as a node (or a few); see ``DML_FUSED_ACTIVATIONS`` for which of them DirectML's EP
-folds back into the MVN1 operator.
+The fused activation follows as a node (or a few); mvn1.py's ``DML_FUSED_ACTIVATIONS`` says which of them
+DirectML's EP folds back into the MVN1 operator.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from onnx import TensorProto
 
 from conformance.dtypes import numpy_dtype
-from conformance.ep.graph import Array, CannotLower, GraphBuilder
+from conformance.ep.graph import Array, CannotLower, GraphBuilder, LoweredGraph, onnx_type
 from conformance.model import (
     ACTIVATION_PARAMS,
     BIAS_TENSOR,
     INPUT_TENSOR,
+    OUTPUT_TENSOR,
     SCALE_TENSOR,
     Activation,
     DataType,
+    Descriptor,
     Mvn1Desc,
 )
 
@@ -53,23 +54,6 @@ CUDNN_MIN_EPSILON = np.float32(1e-5)
 INSTANCE_NORM = "InstanceNormalization-6"
 MVN_13 = "MeanVarianceNormalization-13"
 DECOMPOSED = "decomposed-MVN"
-
-# ONNX activations that onnxruntime's DirectML EP fuses into a preceding InstanceNormalization or
-# MeanVarianceNormalization (so DML MVN1 gets a FusedActivation): c_activationOps in
-# onnxruntime/core/providers/dml/DmlExecutionProvider/src/Operators/OperatorUtility.cpp (FusionHelpers), applied by
-# DmlExecutionProvider/src/GraphTransformer.cpp only at graph optimization level >= 2 and only to an activation node
-# with a single input: PRelu is listed but takes a slope input, so it never fuses. Celu, Shrink, HardSwish, Gelu,
-# Identity and the multi-node decompositions run as separate DML operators.
-DML_FUSED_ACTIVATIONS = frozenset(
-    {"Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Softsign", "Softplus", "ThresholdedRelu"}
-)
-
-
-@dataclass(frozen=True)
-class MvnGraph:
-    name: str
-    graph: GraphBuilder
-    output: str
 
 
 def per_channel(sizes: Sequence[int], spec_sizes: Sequence[int]) -> bool:
@@ -217,7 +201,8 @@ def add_activation(g: GraphBuilder, x: str, act: Activation, dtype: np.dtype[Any
     return y, "".join(f"+{n.op_type}" for n in g.nodes[start:])
 
 
-def lower_mvn1(desc: Mvn1Desc, inputs: Mapping[str, Array], ep_name: str) -> MvnGraph:
+def lower_mvn1(desc: Descriptor, inputs: Mapping[str, Array], ep_name: str) -> LoweredGraph:
+    assert isinstance(desc, Mvn1Desc)
     if not desc.input.data_type.is_float:
         raise CannotLower(
             f"MEAN_VARIANCE_NORMALIZATION1 on {desc.input.data_type.value} data has no ONNX form "
@@ -241,4 +226,4 @@ def lower_mvn1(desc: Mvn1Desc, inputs: Mapping[str, Array], ep_name: str) -> Mvn
         y, suffix = add_activation(g, y, desc.fused_activation, compute)
     if compute != dtype:
         y = g.op("Cast", y, to=TensorProto.FLOAT16)
-    return MvnGraph(kind + suffix, g, y)
+    return LoweredGraph(kind + suffix, g, ((OUTPUT_TENSOR, y, onnx_type(desc.input.data_type), desc.input.sizes),))

@@ -1,8 +1,10 @@
 """A case as a model of DxDispatch, Microsoft's command-line tool that runs DirectML operators from JSON
 (github.com/microsoft/DirectML, DxDispatch/doc/Guide.md): the operator's DML_*_OPERATOR_DESC exactly as the case
-writes it, its inputs with the case's exact values, its outputs, then a dispatch, a print and a writeFile of each
-output. A Windows user runs a failing case with `dxdispatch.exe dxdispatch.json --dml_feature_level X.Y`, without
-the harness and without onnxruntime, so that a mismatch is shown to be DirectML's own.
+writes it (the fields its operator's module describes, dml_fields.py, that the runner's descriptor is laid out from
+too, by DirectML.h's names; a NULL optional field is left out), its inputs with the case's exact values, its
+outputs, then a dispatch, a print and a writeFile of each output. A Windows user runs a failing case with
+`dxdispatch.exe dxdispatch.json --dml_feature_level X.Y`, without the harness and without onnxruntime, so that a
+mismatch is shown to be DirectML's own.
 
 Exact inputs: DxDispatch reads a JSON number as a double (rapidjson, full precision) and casts it to float, then
 to half for FLOAT16 (JsonParsers.cpp, ParseFloatingPointNumber / ParseFloat16). The shortest decimal of a float16 or
@@ -13,9 +15,10 @@ written as its bit patterns under the unsigned type of the same width instead, w
 ("initializers don't restrict the usage of the resource", Guide.md). Integers are exact as JSON integers.
 
 Outputs start as NaN (floats) or the type's largest value (integers), so that an element DirectML never wrote stands
-out in the print. Each tensor is written as the case lays it out (cases/layouts.py: Sizes, DataType, Strides and
-TotalTensorSizeInBytes, a negative case's own output Sizes included): a strided input's resource holds its buffer's
-elements as the strides place them, and a strided output is written to its .npy as its whole buffer, flat.
+out in the print. Each tensor is written as the case lays it out (the layouts the run stage gives, cases/layouts.py:
+Sizes, DataType, Strides and TotalTensorSizeInBytes, a negative case's own output Sizes included): a strided input's
+resource holds its buffer's elements as the strides place them, and a strided output is written to its .npy as its
+whole buffer, flat.
 """
 
 from __future__ import annotations
@@ -24,23 +27,29 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import assert_never
 
 import numpy as np
 
-from conformance.cases.layouts import Layout, input_layouts, output_layouts
 from conformance.dtypes import numpy_dtype
-from conformance.ep.dml_abi import ACTIVATIONS
 from conformance.ep.dml_abi import EXECUTION_FLAGS as DML_EXECUTION_FLAGS
-from conformance.model import (
-    ACTIVATION_PARAMS,
-    Activation,
-    Case,
-    DataType,
-    FeatureLevel,
-    Mvn1Desc,
-    Slice1Desc,
-    TopK1Desc,
+from conformance.ep.dml_fields import (
+    Bool,
+    Enum,
+    Field,
+    Float,
+    FusedActivation,
+    Int,
+    IntArray,
+    OptionalTensor,
+    Tensor,
+    TensorLayout,
+    Uint,
+    UintArray,
+    bindings,
 )
+from conformance.ep.operators import OPERATORS
+from conformance.model import OUTPUT_NAMES, Case, DataType, FeatureLevel
 from conformance.results import write_text_atomic
 
 DXDISPATCH_FILE = "dxdispatch.json"
@@ -50,10 +59,6 @@ EXECUTION_FLAGS = tuple(DML_EXECUTION_FLAGS)
 # The NaN DxDispatch writes for "nan": std::numeric_limits<float>::quiet_NaN(), and that float as half_float's half.
 _CANONICAL_NAN = {DataType.FLOAT32: 0x7FC00000, DataType.FLOAT16: 0x7E00}
 _BITS = {DataType.FLOAT32: DataType.UINT32, DataType.FLOAT16: DataType.UINT16}
-
-
-class NotExpressibleInDml(ValueError):
-    """The case holds something no DML operator desc can say (PARAMETERIZED_RELU's scalar slope)."""
 
 
 def data_type_name(data_type: DataType) -> str:
@@ -108,17 +113,17 @@ def initial_values(array: np.ndarray, data_type: DataType) -> dict[str, object]:
     return {"initialValuesDataType": data_type_name(data_type), "initialValues": values}
 
 
-def _buffer_elements(layout: Layout) -> int:
+def _buffer_elements(layout: TensorLayout) -> int:
     """How many elements of the tensor's type its buffer holds (TotalTensorSizeInBytes, rounded up)."""
     return max(-(-layout.buffer_bytes // layout.element_size), 1)
 
 
-def _tensor(layout: Layout) -> dict[str, object]:
+def _tensor(layout: TensorLayout) -> dict[str, object]:
     """The tensor's desc as the case lays it out: Strides and TotalTensorSizeInBytes where the case gives them."""
     return tensor_desc(layout.data_type, layout.sizes, layout.strides, layout.total_bytes)
 
 
-def _input_resource(layout: Layout, array: np.ndarray) -> dict[str, object]:
+def _input_resource(layout: TensorLayout, array: np.ndarray) -> dict[str, object]:
     """An input's resource: its values, or, where it is laid out, its buffer's elements as the strides place them
     (the bytes no element addresses zero)."""
     if not layout.given:
@@ -129,7 +134,7 @@ def _input_resource(layout: Layout, array: np.ndarray) -> dict[str, object]:
     return initial_values(np.frombuffer(raw, dtype), layout.data_type)
 
 
-def _output_resource(layout: Layout) -> dict[str, object]:
+def _output_resource(layout: TensorLayout) -> dict[str, object]:
     """An output buffer (its whole TotalTensorSizeInBytes) filled with NaN, or the largest value of an integer type
     (never an index TOP_K1 can return), so that an element DirectML never wrote shows."""
     count = _buffer_elements(layout) if layout.given else max(math.prod(layout.sizes), 1)
@@ -138,62 +143,49 @@ def _output_resource(layout: Layout) -> dict[str, object]:
     return {"initialValuesDataType": data_type_name(data_type), "initialValues": {"valueCount": count, "value": fill}}
 
 
-def activation_desc(activation: Activation) -> dict[str, object]:
-    """The fused DML_OPERATOR_DESC: the activation's type and its FLOAT fields (a fused activation's tensors are
-    null, so none is written), by DirectML.h's names (ep/dml_abi.py's table, the one the runner's descriptors use).
-    The case's values, else the defaults the case format gives (model.ACTIVATION_PARAMS)."""
-    if activation.type not in ACTIVATIONS:
-        raise NotExpressibleInDml(
-            "PARAMETERIZED_RELU's scalar slope has no DML form: DML_ACTIVATION_PARAMETERIZED_RELU_OPERATOR_DESC holds "
-            "a SlopeTensor, null when fused"
-        )
-    _, fields = ACTIVATIONS[activation.type]
-    params = {**ACTIVATION_PARAMS[activation.type], **activation.params}
+def activation_desc(field: FusedActivation) -> dict[str, object] | None:
+    """The fused DML_OPERATOR_DESC, None where none is fused: the activation's type and its FLOAT fields (a fused
+    activation's tensors are null, so none is written), by DirectML.h's names."""
+    if field.activation is None:
+        return None
     return {
-        "Type": f"DML_OPERATOR_ACTIVATION_{activation.type}",
-        "Desc": {name: _number(float(params[key])) for name, key in fields},
+        "Type": f"DML_OPERATOR_ACTIVATION_{field.activation.type}",
+        "Desc": {name: _number(float(value)) for name, value in field.parameters},
     }
 
 
-# The operator's name and desc, and its tensors' layouts by DML name: the inputs it binds, then its outputs.
-OperatorParts = tuple[str, dict[str, object], dict[str, Layout], dict[str, Layout]]
+def _desc_value(field: Field) -> object | None:
+    """The field as DxDispatch reads it (Guide.md: a desc's members by DirectML.h's names, an enum by its member's
+    name, a tensor as its DML_TENSOR_DESC); None for a NULL optional field, which is left out."""
+    match field:
+        case Tensor(layout=layout):
+            return _tensor(layout)
+        case OptionalTensor(layout=maybe):
+            return None if maybe is None else _tensor(maybe)
+        case Uint(value=value) | Int(value=value):
+            return value
+        case Float(value=number):
+            return _number(number)
+        case Bool(value=flag):
+            return flag
+        case Enum():
+            return field.enum.spelled(field.member)
+        case UintArray(values=values) | IntArray(values=values):
+            return list(values)
+        case FusedActivation():
+            return activation_desc(field)
+        case _:
+            assert_never(field)
 
 
-def _top_k1(d: TopK1Desc, ins: dict[str, Layout], outs: dict[str, Layout]) -> OperatorParts:
-    desc: dict[str, object] = {name: _tensor(layout) for name, layout in (ins | outs).items()}
-    desc |= {"Axis": d.axis, "K": d.k, "AxisDirection": f"DML_AXIS_DIRECTION_{d.axis_direction.value}"}
-    return "DML_OPERATOR_TOP_K1", desc, ins, outs
+def _desc(fields: Sequence[Field]) -> dict[str, object]:
+    return {field.name: value for field in fields if (value := _desc_value(field)) is not None}
 
 
-def _mvn1(d: Mvn1Desc, ins: dict[str, Layout], outs: dict[str, Layout]) -> OperatorParts:
-    desc: dict[str, object] = {name: _tensor(layout) for name, layout in (ins | outs).items()}
-    desc["AxisCount"] = len(d.axes)
-    desc["Axes"] = list(d.axes)
-    desc["NormalizeVariance"] = d.normalize_variance
-    desc["Epsilon"] = _number(d.epsilon)
-    if d.fused_activation is not None:
-        desc["FusedActivation"] = activation_desc(d.fused_activation)
-    return "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1", desc, ins, outs
-
-
-def _slice1(d: Slice1Desc, ins: dict[str, Layout], outs: dict[str, Layout]) -> OperatorParts:
-    desc: dict[str, object] = {name: _tensor(layout) for name, layout in (ins | outs).items()}
-    desc |= {
-        "DimensionCount": len(d.input.sizes),
-        "InputWindowOffsets": list(d.offsets),
-        "InputWindowSizes": list(d.sizes),
-        "InputWindowStrides": list(d.strides),
-    }
-    return "DML_OPERATOR_SLICE1", desc, ins, outs
-
-
-def _parts(case: Case) -> OperatorParts:
-    d, ins, outs = case.descriptor, input_layouts(case), output_layouts(case)
-    if isinstance(d, TopK1Desc):
-        return _top_k1(d, ins, outs)
-    if isinstance(d, Mvn1Desc):
-        return _mvn1(d, ins, outs)
-    return _slice1(d, ins, outs)
+def operator_desc(case: Case, layouts: Mapping[str, TensorLayout]) -> tuple[str, dict[str, object]]:
+    """The case's DML operator as a DxDispatch dispatchable names it: its DML_OPERATOR_TYPE and its desc."""
+    entry = OPERATORS[case.operator]
+    return entry.dml_operator.name, _desc(entry.dml_fields(case.descriptor, layouts))
 
 
 def output_file(name: str) -> str:
@@ -202,32 +194,38 @@ def output_file(name: str) -> str:
 
 
 def dxdispatch_model(
-    case: Case, inputs: Mapping[str, np.ndarray], execution_flags: Sequence[str] = ()
+    case: Case,
+    layouts: Mapping[str, TensorLayout],
+    inputs: Mapping[str, np.ndarray],
+    execution_flags: Sequence[str] = (),
 ) -> dict[str, object]:
     """The case as a DxDispatch model (Guide.md, "Models"): a resource per tensor named as the descriptor names it,
     one dispatchable (the operator desc, compiled with ``execution_flags``: DML_EXECUTION_FLAG_* names, NONE when
     empty), and the commands: dispatch, print each output, write each output as .npy in its shape.
-    ``inputs`` are the case's input arrays by tensor name (cases.generate.case_inputs). Raises NotExpressibleInDml
-    for a case no DML desc can say, ValueError for an unknown execution flag."""
+    ``layouts`` are the case's tensors' layouts by DML name (an optional input absent), ``inputs`` the case's input
+    arrays by tensor name (cases.generate.case_inputs). Raises dml_fields.Inexpressible for a case no DML desc can
+    say, ValueError for an unknown execution flag."""
     unknown = [flag for flag in execution_flags if flag not in EXECUTION_FLAGS]
     if unknown:
         raise ValueError(f"unknown DML execution flag {unknown[0]!r} (known: {', '.join(EXECUTION_FLAGS)})")
-    operator, desc, bound, outputs = _parts(case)
-    resources: dict[str, object] = {name: _input_resource(layout, inputs[name]) for name, layout in bound.items()}
-    resources.update({name: _output_resource(layout) for name, layout in outputs.items()})
+    entry = OPERATORS[case.operator]
+    fields = entry.dml_fields(case.descriptor, layouts)
+    bound_or_not, outputs = bindings(fields, OUTPUT_NAMES[case.operator])
+    bound = [layout for layout in bound_or_not if layout is not None]
+    resources: dict[str, object] = {layout.name: _input_resource(layout, inputs[layout.name]) for layout in bound}
+    resources.update({layout.name: _output_resource(layout) for layout in outputs})
     dispatchable = case.operator.value
-    commands: list[object] = [
-        {"type": "dispatch", "dispatchable": dispatchable, "bindings": {name: name for name in (*bound, *outputs)}}
-    ]
-    commands += [{"type": "print", "resource": name} for name in outputs]
+    names = [layout.name for layout in (*bound, *outputs)]
+    commands: list[object] = [{"type": "dispatch", "dispatchable": dispatchable, "bindings": {n: n for n in names}}]
+    commands += [{"type": "print", "resource": layout.name} for layout in outputs]
     commands += [
         {
             "type": "writeFile",
-            "resource": name,
-            "targetPath": output_file(name),
+            "resource": layout.name,
+            "targetPath": output_file(layout.name),
             "dimensions": [_buffer_elements(layout)] if layout.given else list(layout.sizes),
         }
-        for name, layout in outputs.items()
+        for layout in outputs
     ]
     flags = list(execution_flags) or ["DML_EXECUTION_FLAG_NONE"]
     return {
@@ -235,7 +233,9 @@ def dxdispatch_model(
         # and how to run it (the feature level is DxDispatch's command-line option, not part of a model).
         "dmlconf": {"case": case.id, "featureLevel": str(case.feature_level), "run": dxdispatch_command(case)},
         "resources": resources,
-        "dispatchables": {dispatchable: {"type": operator, "desc": desc, "executionFlags": flags}},
+        "dispatchables": {
+            dispatchable: {"type": entry.dml_operator.name, "desc": _desc(fields), "executionFlags": flags}
+        },
         "commands": commands,
     }
 
@@ -268,11 +268,15 @@ def dxdispatch_text(model: Mapping[str, object]) -> str:
 
 
 def save_dxdispatch(
-    folder: Path, case: Case, inputs: Mapping[str, np.ndarray], execution_flags: Sequence[str] = ()
+    folder: Path,
+    case: Case,
+    layouts: Mapping[str, TensorLayout],
+    inputs: Mapping[str, np.ndarray],
+    execution_flags: Sequence[str] = (),
 ) -> Path:
     """Write the case's DxDispatch model as ``folder``/dxdispatch.json; the file written. Raises
-    NotExpressibleInDml where no DML desc can say the case (nothing is written then)."""
-    text = dxdispatch_text(dxdispatch_model(case, inputs, execution_flags))
+    dml_fields.Inexpressible where no DML desc can say the case (nothing is written then)."""
+    text = dxdispatch_text(dxdispatch_model(case, layouts, inputs, execution_flags))
     path = Path(folder) / DXDISPATCH_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(str(path), text)
