@@ -130,6 +130,11 @@ class KnownEp:
     # sessions on it). ep/sessions.py's rule and its RefusalContext are about these.
     context_per_live_sessions: bool = False
     default_rank: int | None = None  # its place in the default's order (the best available first); None: never
+    # What its ONNX kernels are known to compute, where an operator's lowering picks a form by it (ep/mvn1_lowering.py):
+    # the floor its InstanceNormalization clamps epsilon up to (None: none known), and the epsilon its
+    # MeanVarianceNormalization kernel adds to the deviation (None: no kernel known to compute a descriptor).
+    instance_norm_min_epsilon: float | None = None
+    mvn_epsilon: float | None = None
 
 
 CPU = KnownEp(
@@ -142,6 +147,8 @@ CPU = KnownEp(
     # onnxruntime's Python binding creates the CPU EP from the session options alone: it reads no provider option.
     fallback=True,
     default_rank=3,
+    # cpu/tensor/mean_variance_normalization.cc divides by sqrt(mean((X-mean)^2)): no epsilon, float32 only.
+    mvn_epsilon=0.0,
 )
 CUDA = KnownEp(
     "cuda",
@@ -176,6 +183,9 @@ CUDA = KnownEp(
     package="onnxruntime-gpu",
     provider_defaults=MappingProxyType({"device_id": "0"}),
     default_rank=1,
+    # cuda/nn/instance_norm.cc clamps epsilon to CUDNN_BN_MIN_EPSILON (ClampCudnnBatchNormEpsilon; 1e-5 in older
+    # cuDNN headers). It has no MeanVarianceNormalization kernel: onnxruntime inlines the ONNX function body.
+    instance_norm_min_epsilon=1e-5,
 )
 # dml_provider_factory.cc, CreateFromProviderOptions: it throws on other values. performance_preference and
 # device_filter exist from 1.17.
@@ -203,6 +213,9 @@ DML = KnownEp(
     fuses_activations=True,
     sequential=True,
     default_rank=0,
+    # DmlOperatorMeanVarianceNormalization.cpp builds DML MVN1 with Epsilon = Dml::DefaultEpsilon = 0.00001f
+    # (DmlExecutionProvider/src/Operators/OperatorUtility.h), and no Scale or Bias.
+    mvn_epsilon=0.00001,
 )
 # DirectML's own operator API, each case's descriptor created as written (ep/dmlop.py): the adapter, the DLLs (as
 # DML's), and the DML_EXECUTION_FLAGS that change results, given to CompileOperator.

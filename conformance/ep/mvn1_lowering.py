@@ -5,9 +5,11 @@ Candidates, in order; the first that conveys the descriptor exactly to the EP wi
 1. ``InstanceNormalization-6``: rank >= 3, Axes == {2..rank-1}, NormalizeVariance, Scale/Bias absent (ones/zeros)
    or per-channel (fed as [C]). ONNX semantics are the descriptor's (population variance, Epsilon added to the
    variance). CUDA clamps epsilon up to CUDNN_BN_MIN_EPSILON (onnxruntime/core/providers/cuda/nn/instance_norm.cc,
-   ClampCudnnBatchNormEpsilon; 1e-5 in older cuDNN headers), so CUDA gets it only when float32(Epsilon) >= 1e-5.
+   ClampCudnnBatchNormEpsilon; 1e-5 in older cuDNN headers), so CUDA gets it only when float32(Epsilon) >= 1e-5
+   (each EP's floor is its row's ``instance_norm_min_epsilon`` in conformance/ep_table.py).
 2. ``MeanVarianceNormalization-13``: only where the EP's kernel is known to compute the descriptor, since the ONNX
-   function body, (X - mean) / (sqrt(E[X^2] - E[X]^2) + 1e-9), matches no Epsilon:
+   function body, (X - mean) / (sqrt(E[X^2] - E[X]^2) + 1e-9), matches no Epsilon (each EP's kernel epsilon is its
+   row's ``mvn_epsilon`` in conformance/ep_table.py):
    - DmlExecutionProvider: DmlOperatorMeanVarianceNormalization.cpp builds DML MVN1 with Epsilon = DefaultEpsilon
      = 0.00001f (Operators/OperatorUtility.h), no Scale/Bias: exact when float32(Epsilon) == float32(1e-5).
    - CPUExecutionProvider: cpu/tensor/mean_variance_normalization.cc divides by sqrt(mean((X-mean)^2)) with no
@@ -36,6 +38,7 @@ from onnx import TensorProto
 
 from conformance.dtypes import numpy_dtype
 from conformance.ep.graph import Array, CannotLower, GraphBuilder, LoweredGraph, onnx_type
+from conformance.ep_table import ep_facts
 from conformance.model import (
     ACTIVATION_PARAMS,
     BIAS_TENSOR,
@@ -47,9 +50,6 @@ from conformance.model import (
     Descriptor,
     Mvn1Desc,
 )
-
-DML_MVN_EPSILON = np.float32(0.00001)  # Dml::DefaultEpsilon, DmlExecutionProvider/src/Operators/OperatorUtility.h
-CUDNN_MIN_EPSILON = np.float32(1e-5)
 
 INSTANCE_NORM = "InstanceNormalization-6"
 MVN_13 = "MeanVarianceNormalization-13"
@@ -66,7 +66,9 @@ def per_channel(sizes: Sequence[int], spec_sizes: Sequence[int]) -> bool:
 
 
 def mvn_candidate(desc: Mvn1Desc, ep_name: str) -> str:
-    """The lowering that conveys ``desc`` exactly to ``ep_name`` (INSTANCE_NORM, MVN_13 or DECOMPOSED)."""
+    """The lowering that conveys ``desc`` exactly to ``ep_name`` (INSTANCE_NORM, MVN_13 or DECOMPOSED), by what the
+    EP table says its kernels compute."""
+    kernels = ep_facts(ep_name)
     sizes, eps = desc.input.sizes, np.float32(desc.epsilon)
     plain = desc.normalize_variance and desc.scale is None and desc.bias is None
     spatial = len(sizes) >= 3 and sorted(desc.axes) == list(range(2, len(sizes)))
@@ -75,16 +77,14 @@ def mvn_candidate(desc: Mvn1Desc, ep_name: str) -> str:
         spatial
         and desc.normalize_variance
         and channel_ok
-        and (ep_name != "CUDAExecutionProvider" or eps >= CUDNN_MIN_EPSILON)
+        and (kernels.instance_norm_min_epsilon is None or eps >= np.float32(kernels.instance_norm_min_epsilon))
     ):
         return INSTANCE_NORM
     if (
         plain
         and desc.input.data_type is DataType.FLOAT32
-        and (
-            (ep_name == "DmlExecutionProvider" and eps == DML_MVN_EPSILON)
-            or (ep_name == "CPUExecutionProvider" and eps == 0)
-        )
+        and kernels.mvn_epsilon is not None
+        and eps == np.float32(kernels.mvn_epsilon)
     ):
         return MVN_13
     return DECOMPOSED
