@@ -71,7 +71,7 @@ from conformance.survive.faults import RunLog
 from conformance.survive.interrupt import Interrupts, interrupts_stop_the_run
 from conformance.survive.lock import FolderLock
 from conformance.survive.memory import Peaks, own_peak_kib
-from conformance.survive.pool import ran_so_far, run_pairs
+from conformance.survive.pool import Ran, ran_so_far, run_pairs
 from conformance.survive.stream import (
     STREAM_NAME,
     Stream,
@@ -295,6 +295,36 @@ def _run_suite(
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
     stream, done = _stream(args, suite, eps, options, digest, directml)
     planned = len(suite.entries) * len(eps)
+    ran = _run_pairs(args, suite, eps, options, directml, supervisor, stream, done)
+    if supervisor is not None:  # no more tasks: the workers exit while the reports are written (closed after)
+        supervisor.stop()
+    if ran.stopped is not None:
+        log.error("%s", ran.stopped)
+    skipped = skipped_files(suite.invalid_files, suite.problems)
+    facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped, suite.shard)
+    env = _environment(argv, eps, options, directml, suite, facts, ran, supervisor)
+    code = _report(args, env, ran.results, planned, waivers, lock, start.interrupts.received)
+    if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
+        why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
+        warn(f"{why} (listed above and in results.json): exit code 2")
+        return EXIT_USAGE
+    return code
+
+
+def _run_pairs(
+    args: argparse.Namespace,
+    suite: Suite,
+    eps: Sequence[EpSpec],
+    options: RunOptions,
+    directml: Mapping[str, DirectML],
+    supervisor: Supervisor | None,
+    stream: Stream,
+    done: dict[int, Result],
+) -> Ran:
+    """The run announced and the pairs not ``done`` run, each result streamed to results.jsonl as it comes; a Ctrl-C
+    or a full disk ends the run with what finished so far. The stream and the progress line are closed whatever
+    happens."""
+    planned = len(suite.entries) * len(eps)
     progress = Progress(planned - len(done))
     finished = dict(done)
     run_log = RunLog()  # here, so that every way out of the run below keeps its runner deaths and lost devices
@@ -317,27 +347,29 @@ def _run_suite(
     finally:
         unsynced = stream.close()
         progress.close()
-    if supervisor is not None:  # no more tasks: the workers exit while the reports are written (closed after)
-        supervisor.stop()
     if unsynced is not None:
         warn(f"dmlconf: {unsynced}: its last results may be cut short (results.json has them all)")
-    if ran.stopped is not None:
-        log.error("%s", ran.stopped)
-    skipped = skipped_files(suite.invalid_files, suite.problems)
-    facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped, suite.shard)
+    return ran
+
+
+def _environment(
+    argv: Sequence[str],
+    eps: Sequence[EpSpec],
+    options: RunOptions,
+    directml: Mapping[str, DirectML],
+    suite: Suite,
+    facts: RunFacts,
+    ran: Ran,
+    supervisor: Supervisor | None,
+) -> Environment:
+    """results.json's environment: what the run ran on and how, how it ended, and its peak memory."""
     peaks = supervisor.peaks if supervisor is not None else Peaks()  # -j 0: this process's own runners alone
-    env = replace(
+    return replace(
         environment(eps, options, argv, directml, suite.problems, facts),
         stopped=ran.stopped,
         runner_deaths=ran.runner_deaths,  # docs/reports.md: each EP's runner deaths; those under a pack fail the run
         peak_memory=peaks.record(own_peak_kib(), *runners_peak()),  # this process's runners: describe's, -j 0's
     )
-    code = _report(args, env, ran.results, planned, waivers, lock, start.interrupts.received)
-    if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
-        why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
-        warn(f"{why} (listed above and in results.json): exit code 2")
-        return EXIT_USAGE
-    return code
 
 
 def _report(
