@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from conformance.environment import NATIVE_TRANSPORT, Environment, EpRecord, pci_id
-from conformance.gate.summary import chain_line_name, ep_line_name, identity_lines, ran_on_line_name
+from conformance.gate.header import chain_line_name, ep_line_name, identity_lines, ran_on_line_name
 from conformance.results import Result
 
 
