@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from conformance.environment import environment_from_json
-from conformance.gate.diff import EnvChange, RunDiff, diff_runs, environment_changes
+from conformance.gate.diff import RunDiff, diff_runs
+from conformance.gate.sides import EnvChange, environment_changes
 from conformance.model import Status
 from conformance.report.diff import render_diff_console, render_diff_markdown
 from conformance.results import Result, read_results

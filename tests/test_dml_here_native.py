@@ -25,8 +25,8 @@ from conformance.ep.providers import parse_ep
 from conformance.ep.wine import chain, client
 from conformance.ep.wine.device import chain_identity
 from conformance.ep.wine.doctor import links
-from conformance.gate.diff import _ep_device
-from conformance.gate.summary import chain_line
+from conformance.gate.header import chain_line
+from conformance.gate.sides import _ep_device
 
 CAPI_DLLS = ("onnxruntime.dll", "onnxruntime_providers_shared.dll", "DirectML.dll")  # onnxruntime-directml's capi/
 

@@ -37,7 +37,8 @@ from conformance.survive.messages import (
     Stop,
     TaskFinished,
 )
-from conformance.survive.supervisor import Supervisor, Task, _Worker
+from conformance.survive.supervisor import Supervisor
+from conformance.survive.workers import Task, Worker
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "cases/top_k1/spec_examples.yaml"
 CPU = parse_ep("cpu")
@@ -56,9 +57,9 @@ def supervisor() -> Any:
         yield made
 
 
-def _worker(supervisor: Supervisor, task: Task, finished: set[int], in_flight: list[int]) -> _Worker:
+def _worker(supervisor: Supervisor, task: Task, finished: set[int], in_flight: list[int]) -> Worker:
     mine, _ = multiprocessing.Pipe()
-    worker = _Worker(_Gone(), mine, str(Path(supervisor.folder.name) / "none.stderr"), ready=True, task=task)
+    worker = Worker(_Gone(), mine, str(Path(supervisor.folder.name) / "none.stderr"), ready=True, task=task)
     worker.finished, worker.in_flight = finished, in_flight
     supervisor.workers.append(worker)
     return worker
@@ -275,10 +276,10 @@ def test_a_resumed_run_counts_the_executions_it_kept() -> None:
 # -- runner deaths and a stop, as a worker reports them --------------------------------------------------------
 
 
-def _listening(supervisor: Supervisor) -> tuple[_Worker, Any]:
+def _listening(supervisor: Supervisor) -> tuple[Worker, Any]:
     """A worker stand-in whose messages come from the returned end of a real pipe."""
     mine, theirs = multiprocessing.Pipe()
-    worker = _Worker(_Exited(), mine, str(Path(supervisor.folder.name) / "none.stderr"), ready=True, task=_task())
+    worker = Worker(_Exited(), mine, str(Path(supervisor.folder.name) / "none.stderr"), ready=True, task=_task())
     worker.task_id = 7
     supervisor.workers.append(worker)
     return worker, theirs
@@ -514,7 +515,7 @@ def test_a_worker_that_cannot_describe_directml_tells_why_in_one_line(
     assert str(raised.value) == f"DMLCONF_WINE={tmp_path / 'no-wine'}: no such program"
 
 
-def _describes(supervisor: Supervisor, *answers: tuple[Any, Any]) -> list[_Worker]:
+def _describes(supervisor: Supervisor, *answers: tuple[Any, Any]) -> list[Worker]:
     """Workers that each said they are ready, then described as ``answers`` say ((directml, why) each)."""
     workers = []
     for directml, why in answers:

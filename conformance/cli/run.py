@@ -1,6 +1,7 @@
 """``dmlconf run``: collect the cases, run them in worker processes, stream each result to results.jsonl, write
 results.json and the reports. ``--resume`` finishes a run that was killed (stream.py). One run at a time writes in a
-report folder (lock.py), and the reports a previous run left there are removed before this run writes anything."""
+report folder (lock.py), and the reports a previous run left there are removed before this run writes anything
+(run_start.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 
 from conformance import ep_table
 from conformance.cases.limits import DEFAULT_MAX_RUN_ELEMENTS
-from conformance.cases.suite import Suite, run_elements
+from conformance.cases.suite import Suite
 from conformance.cli.output import say, warn
 from conformance.cli.progress import Progress
 from conformance.cli.reports import (
@@ -27,6 +28,7 @@ from conformance.cli.reports import (
     verdict_lines,
     write_reports,
 )
+from conformance.cli.run_start import cases_hash, make_folders, open_stream, within_limit
 from conformance.cli.selection import KEEP_GOING, KEYWORD, QUICK, SHARD, selected
 from conformance.cli.shared import (
     EXIT_FAILED,
@@ -35,7 +37,6 @@ from conformance.cli.shared import (
     UsageError,
     chosen_eps,
     existing,
-    within_memory,
 )
 from conformance.environment import Environment
 from conformance.ep.directml import DirectML
@@ -46,12 +47,10 @@ from conformance.ep.wine.chain import ChainMissing
 from conformance.ep.wine.client import runners_peak
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.waivers import Gate, Waiver, apply_waivers
-from conformance.model import MemoryPath
 from conformance.report.console import render_console
-from conformance.results import NotOurFile, Result, not_our_file, own_folder, write_results
-from conformance.run.artifacts import folder_name, taken
+from conformance.results import Result, write_results
 from conformance.run.command_line import Option, whole_number
-from conformance.run.identity import RunFacts, cases_sha256, environment, skipped_files
+from conformance.run.identity import RunFacts, environment, skipped_files
 from conformance.run.options import (
     ARTIFACTS,
     CASE_TIMEOUT,
@@ -71,15 +70,8 @@ from conformance.survive.faults import RunLog
 from conformance.survive.interrupt import Interrupts, interrupts_stop_the_run
 from conformance.survive.lock import FolderLock
 from conformance.survive.memory import Peaks, own_peak_kib
-from conformance.survive.pool import ran_so_far, run_pairs
-from conformance.survive.stream import (
-    STREAM_NAME,
-    Stream,
-    StreamError,
-    StreamWriteError,
-    read_stream,
-    run_identity,
-)
+from conformance.survive.pool import Ran, ran_so_far, run_pairs
+from conformance.survive.stream import STREAM_NAME, Stream, StreamWriteError
 from conformance.survive.supervisor import RunStopped, Supervisor
 
 log = logging.getLogger(__name__)
@@ -178,88 +170,6 @@ def _run_command(args: argparse.Namespace, argv: Sequence[str], interrupts: Inte
                 return EXIT_FAILED
 
 
-def _within_limit(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec], paths: Sequence[MemoryPath]) -> None:
-    """--max-run-elements and, with -j, --max-case-bytes on each EP's path (``paths``), from the descriptors' sizes:
-    checked before anything is generated or run."""
-    within_memory(suite.entries, args.jobs, args.max_case_bytes, paths)
-    elements = run_elements(suite.entries, len(eps))
-    if elements > args.max_run_elements:
-        raise UsageError(
-            f"the selected cases hold {elements} elements, over --max-run-elements {args.max_run_elements} "
-            "(select fewer with -k, --shard or --quick, or raise the limit)"
-        )
-
-
-def _folders(args: argparse.Namespace, suite: Suite, eps: Sequence[EpSpec]) -> None:
-    """--report-dir and --artifacts made before the run, so that an unusable one costs nothing, and neither
-    reached through a link planted in a checkout (results.own_folder); nor a folder name --artifacts would give a
-    failure of this run taken by a link or a file (artifacts.py puts each folder there by renaming its own)."""
-    for option, folder in (("--report-dir", args.report_dir), ("--artifacts", args.artifacts)):
-        try:
-            if folder:
-                own_folder(folder)
-        except NotOurFile as error:
-            raise UsageError(f"{option}: {error}") from None
-        except OSError as error:
-            raise UsageError(f"{option}: cannot create {folder}: {error.strerror or error}") from None
-    if args.artifacts:
-        for entry in suite.entries:
-            for ep in eps:
-                path = os.path.join(args.artifacts, folder_name(entry.id, ep.text))
-                if taken(path):
-                    raise UsageError(f"--artifacts: {not_our_file(path, 'a folder')}")
-
-
-def _stream(
-    args: argparse.Namespace,
-    suite: Suite,
-    eps: Sequence[EpSpec],
-    options: RunOptions,
-    digest: str,
-    directml: Mapping[str, DirectML],
-) -> tuple[Stream, dict[int, Result]]:
-    """results.jsonl opened for appending; with --resume, the results it already holds. ``digest``: the case files'
-    hash (_cases_hash), taken once for results.json and the run's identity alike; ``directml``: what each DirectML
-    EP executes on, part of that identity."""
-    path = os.path.join(args.report_dir, STREAM_NAME)
-    identity = run_identity(suite.entries, eps, options, digest, directml)
-    plan = [(entry.id, ep.text) for entry in suite.entries for ep in eps]  # pool.py's pair order: entry-major
-    done: dict[int, Result] = {}
-    keep = 0
-    try:
-        if args.resume and os.path.exists(path):
-            done, keep = read_stream(path, identity, plan)
-            say(f"resuming: {len(done)} result(s) kept from {path}")
-        elif args.resume:
-            warn(f"nothing to resume in {path}: running every case")
-        stream = Stream(path, identity, keep)
-        _remove_previous_reports(args.report_dir)
-        return stream, done
-    except StreamError as error:
-        raise UsageError(f"--resume: {error}; run without --resume to start again") from None
-    except NotOurFile as error:
-        raise UsageError(f"--report-dir: {error}") from None
-    except OSError as error:
-        raise UsageError(f"--report-dir: cannot write {error.filename or path}: {error.strerror or error}") from None
-
-
-def _remove_previous_reports(folder: str) -> None:
-    """The results.json and reports a previous run left in ``folder``, removed before this run writes anything:
-    beside this run's results.jsonl, a killed run would otherwise leave another run's PASSED to be read as its own.
-    (The run writes them all again when it ends; results.jsonl is this run's, for --resume.)"""
-    for name in ("results.json", *REPORT_FORMATS.values()):
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(os.path.join(folder, name))
-
-
-def _cases_hash(suite: Suite) -> tuple[str, int]:
-    """The hash of the case files the selected cases come from (identity.py), taken as they are selected."""
-    try:
-        return cases_sha256(entry.path for entry in suite.entries)
-    except OSError as error:
-        raise UsageError(f"{error.filename}: cannot be read again to hash it: {error.strerror or error}") from None
-
-
 def _announce(suite: Suite, eps: Sequence[EpSpec], directml: Mapping[str, DirectML]) -> None:
     say(f"running {len(suite.entries)} case(s) from {suite.files} file(s) on {', '.join(ep.text for ep in eps)}")
     for label, found in directml.items():
@@ -285,15 +195,45 @@ def _run_suite(
         return EXIT_USAGE
     if not suite.entries:
         raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
-    _within_limit(args, suite, eps, paths)
+    within_limit(args, suite, eps, paths)
     with _chain_usage():  # -j N: the workers' answer, their runners started beside the reading (supervisor.py)
         directml = describe()
-    digest, files = _cases_hash(suite)
+    digest, files = cases_hash(suite)
     options = run_options(vars(args), directml)
-    _folders(args, suite, eps)
+    make_folders(args, suite, eps)
     lock = held.enter_context(locked(args.report_dir, "--report-dir"))  # a second run: refused before it writes
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
-    stream, done = _stream(args, suite, eps, options, digest, directml)
+    stream, done = open_stream(args, suite, eps, options, digest, directml)
+    planned = len(suite.entries) * len(eps)
+    ran = _run_pairs(args, suite, eps, options, directml, supervisor, stream, done)
+    if supervisor is not None:  # no more tasks: the workers exit while the reports are written (closed after)
+        supervisor.stop()
+    if ran.stopped is not None:
+        log.error("%s", ran.stopped)
+    skipped = skipped_files(suite.invalid_files, suite.problems)
+    facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped, suite.shard)
+    env = _environment(argv, eps, options, directml, suite, facts, ran, supervisor)
+    code = _report(args, env, ran.results, planned, waivers, lock, start.interrupts.received)
+    if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
+        why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
+        warn(f"{why} (listed above and in results.json): exit code 2")
+        return EXIT_USAGE
+    return code
+
+
+def _run_pairs(
+    args: argparse.Namespace,
+    suite: Suite,
+    eps: Sequence[EpSpec],
+    options: RunOptions,
+    directml: Mapping[str, DirectML],
+    supervisor: Supervisor | None,
+    stream: Stream,
+    done: dict[int, Result],
+) -> Ran:
+    """The run announced and the pairs not ``done`` run, each result streamed to results.jsonl as it comes; a Ctrl-C
+    or a full disk ends the run with what finished so far. The stream and the progress line are closed whatever
+    happens."""
     planned = len(suite.entries) * len(eps)
     progress = Progress(planned - len(done))
     finished = dict(done)
@@ -317,27 +257,29 @@ def _run_suite(
     finally:
         unsynced = stream.close()
         progress.close()
-    if supervisor is not None:  # no more tasks: the workers exit while the reports are written (closed after)
-        supervisor.stop()
     if unsynced is not None:
         warn(f"dmlconf: {unsynced}: its last results may be cut short (results.json has them all)")
-    if ran.stopped is not None:
-        log.error("%s", ran.stopped)
-    skipped = skipped_files(suite.invalid_files, suite.problems)
-    facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped, suite.shard)
+    return ran
+
+
+def _environment(
+    argv: Sequence[str],
+    eps: Sequence[EpSpec],
+    options: RunOptions,
+    directml: Mapping[str, DirectML],
+    suite: Suite,
+    facts: RunFacts,
+    ran: Ran,
+    supervisor: Supervisor | None,
+) -> Environment:
+    """results.json's environment: what the run ran on and how, how it ended, and its peak memory."""
     peaks = supervisor.peaks if supervisor is not None else Peaks()  # -j 0: this process's own runners alone
-    env = replace(
+    return replace(
         environment(eps, options, argv, directml, suite.problems, facts),
         stopped=ran.stopped,
         runner_deaths=ran.runner_deaths,  # docs/reports.md: each EP's runner deaths; those under a pack fail the run
         peak_memory=peaks.record(own_peak_kib(), *runners_peak()),  # this process's runners: describe's, -j 0's
     )
-    code = _report(args, env, ran.results, planned, waivers, lock, start.interrupts.received)
-    if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
-        why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
-        warn(f"{why} (listed above and in results.json): exit code 2")
-        return EXIT_USAGE
-    return code
 
 
 def _report(

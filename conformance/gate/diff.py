@@ -34,26 +34,19 @@ results would pass under ``allow_removed``.
 ``by_case`` pairs results by case alone, for runs of different EPs: one driver's DirectML against another's (the same
 EP text on other devices, or ``dml`` against ``dml:device_id=1``), DirectML against CUDA. Each run must then hold
 one EP: with several, which of the old run's EPs a new EP answers to would be a guess. Each side says which EPs
-and device it is (``Side``). Environments are compared through ``identity_lines``.
+and device it is (``Side``), and environments are compared through ``identity_lines``: both in sides.py.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from conformance.environment import NATIVE_TRANSPORT, Environment, EpRecord, pci_id
-from conformance.gate.summary import (
-    chain_line_name,
-    completeness,
-    ep_line_name,
-    identity_lines,
-    idle,
-    ran_on_line_name,
-    unwaivable,
-)
+from conformance.environment import Environment
+from conformance.gate.sides import EnvChange, Side, environment_changes, side
+from conformance.gate.summary import completeness, idle, unwaivable
 from conformance.model import OUT_OF_BOUNDS_WRITE, TOP_K1_FAILURE_KINDS, Status
 from conformance.results import FAILING, Result, differing_tensors, ep_not_started
 
@@ -88,31 +81,6 @@ class Drift:
 
 
 @dataclass(frozen=True)
-class EnvChange:
-    """One line of the environment that differs, e.g. what="driver", old="580.1", new="581.0"."""
-
-    what: str
-    old: str
-    new: str
-
-    @property
-    def line(self) -> str:
-        return f"{self.what} {self.old} → {self.new}"
-
-
-@dataclass(frozen=True)
-class Side:
-    """Which EPs and device one run of the diff is, from its results and environment: "dml" alone does not say
-    which driver's DirectML a run was."""
-
-    eps: tuple[str, ...] = ()  # the EP texts of its results (Result.ep), in order of first appearance
-    described: tuple[str, ...] = ()  # one per EP: "dml (DmlExecutionProvider, DirectML 1.15.4 ...)"
-    gpu: str = "—"
-    driver: str = "—"
-    results: int = 0
-
-
-@dataclass(frozen=True)
 class RunDiff:
     regressions: tuple[Changed, ...]
     fixes: tuple[Changed, ...]
@@ -127,8 +95,8 @@ class RunDiff:
     outputs_compared: int = 0  # pairs whose outputs' hashes both runs recorded: compared bit for bit
     by_case: bool = False  # paired by case alone (one EP a side), not by (case, EP)
     allow_removed: bool = False  # removed results are shown, not counted against the new run
-    old_side: Side = Side()
-    new_side: Side = Side()
+    old_side: Side = field(default_factory=Side)
+    new_side: Side = field(default_factory=Side)
     # What fails the new run whatever its results (summary.unwaivable: incomplete, a runner death under a pack)
     new_unwaivable: tuple[str, ...] = ()
 
@@ -255,85 +223,6 @@ def drifted(old: Result, new: Result) -> tuple[tuple[str, Any, Any], ...]:
     )
 
 
-def _joined(values: Sequence[object]) -> str:
-    return "; ".join(str(v) for v in values) if values else "—"
-
-
-def _short_fields(env: Environment) -> dict[str, str]:
-    """The fields a driver team reads first: GPU name, driver, onnxruntime and each onnxruntime package."""
-    fields = {
-        "GPU": _joined([g.name or "?" for g in env.gpus]),
-        "driver": _joined([g.driver_version or "?" for g in env.gpus]),
-        "onnxruntime": env.onnxruntime or "—",
-    }
-    fields.update(env.onnxruntime_packages)
-    return fields
-
-
-def _ep_device(record: EpRecord) -> str:
-    """The device an EP's record names: DirectML's adapter under Wine, else the devices onnxruntime offered it."""
-    chain = record.chain
-    if chain is not None:
-        adapter = chain.adapter.description if chain.adapter is not None else None
-        how = "natively" if chain.transport == NATIVE_TRANSPORT else f"through {chain.transport or 'Wine'}"
-        return f"{how} on {adapter or '?'}"
-    devices = [f"{d.type or '?'} {pci_id(d.vendor_id)}:{pci_id(d.device_id)}" for d in record.devices]
-    return f"on {'; '.join(devices)}" if devices else ""
-
-
-def _described(label: str, record: EpRecord | None) -> str:
-    """ "dml (DmlExecutionProvider, DirectML 1.15.4, through wine+vkd3d-proton on NVIDIA H100 80GB HBM3)"; the
-    label alone where the environment does not record the EP (a hand-made or older results.json)."""
-    if record is None:
-        return label
-    words = [record.name or label]
-    if record.directml is not None:
-        words.append(f"DirectML {record.directml.version or '?'}")
-    words += [device] if (device := _ep_device(record)) else []
-    if record.target_feature_level:
-        words.append(f"target feature level {record.target_feature_level}")
-    return f"{label} ({', '.join(words)})"
-
-
-def side(results: Sequence[Result], env: Environment | None) -> Side:
-    """Which EPs (as the results name them) and which GPU and driver one run is."""
-    env = env or Environment()
-    labels = tuple(dict.fromkeys(r.ep for r in results))
-    short = _short_fields(env)
-    described = tuple(_described(label, env.ep(label)) for label in labels)
-    return Side(labels, described, short["GPU"], short["driver"], len(results))
-
-
-def _identity(env: Environment, by_case: bool) -> dict[str, str]:
-    """``identity_lines`` by what each says; paired by case, a run's one EP's lines lose its label ("EP",
-    "DirectML chain"), so that two EPs' lines are compared with each other rather than each with nothing."""
-    lines = dict(identity_lines(env))
-    labels = [record.label for record in env.eps]
-    if not by_case or len(labels) != 1:
-        return lines
-    own = {ep_line_name(labels[0]): "EP", chain_line_name(labels[0]): "DirectML chain"}
-    return {own.get(what, what): line for what, line in lines.items()}
-
-
-def environment_changes(old_env: Environment, new_env: Environment, by_case: bool = False) -> tuple[EnvChange, ...]:
-    """Short fields that changed, then EP and platform lines of ``identity_lines`` that changed (an EP's
-    options, devices or DirectML version; paired ``by_case``, one EP's against the other's); the GPU and
-    onnxruntime lines are already told by the short fields."""
-    old_short, new_short = _short_fields(old_env), _short_fields(new_env)
-    changes = [
-        EnvChange(what, old_short.get(what, "—"), new_short.get(what, "—"))
-        for what in dict.fromkeys([*old_short, *new_short])
-        if old_short.get(what) != new_short.get(what)
-    ]
-    old_lines, new_lines = _identity(old_env, by_case), _identity(new_env, by_case)
-    # Each EP's "ran on" line restates its EP and chain lines, which are compared: it would say each change twice.
-    told = {"GPU", "onnxruntime", *(ran_on_line_name(ep.label) for ep in (*old_env.eps, *new_env.eps))}
-    for what in dict.fromkeys([*old_lines, *new_lines]):
-        if what not in told and old_lines.get(what) != new_lines.get(what):
-            changes.append(EnvChange(what, old_lines.get(what, "—"), new_lines.get(what, "—")))
-    return tuple(changes)
-
-
 def only_ep(results: Sequence[Result], environment: Environment, label: str) -> tuple[list[Result], Environment]:
     """One EP's results (``label``, the EP text the run wrote) and the environment with that EP's record alone: one
     DirectML build of a run of several (``--ep dml:directml=1.13.1 --ep dml:directml=1.14.1``), to be diffed case by
@@ -358,6 +247,36 @@ def only_ep(results: Sequence[Result], environment: Environment, label: str) -> 
     return chosen, env
 
 
+@dataclass
+class _Pairs:
+    """The (case, EP)s found in both runs, sorted by the module docstring's rules as each is added."""
+
+    regressions: list[Changed] = field(default_factory=list)
+    fixes: list[Changed] = field(default_factory=list)
+    other: list[Changed] = field(default_factory=list)
+    drift: list[Drift] = field(default_factory=list)
+    inputs: list[Changed] = field(default_factory=list)
+    outputs: list[Changed] = field(default_factory=list)
+    bits: int = 0  # pairs whose outputs' hashes both runs recorded
+
+    def add(self, was: Result, now: Result) -> None:
+        if (was.status in WORKING and failing(now)) or more_severe(was, now):
+            self.regressions.append(Changed(was, now))
+        elif failing(was) and now.status in WORKING:
+            self.fixes.append(Changed(was, now))
+        elif (was.status, was.failure_kind) != (now.status, now.failure_kind):
+            self.other.append(Changed(was, now))
+        grown = drifted(was, now)
+        if grown:
+            self.drift.append(Drift(was, now, grown))
+        if differing_inputs(was, now):
+            self.inputs.append(Changed(was, now))
+        elif was.outputs_sha256 and now.outputs_sha256:
+            self.bits += 1
+            if differing_outputs(was, now):
+                self.outputs.append(Changed(was, now))
+
+
 def diff_runs(
     old: Sequence[Result],
     new: Sequence[Result],
@@ -369,32 +288,11 @@ def diff_runs(
     """Compare two runs by (case, EP), or by case alone (``by_case``: SeveralEps where a run holds several EPs);
     entries follow the new run's order (removed cases: the old run's)."""
     before, after = _keyed(old, "old", by_case), _keyed(new, "new", by_case)
-    regressions: list[Changed] = []
-    fixes: list[Changed] = []
-    other: list[Changed] = []
-    drift: list[Drift] = []
-    inputs: list[Changed] = []
-    outputs: list[Changed] = []
-    bits = 0
+    pairs = _Pairs()
     for key, now in after.items():
         was = before.get(key)
-        if was is None:
-            continue
-        if (was.status in WORKING and failing(now)) or more_severe(was, now):
-            regressions.append(Changed(was, now))
-        elif failing(was) and now.status in WORKING:
-            fixes.append(Changed(was, now))
-        elif (was.status, was.failure_kind) != (now.status, now.failure_kind):
-            other.append(Changed(was, now))
-        grown = drifted(was, now)
-        if grown:
-            drift.append(Drift(was, now, grown))
-        if differing_inputs(was, now):
-            inputs.append(Changed(was, now))
-        elif was.outputs_sha256 and now.outputs_sha256:
-            bits += 1
-            if differing_outputs(was, now):
-                outputs.append(Changed(was, now))
+        if was is not None:
+            pairs.add(was, now)
     env = None
     if old_environment is not None and new_environment is not None:
         env = environment_changes(old_environment, new_environment, by_case)
@@ -402,17 +300,17 @@ def diff_runs(
     recorded = new_environment or Environment()
     fails = unwaivable(recorded, completeness(recorded, len(new), idle(new), new_eps))
     return RunDiff(
-        regressions=tuple(regressions),
-        fixes=tuple(fixes),
-        other_changes=tuple(other),
+        regressions=tuple(pairs.regressions),
+        fixes=tuple(pairs.fixes),
+        other_changes=tuple(pairs.other),
         new_cases=tuple(r for key, r in after.items() if key not in before),
         removed_cases=tuple(r for key, r in before.items() if key not in after),
-        metric_drift=tuple(drift),
+        metric_drift=tuple(pairs.drift),
         compared=sum(1 for key in after if key in before),
         environment=env,
-        inputs_differ=tuple(inputs),
-        outputs_differ=tuple(outputs),
-        outputs_compared=bits,
+        inputs_differ=tuple(pairs.inputs),
+        outputs_differ=tuple(pairs.outputs),
+        outputs_compared=pairs.bits,
         by_case=by_case,
         allow_removed=allow_removed,
         old_side=side(old, old_environment),

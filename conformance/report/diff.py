@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from conformance.gate.diff import Changed, Drift, RunDiff, Side, differing_inputs, differing_outputs
+from conformance.gate.diff import Changed, Drift, RunDiff, differing_inputs, differing_outputs
+from conformance.gate.sides import Side
 from conformance.problems import first_line
 from conformance.report.text import cell, code_cell, compact_table, plain
 from conformance.results import FAILING, Result, verdict_text

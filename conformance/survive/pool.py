@@ -34,7 +34,8 @@ from conformance.results import Result
 from conformance.run.batch import Unwatched, run_batch
 from conformance.run.options import DEFAULT_TIMEOUT, RunOptions, cores_share
 from conformance.survive.faults import RunLog
-from conformance.survive.supervisor import RunStopped, Supervisor, Task
+from conformance.survive.supervisor import RunStopped, Supervisor
+from conformance.survive.workers import Task
 
 CHUNK = 8  # cases per window without packing: enough to hide a worker's round trip, small enough to balance
 Record = Callable[[int, Result], None]  # (the pair's index in the run, its result)

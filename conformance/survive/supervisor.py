@@ -31,16 +31,14 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import shutil
 import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from multiprocessing.connection import Connection, wait
+from dataclasses import replace
+from multiprocessing.connection import wait
 from typing import Any, assert_never
 
-from conformance.cases.parse import Entry
 from conformance.ep.directml import DirectML
 from conformance.ep.providers import EpSpec
 from conformance.ep.wine.client import START_ATTEMPTS, START_SECONDS
@@ -50,7 +48,6 @@ from conformance.run.options import HARNESS_TIMEOUT_FACTOR, RunOptions
 from conformance.run.runner import base_result
 from conformance.survive.faults import fault_result, how_it_ended, telling_lines
 from conformance.survive.interrupt import interrupts_held, start_worker
-from conformance.survive.lock import alive
 from conformance.survive.memory import Peaks
 from conformance.survive.messages import (
     Began,
@@ -69,6 +66,7 @@ from conformance.survive.messages import (
     TaskMessage,
 )
 from conformance.survive.worker import DEVICE_LOST_EXIT
+from conformance.survive.workers import FOLDER_PREFIX, Task, Worker, remove_stale_folders, stderr_tail
 
 log = logging.getLogger(__name__)
 
@@ -84,54 +82,7 @@ class WorkerStartError(RunStopped):
 START_LIMIT = 120.0  # seconds a worker may take to start (import NumPy, onnx, onnxruntime) before it is replaced
 # and, where it describes DirectML as it starts, as long again as its runner's starts may take (client.py's limits)
 DESCRIBE_LIMIT = START_SECONDS * START_ATTEMPTS
-STDERR_TAIL_BYTES = 64 * 1024
-FOLDER_PREFIX = "dmlconf-workers-"  # then the supervisor's pid: a killed one's folder is removed by the next
 KILL_WAIT = 10.0  # seconds to wait for a killed worker to be gone; one stuck in a driver call is left behind
-
-
-@dataclass
-class Task:
-    """Entries to run on one EP; ``pairs[i]`` is entry i's (case, EP) index in the run."""
-
-    entries: list[Entry]
-    pairs: list[int]
-    ep: EpSpec
-    pack: int
-    attempts: int = 0  # workers that died on it with nothing in flight (before its first case)
-
-
-@dataclass
-class _Worker:
-    process: Any  # multiprocessing's SpawnProcess
-    conn: Connection
-    stderr_path: str
-    ready: bool = False
-    described: bool = False  # it sent its describe (Supervisor.describe), which ends its start
-    task: Task | None = None
-    task_id: int = -1
-    in_flight: list[int] = field(default_factory=list)  # places in the task
-    inputs: dict[int, dict[str, str]] = field(default_factory=dict)  # their inputs' hashes, once generated
-    finished: set[int] = field(default_factory=set)
-    heard: float = field(default_factory=time.monotonic)
-    began: float = field(default_factory=time.monotonic)  # when the case (or pack) in flight began
-    phase: Phase = Phase.PREPARING  # what it does on the case in flight, as it last said
-    closed: bool = False  # its end of the pipe is closed: it is exiting, and only its sentinel is waited on
-    reported_lost: bool = False  # it sent a DEVICE_LOST result, after which it exits on purpose (worker.py)
-    stopped: bool = False  # told to stop (Supervisor.stop): it takes no more tasks
-    number: int = 0  # the how-manieth worker started: whose peak memory a report is
-
-
-def _remove_stale_folders() -> None:
-    """The stderr folders of supervisors that were killed (kill -9 leaves them): those whose process is gone. POSIX
-    only: on Windows ``os.kill(pid, 0)`` would terminate the process it asks about."""
-    if os.name != "posix":
-        return
-    root = tempfile.gettempdir()
-    for name in os.listdir(root):
-        pid = name[len(FOLDER_PREFIX) :].partition("-")[0]
-        if not name.startswith(FOLDER_PREFIX) or not pid.isdigit() or alive(int(pid)):
-            continue
-        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
 
 def _ignore(pair: int, result: Result) -> None:
@@ -161,9 +112,9 @@ class Supervisor:
         self.on_death: RunnerDeath = _ignore_death
         self.peaks = Peaks()  # every worker's peak memory, its runners' included, kept after it is gone
         self.context = multiprocessing.get_context("spawn")
-        _remove_stale_folders()
+        remove_stale_folders()
         self.folder = tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
-        self.workers: list[_Worker] = []
+        self.workers: list[Worker] = []
         self.pending: deque[Task] = deque()
         self.started = self.tasks_sent = self.failed_starts = 0
         try:
@@ -188,17 +139,9 @@ class Supervisor:
         with interrupts_held():  # Ctrl-C is the supervisor's, even while the worker starts (interrupt.py)
             process.start()
         theirs.close()
-        self.workers.append(_Worker(process, mine, stderr_path, number=self.started))
+        self.workers.append(Worker(process, mine, stderr_path, number=self.started))
 
-    def _stderr(self, worker: _Worker) -> str:
-        try:
-            with open(worker.stderr_path, "rb") as file:
-                file.seek(max(0, os.path.getsize(worker.stderr_path) - STDERR_TAIL_BYTES))
-                return file.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def _assign(self, worker: _Worker, task: Task) -> None:
+    def _assign(self, worker: Worker, task: Task) -> None:
         self.tasks_sent += 1
         worker.task, worker.task_id = task, self.tasks_sent
         worker.in_flight, worker.finished, worker.phase = [], set(), Phase.PREPARING
@@ -212,7 +155,7 @@ class Supervisor:
             self.pending.appendleft(task)
 
     # -- messages -------------------------------------------------------------------------------------------
-    def _receive(self, worker: _Worker) -> None:
+    def _receive(self, worker: Worker) -> None:
         """Every message the worker has sent (also after it died: what it sent before is kept)."""
         while True:
             try:
@@ -225,7 +168,7 @@ class Supervisor:
             worker.heard = time.monotonic()
             self._heard(worker, message)
 
-    def _heard(self, worker: _Worker, message: FromWorker) -> None:
+    def _heard(self, worker: Worker, message: FromWorker) -> None:
         """One message settled: its start's, or its task's (one about an earlier task, settled already, is dropped)."""
         match message:
             case Ready():
@@ -242,7 +185,7 @@ class Supervisor:
                 if worker.task is not None and message.task == worker.task_id:
                     self._heard_on(worker, worker.task, message)
 
-    def _heard_on(self, worker: _Worker, task: Task, message: TaskMessage) -> None:
+    def _heard_on(self, worker: Worker, task: Task, message: TaskMessage) -> None:
         """A message about ``task``, the worker's own."""
         match message:
             case Began(places=places, phase=phase, inputs=inputs):
@@ -267,7 +210,7 @@ class Supervisor:
                 assert_never(message)
 
     # -- faults ---------------------------------------------------------------------------------------------
-    def _lost(self, worker: _Worker, status: Status, what: str, meant: bool = False) -> None:
+    def _lost(self, worker: Worker, status: Status, what: str, meant: bool = False) -> None:
         """The worker is gone (died, or killed for a timeout): settle its task as the module docstring says.
         ``meant``: it exited on purpose after reporting a lost device (worker.py), which costs no attempt."""
         self.workers.remove(worker)
@@ -289,9 +232,9 @@ class Supervisor:
             entry = task.entries[place]
             base = replace(base_result(entry, task.ep, self.options), inputs_sha256=worker.inputs.get(place, {}))
             seconds = time.monotonic() - worker.began
-            self.on_result(task.pairs[place], fault_result(base, status, what, self._stderr(worker), seconds))
+            self.on_result(task.pairs[place], fault_result(base, status, what, stderr_tail(worker), seconds))
         elif flying:  # a pack: each case again alone, to find the one at fault; its death recorded, as no result is
-            self.on_death(task.ep.text, [task.entries[p].id for p in flying], telling_lines(self._stderr(worker)))
+            self.on_death(task.ep.text, [task.entries[p].id for p in flying], telling_lines(stderr_tail(worker)))
             self.pending.appendleft(self._part(task, flying, pack=1))
         rest = [place for place in left if place not in flying]
         if rest:
@@ -302,7 +245,7 @@ class Supervisor:
     def _part(task: Task, places: Sequence[int], pack: int, attempts: int = 0) -> Task:
         return Task([task.entries[p] for p in places], [task.pairs[p] for p in places], task.ep, pack, attempts)
 
-    def _check(self, worker: _Worker) -> None:
+    def _check(self, worker: Worker) -> None:
         """Settle a worker that died, or kill one that is past its time."""
         if not worker.process.is_alive():
             worker.process.join()

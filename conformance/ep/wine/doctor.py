@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -138,52 +139,83 @@ def _topk(runner: Runner) -> str:
     return f"spec example 3 exact (values and indices) in {seconds * 1000:.0f} ms; {where or 'no placement record'}"
 
 
-def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
-    """Each link, in the order the chain uses them; after a broken one, nothing more is tried."""
-    env = os.environ if environ is None else environ
-    cache = parts.cache_folder(env)
-    found: dict[str, object] = {}
+class _Chain:
+    """The links' checks, one method each, in the order the chain uses them; what an earlier link found (Wine's
+    program, the started runner, the device's identity) is kept for the later ones."""
 
-    def wine() -> str:
-        found["wine"] = parts.find_wine(env)
-        return f"{wine_version(str(found['wine'])) or 'version unknown'} ({found['wine']})"
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.env = environ
+        self.cache = parts.cache_folder(environ)
+        self.wine_program = ""
+        self.runner: Runner | None = None
+        self.identity: dict[str, Any] = {}
 
-    def wheel() -> str:
-        wheel = parts.find_wheel(env, parts.make_cache(env), download=True)
-        parts.check_wheel(wheel, cache)  # a damaged one fails here, not when the runner's folder is staged
+    def steps(self) -> list[tuple[str, Callable[[], str]]]:
+        """Each link's name and check; on Windows no Wine, vkd3d-proton, wheel, display, prefix or Vulkan: the
+        system's D3D12."""
+        if sys.platform == "win32":
+            return [
+                ("onnxruntime-directml", self.installed),
+                ("runner", self.runner_build),
+                ("runner start", self.start),
+                ("D3D12 device", self.d3d12),
+                ("DirectML device", self.directml),
+            ]
+        return [
+            ("Wine", self.wine),
+            ("vkd3d-proton", lambda: vkd3d_proton(self.env)),
+            ("onnxruntime-directml", self.wheel),
+            ("runner", self.runner_build),
+            ("display", lambda: _display(self.env)),
+            ("Wine prefix", self.prefix),
+            ("Vulkan", lambda: _vulkan(self.env)),
+            ("runner start", self.start),
+            ("D3D12 device", self.d3d12),
+            ("DirectML device", self.directml),
+            ("one-node TopK", self.topk),
+        ]
+
+    def wine(self) -> str:
+        self.wine_program = parts.find_wine(self.env)
+        return f"{wine_version(self.wine_program) or 'version unknown'} ({self.wine_program})"
+
+    def wheel(self) -> str:
+        wheel = parts.find_wheel(self.env, parts.make_cache(self.env), download=True)
+        parts.check_wheel(wheel, self.cache)  # a damaged one fails here, not when the runner's folder is staged
         return str(wheel)
 
-    def runner_build() -> str:
-        compiler = parts.find_compiler(env)
-        built = parts.build_runner(cache, compiler)
+    def runner_build(self) -> str:
+        compiler = parts.find_compiler(self.env)
+        built = parts.build_runner(self.cache, compiler)
         return f"{built} (built with {compiler}, since {compiler.why}; cached by its source's hash and the compiler)"
 
-    def prefix() -> str:
-        where = Path(env.get("WINEPREFIX") or cache / "wine-prefix")
-        parts.ensure_prefix(str(found["wine"]), where, env)
+    def prefix(self) -> str:
+        where = Path(self.env.get("WINEPREFIX") or self.cache / "wine-prefix")
+        parts.ensure_prefix(self.wine_program, where, self.env)
         return str(where)
 
-    def installed() -> str:
+    def installed(self) -> str:
         capi = parts.installed_capi()
         return f"{capi} ({', '.join(parts.WHEEL_DLLS)}: x86-64 PE, copied beside the runner)"
 
-    def start() -> str:
-        chain = parts.find_chain(env)
-        runner = Runner(chain)
-        found["runner"] = runner
+    def start(self) -> str:
+        chain = parts.find_chain(self.env)
+        runner = self.runner = Runner(chain)
         how = "natively" if isinstance(chain, parts.NativeChain) else "under Wine"
         return f"dmlrunner.exe started {how} in {runner.start_seconds:.2f} s; onnxruntime {runner.onnxruntime}"
 
-    def d3d12() -> str:
-        runner = found["runner"]
-        assert isinstance(runner, Runner)
+    def _started(self) -> Runner:
+        assert self.runner is not None  # the runner start link held
+        return self.runner
+
+    def d3d12(self) -> str:
+        runner = self._started()
         described = runner.describe(0)
-        identity = chain_identity(runner.chain, described)
-        found["identity"] = identity
+        identity = self.identity = chain_identity(runner.chain, described)
         adapter = identity["adapter"] or {}
         if "d3d12_feature_level" not in described:
             runner.stop()  # its device failed; under Wine a fresh one is asked again, with Wine's err channel on
-            notes = device_failure(runner.chain, env) if isinstance(runner.chain, parts.Chain) else []
+            notes = device_failure(runner.chain, self.env) if isinstance(runner.chain, parts.Chain) else []
             raise Broken(named_hresults(str(described.get("error") or "no D3D12 device")), tuple(notes))
         return (
             f"adapter 0 '{adapter.get('description', '?')}' (vendor 0x{int(adapter.get('vendor_id', 0)):04x}); "
@@ -191,9 +223,8 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
             f"created in {described.get('d3d12_create_ms', 0):.0f} ms"
         )
 
-    def directml() -> str:
-        identity = found["identity"]
-        assert isinstance(identity, dict)
+    def directml(self) -> str:
+        identity = self.identity
         if not identity.get("dml_feature_level"):
             raise Broken(str(identity.get("error") or "DirectML answered no feature level"))
         return (
@@ -201,42 +232,23 @@ def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
             f"feature level {identity['dml_feature_level']} (asked of the device)"
         )
 
-    def topk() -> str:
-        runner = found["runner"]
-        assert isinstance(runner, Runner)
+    def topk(self) -> str:
+        runner = self._started()
         try:
             return _topk(runner)
         finally:
             runner.stop()
 
-    steps: list[tuple[str, Callable[[], str]]] = [
-        ("Wine", wine),
-        ("vkd3d-proton", lambda: vkd3d_proton(env)),
-        ("onnxruntime-directml", wheel),
-        ("runner", runner_build),
-        ("display", lambda: _display(env)),
-        ("Wine prefix", prefix),
-        ("Vulkan", lambda: _vulkan(env)),
-        ("runner start", start),
-        ("D3D12 device", d3d12),
-        ("DirectML device", directml),
-        ("one-node TopK", topk),
-    ]
-    if sys.platform == "win32":  # no Wine, vkd3d-proton, wheel, display, prefix or Vulkan: the system's D3D12
-        steps = [
-            ("onnxruntime-directml", installed),
-            ("runner", runner_build),
-            ("runner start", start),
-            ("D3D12 device", d3d12),
-            ("DirectML device", directml),
-        ]
-    for name, step in steps:
+
+def links(environ: Mapping[str, str] | None = None) -> Iterator[Link]:
+    """Each link, in the order the chain uses them; after a broken one, nothing more is tried."""
+    chain = _Chain(os.environ if environ is None else environ)
+    for name, step in chain.steps():
         try:
             yield Link(name, True, step())
         except (Broken, parts.ChainMissing, RunnerDied, Refused, ProtocolError, OSError) as error:
             notes = error.notes if isinstance(error, Broken) else ()
             yield Link(name, False, " ".join(str(error).split()) or type(error).__name__, notes)
-            runner = found.get("runner")
-            if isinstance(runner, Runner):
-                runner.stop()
+            if chain.runner is not None:
+                chain.runner.stop()
             return

@@ -1,0 +1,77 @@
+"""The supervisor's view of its workers: a task (a window of cases on one EP), a worker process's state as its
+messages left it, the tail of its stderr file, and the folder that holds those files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+from conformance.cases.parse import Entry
+from conformance.ep.providers import EpSpec
+from conformance.survive.lock import alive
+from conformance.survive.messages import Phase
+
+STDERR_TAIL_BYTES = 64 * 1024
+FOLDER_PREFIX = "dmlconf-workers-"  # then the supervisor's pid: a killed one's folder is removed by the next
+
+
+@dataclass
+class Task:
+    """Entries to run on one EP; ``pairs[i]`` is entry i's (case, EP) index in the run."""
+
+    entries: list[Entry]
+    pairs: list[int]
+    ep: EpSpec
+    pack: int
+    attempts: int = 0  # workers that died on it with nothing in flight (before its first case)
+
+
+@dataclass
+class Worker:
+    """One worker process as the supervisor knows it: its pipe, its stderr file, its task and what it last said."""
+
+    process: Any  # multiprocessing's SpawnProcess
+    conn: Connection
+    stderr_path: str
+    ready: bool = False
+    described: bool = False  # it sent its describe (Supervisor.describe), which ends its start
+    task: Task | None = None
+    task_id: int = -1
+    in_flight: list[int] = field(default_factory=list)  # places in the task
+    inputs: dict[int, dict[str, str]] = field(default_factory=dict)  # their inputs' hashes, once generated
+    finished: set[int] = field(default_factory=set)
+    heard: float = field(default_factory=time.monotonic)
+    began: float = field(default_factory=time.monotonic)  # when the case (or pack) in flight began
+    phase: Phase = Phase.PREPARING  # what it does on the case in flight, as it last said
+    closed: bool = False  # its end of the pipe is closed: it is exiting, and only its sentinel is waited on
+    reported_lost: bool = False  # it sent a DEVICE_LOST result, after which it exits on purpose (worker.py)
+    stopped: bool = False  # told to stop (Supervisor.stop): it takes no more tasks
+    number: int = 0  # the how-manieth worker started: whose peak memory a report is
+
+
+def remove_stale_folders() -> None:
+    """The stderr folders of supervisors that were killed (kill -9 leaves them): those whose process is gone. POSIX
+    only: on Windows ``os.kill(pid, 0)`` would terminate the process it asks about."""
+    if os.name != "posix":
+        return
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        pid = name[len(FOLDER_PREFIX) :].partition("-")[0]
+        if not name.startswith(FOLDER_PREFIX) or not pid.isdigit() or alive(int(pid)):
+            continue
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def stderr_tail(worker: Worker) -> str:
+    """The last STDERR_TAIL_BYTES of the worker's stderr file ("" where it cannot be read)."""
+    try:
+        with open(worker.stderr_path, "rb") as file:
+            file.seek(max(0, os.path.getsize(worker.stderr_path) - STDERR_TAIL_BYTES))
+            return file.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
