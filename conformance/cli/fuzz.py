@@ -11,11 +11,10 @@ from conformance.cases.fields import member
 from conformance.cases.keys import OPERATOR_PREFIX
 from conformance.cli.shared import EXIT_FAILED, EXIT_OK, chosen_eps
 from conformance.ep.providers import parse_ep
-from conformance.fuzz.search import PROMOTE, fuzz
+from conformance.fuzz.search import PROMOTE, SHRINK_EXAMPLES, fuzz
 from conformance.model import Operator
 from conformance.problems import first_line
 from conformance.run.command_line import Option, seconds, whole_number
-from conformance.run.options import SHRINK_EXAMPLES
 
 
 def operator(text: str) -> Operator:
