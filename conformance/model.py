@@ -11,28 +11,13 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from conformance.data_type import DataType as DataType  # re-exported: the package imports it from here
+
 
 class Operator(enum.StrEnum):
     TOP_K1 = "TOP_K1"
     MEAN_VARIANCE_NORMALIZATION1 = "MEAN_VARIANCE_NORMALIZATION1"
     SLICE1 = "SLICE1"
-
-
-class DataType(enum.StrEnum):
-    """DML_TENSOR_DATA_TYPE names used by the three spec pages' tensor-support tables."""
-
-    FLOAT32 = "FLOAT32"
-    FLOAT16 = "FLOAT16"
-    INT32 = "INT32"
-    INT16 = "INT16"
-    INT8 = "INT8"
-    UINT32 = "UINT32"
-    UINT16 = "UINT16"
-    UINT8 = "UINT8"
-
-    @property
-    def is_float(self) -> bool:
-        return self in (DataType.FLOAT32, DataType.FLOAT16)
 
 
 class AxisDirection(enum.StrEnum):
