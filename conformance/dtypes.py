@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.model import DataType
+from conformance.data_type import DataType
 
 NUMPY_DTYPES: dict[DataType, np.dtype] = {
     DataType.FLOAT32: np.dtype(np.float32),

@@ -10,29 +10,18 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from conformance.data_type import DataType as DataType  # re-exported: the package imports it from here
+
+if TYPE_CHECKING:  # layout.py loads NumPy, which this module's importers (the pytest plugin's) must not
+    from conformance.layout import Layout
 
 
 class Operator(enum.StrEnum):
     TOP_K1 = "TOP_K1"
     MEAN_VARIANCE_NORMALIZATION1 = "MEAN_VARIANCE_NORMALIZATION1"
     SLICE1 = "SLICE1"
-
-
-class DataType(enum.StrEnum):
-    """DML_TENSOR_DATA_TYPE names used by the three spec pages' tensor-support tables."""
-
-    FLOAT32 = "FLOAT32"
-    FLOAT16 = "FLOAT16"
-    INT32 = "INT32"
-    INT16 = "INT16"
-    INT8 = "INT8"
-    UINT32 = "UINT32"
-    UINT16 = "UINT16"
-    UINT8 = "UINT8"
-
-    @property
-    def is_float(self) -> bool:
-        return self in (DataType.FLOAT32, DataType.FLOAT16)
 
 
 class AxisDirection(enum.StrEnum):
@@ -213,9 +202,28 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
+class CaseLayouts:
+    """Each tensor's layout by DML name, derived once, when the case is built (cases/layouts.py's ``case_layouts``):
+    ``inputs`` from the descriptor (InputTensor first), ``outputs`` from the descriptor and the output descriptors the
+    case writes (OUTPUT_NAMES' order). ``operator``, ``descriptor`` and ``written`` are what they were derived from,
+    so that a Case refuses another's (``dataclasses.replace(case, descriptor=...)`` without new layouts).
+    ``no_outputs``: why the descriptor derives no output Sizes (a SLICE1 window whose arrays differ in length, which
+    the validator refuses), then ``outputs`` is empty; "" where it derives them."""
+
+    inputs: Mapping[str, Layout]
+    outputs: Mapping[str, Layout]
+    operator: Operator
+    descriptor: Descriptor
+    written: Mapping[str, OutputDesc]
+    no_outputs: str = ""
+
+
+@dataclass(frozen=True)
 class Case:
     """One expanded, parsed case. ``positions`` maps dotted field paths ("InputTensor.Sizes", "K",
-    "expected.OutputTensor") to where they were written, for ``path:line:col`` messages."""
+    "expected.OutputTensor") to where they were written, for ``path:line:col`` messages. ``layouts``: its tensors'
+    layouts, derived from its operator, descriptor and ``outputs`` (cases/layouts.py's ``case_layouts``, which every
+    Case is built with); layouts derived from anything else are refused (ValueError)."""
 
     id: str  # <the file, from its repository's root or the directory given (cases/ids.py)>::<id>[variant]
     path: str  # the file as the shell reached it (relative to the working directory when inside it): to open it
@@ -229,6 +237,16 @@ class Case:
     expect_invalid: str | None = None
     positions: Mapping[str, SourcePos] = field(default_factory=dict)
     outputs: Mapping[str, OutputDesc] = field(default_factory=dict)
+    layouts: CaseLayouts = field(kw_only=True, repr=False)
+
+    def __post_init__(self) -> None:
+        # One derivation, at the case's building: anything that changes what the layouts follow from brings its own.
+        derived_from = (self.layouts.operator, self.layouts.descriptor, self.layouts.written)
+        if derived_from != (self.operator, self.descriptor, self.outputs):
+            raise ValueError(
+                f"{self.id}: its layouts were derived from another operator, descriptor or outputs "
+                "(give it cases/layouts.py's case_layouts of its own)"
+            )
 
     def pos(self, field_path: str) -> SourcePos:
         """The position of ``field_path``, or of its nearest written ancestor, or of the case itself."""

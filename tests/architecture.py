@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = "conformance"
-CORE = "core"  # the top-level modules: model, problems, dtypes, results, environment, records
+CORE = "core"  # the top-level modules (test_architecture.py's CORE_MODULES names them)
 MAIN = f"{PACKAGE}.__main__"  # ``python -m conformance``: the command line's second door, so of the cli stage
 REFERENCE = "reference"  # the oracle's package, beside this one
 HEAVY = ("onnx", "onnxruntime")  # imported by the ep stage alone
@@ -103,9 +103,10 @@ def imports(name: str, path: Path) -> Iterator[Edge]:
 
 
 def rules(root: Path) -> Rules:
-    """Each stage's rule, from its ``__init__`` docstring; the core may import only itself. ValueError for a stage
-    without a rule, or a rule that names no stage."""
-    found: dict[str, frozenset[str] | None] = {CORE: frozenset({CORE})}
+    """Each stage's rule, from its ``__init__`` docstring; the core may import itself and the oracle's package (the
+    layout a case carries is reference/layout.py's arithmetic: conformance/layout.py), no stage. ValueError for a
+    stage without a rule, or a rule that names no stage."""
+    found: dict[str, frozenset[str] | None] = {CORE: frozenset({CORE, REFERENCE})}
     inits = sorted((root / PACKAGE).glob("*/__init__.py"))
     names = {init.parent.name for init in inits} | {CORE, REFERENCE}
     for init in inits:

@@ -16,6 +16,8 @@ CORE_MODULES = {
     "__init__.py",
     "__main__.py",
     "model.py",
+    "data_type.py",
+    "layout.py",
     "problems.py",
     "dtypes.py",
     "results.py",

@@ -586,11 +586,20 @@ def test_fuzz_takes_the_operator_as_a_case_file_does(
     assert capsys.readouterr().out.startswith("fuzzing TOP_K1 on cpu for 0.2 s")
 
 
-def test_fuzz_refuses_an_unknown_operator_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["fuzz", "--operator", "DML_TOPK"]) == 2
-    assert capsys.readouterr().err == (
-        "dmlconf: --operator: must be one of TOP_K1, MEAN_VARIANCE_NORMALIZATION1, SLICE1, got 'DML_TOPK'\n"
-    )
+@pytest.mark.parametrize(
+    ("spelling", "hint"),
+    [
+        ("DML_TOPK", "did you mean TOP_K1?"),
+        ("TOPK1", "did you mean TOP_K1?"),
+        ("CONVOLUTION", "one of: TOP_K1, MEAN_VARIANCE_NORMALIZATION1, SLICE1"),
+    ],
+)
+def test_fuzz_refuses_an_unknown_operator_as_a_case_file_does(
+    spelling: str, hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In one line, with the nearest operator where one is near (cases/fields.py's unknown_operator)."""
+    assert main(["fuzz", "--operator", spelling]) == 2
+    assert capsys.readouterr().err == f"dmlconf: --operator: unknown operator {spelling!r} ({hint})\n"
 
 
 def test_the_default_ep_says_directml_must_be_named_where_the_chain_is_set_up(

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from conformance.cases.layouts import case_layouts
 from conformance.compare import outputs
 from conformance.compare.common import format_value, ulp_distance
 from conformance.compare.mvn1 import default_tolerance
@@ -40,7 +41,10 @@ def topk_case(
     shape: tuple[int, ...], axis: int, k: int, direction: AxisDirection, data_type: DataType = DataType.FLOAT32
 ) -> Case:
     spec = TensorSpec(shape, data_type, data=(0.0,) * math.prod(shape))
-    return Case("topk", "topk.yaml", Operator.TOP_K1, FeatureLevel(3, 1), TopK1Desc(spec, axis, k, direction))
+    desc = TopK1Desc(spec, axis, k, direction)
+    return Case(
+        "topk", "topk.yaml", Operator.TOP_K1, FeatureLevel(3, 1), desc, layouts=case_layouts(Operator.TOP_K1, desc)
+    )
 
 
 def run_topk(
@@ -262,7 +266,10 @@ def test_topk_large_tensor_counts_every_failing_sequence() -> None:
 
 def slice_case(n: int, data_type: DataType = DataType.FLOAT32) -> Case:
     spec = TensorSpec((n,), data_type, data=(0.0,) * n)
-    return Case("slice", "s.yaml", Operator.SLICE1, FeatureLevel(3, 1), Slice1Desc(spec, (0,), (n,), (1,), None))
+    desc = Slice1Desc(spec, (0,), (n,), (1,), None)
+    return Case(
+        "slice", "s.yaml", Operator.SLICE1, FeatureLevel(3, 1), desc, layouts=case_layouts(Operator.SLICE1, desc)
+    )
 
 
 def run_slice(expected: np.ndarray, actual: np.ndarray, data_type: DataType = DataType.FLOAT32) -> Verdict:
@@ -309,7 +316,10 @@ def mvn_case(
 ) -> Case:
     spec = TensorSpec(shape, data_type, data=(0.0,) * math.prod(shape))
     desc = Mvn1Desc(spec, None, None, axes, True, 1e-5, None)
-    return Case("mvn", "m.yaml", Operator.MEAN_VARIANCE_NORMALIZATION1, FeatureLevel(3, 1), desc, tolerance=tolerance)
+    operator = Operator.MEAN_VARIANCE_NORMALIZATION1
+    return Case(
+        "mvn", "m.yaml", operator, FeatureLevel(3, 1), desc, tolerance=tolerance, layouts=case_layouts(operator, desc)
+    )
 
 
 def run_mvn(case: Case, expected: list[float], actual: list[float], scale: np.ndarray | None = None) -> Verdict:

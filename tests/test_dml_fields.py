@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.cases.layouts import Layout, input_layouts, output_layouts
+from conformance.cases.layouts import Layout, case_layouts, input_layouts, output_layouts
 from conformance.cases.suite import collect
 from conformance.ep import dml_abi as abi
 from conformance.ep import dml_fields as dml
@@ -225,7 +225,8 @@ def test_the_runner_s_bytes_and_the_dxdispatch_desc_say_the_same_for_every_libra
 def test_a_value_its_c_type_cannot_hold_is_refused_by_both_spellings() -> None:
     data = TensorSpec((1, 4), DataType.FLOAT32, data=(3.0, 1.0, 4.0, 1.5), data_shape=(1, 4))
     desc = TopK1Desc(data, -1, 2, AxisDirection.DECREASING)
-    case = Case("t.yaml::t", "t.yaml", Operator.TOP_K1, FeatureLevel(5, 0), desc)
+    carried = case_layouts(Operator.TOP_K1, desc)
+    case = Case("t.yaml::t", "t.yaml", Operator.TOP_K1, FeatureLevel(5, 0), desc, layouts=carried)
     layouts = _layouts(case)
     with pytest.raises(Inexpressible, match="Axis -1 cannot be written in a DML descriptor: it is a UINT"):
         describe_operator(case, layouts)

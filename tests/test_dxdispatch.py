@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from conformance.cases.generate import case_inputs
-from conformance.cases.layouts import Layout, input_layouts, output_layouts
+from conformance.cases.layouts import Layout, case_layouts, input_layouts, output_layouts
 from conformance.cases.suite import collect
 from conformance.ep.dml_fields import Inexpressible
 from conformance.ep.dxdispatch import dxdispatch_model, dxdispatch_text, initial_values, save_dxdispatch, tensor_desc
@@ -295,7 +295,8 @@ def _mvn(activation: Activation | None) -> Case:
     input_ = TensorSpec((1, 2, 3, 4), DataType.FLOAT16, data=data)
     scale = TensorSpec((1, 2, 1, 1), DataType.FLOAT16, data=(1.5, -2.0))
     desc = Mvn1Desc(input_, scale, None, (1, 3), False, 1e-5, activation)
-    return Case("m.yaml::m", "m.yaml", Operator.MEAN_VARIANCE_NORMALIZATION1, FeatureLevel(5, 2), desc)
+    operator = Operator.MEAN_VARIANCE_NORMALIZATION1
+    return Case("m.yaml::m", "m.yaml", operator, FeatureLevel(5, 2), desc, layouts=case_layouts(operator, desc))
 
 
 def test_mvn1_scale_without_bias_axes_and_gelu() -> None:

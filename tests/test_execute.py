@@ -11,6 +11,7 @@ import numpy as np
 import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
+from conformance.cases.layouts import case_layouts
 from conformance.ep import execute as execute_module
 from conformance.ep.errors import ExecutionError, NotSupported
 from conformance.ep.execute import DISABLE_CPU_FALLBACK, RECORD_ASSIGNMENT, execute, missing_kernel
@@ -23,6 +24,7 @@ from conformance.model import (
     AxisDirection,
     Case,
     DataType,
+    Descriptor,
     FeatureLevel,
     Mvn1Desc,
     Operator,
@@ -34,6 +36,10 @@ SPEC_3X4 = np.array([[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]], np.float32
 AVAILABLE = set(ort.get_available_providers())
 
 
+def _case(operator: Operator, desc: Descriptor) -> Case:
+    return Case("t", "t.yaml", operator, FeatureLevel(3, 1), desc, layouts=case_layouts(operator, desc))
+
+
 def topk(data_type: DataType = DataType.FLOAT32) -> Lowering:
     desc = TopK1Desc(TensorSpec((1, 1, 3, 4), data_type), 3, 2, AxisDirection.DECREASING)
     x = SPEC_3X4.astype(
@@ -41,7 +47,7 @@ def topk(data_type: DataType = DataType.FLOAT32) -> Lowering:
             data_type
         ]
     )
-    result = lower(Case("t", "t.yaml", Operator.TOP_K1, FeatureLevel(3, 1), desc), {"InputTensor": x}, CPU)
+    result = lower(_case(Operator.TOP_K1, desc), {"InputTensor": x}, CPU)
     assert isinstance(result, Lowering)
     return result
 
@@ -58,9 +64,7 @@ def test_cpu_run_returns_outputs_by_dml_name_and_placement() -> None:
 def test_every_node_of_a_decomposition_is_placed() -> None:
     desc = Mvn1Desc(TensorSpec((2, 3, 4), DataType.FLOAT16), None, None, (1, 2), True, 1e-5, None)
     x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float16)
-    lowering = lower(
-        Case("m", "m.yaml", Operator.MEAN_VARIANCE_NORMALIZATION1, FeatureLevel(3, 1), desc), {"InputTensor": x}, CPU
-    )
+    lowering = lower(_case(Operator.MEAN_VARIANCE_NORMALIZATION1, desc), {"InputTensor": x}, CPU)
     assert isinstance(lowering, Lowering) and lowering.name == "decomposed-MVN"
     execution = execute(lowering, parse_ep("cpu"))
     assert execution.placement == {node: CPU for node in lowering.nodes}
@@ -211,7 +215,7 @@ def test_check_placement() -> None:
 def test_float16_relu_on_cpu_is_not_supported() -> None:
     """onnxruntime's CPU EP has no float16 Relu kernel (it computes one in float32 between inserted Casts)."""
     desc = Mvn1Desc(TensorSpec((1, 2, 3), DataType.FLOAT16), None, None, (2,), True, 1e-5, Activation("RELU"))
-    case = Case("m", "m.yaml", Operator.MEAN_VARIANCE_NORMALIZATION1, FeatureLevel(3, 1), desc)
+    case = _case(Operator.MEAN_VARIANCE_NORMALIZATION1, desc)
     x = np.array([[[1, 2, 4], [-3, 0, 3]]], np.float16)
     lowering = lower(case, {"InputTensor": x}, CPU)
     assert isinstance(lowering, Lowering)

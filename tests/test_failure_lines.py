@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import conformance.run.onnxruntime_path as onnxruntime_path
+from conformance.cases.layouts import case_layouts
 from conformance.cli.main import main
 from conformance.compare.outputs import Verdict, compare
 from conformance.model import (
@@ -41,7 +42,7 @@ def fnmatch_literal(text: str) -> str:
 
 
 def _case(operator: Operator, desc: Mvn1Desc | Slice1Desc | TopK1Desc) -> Case:
-    return Case("c", "c.yaml", operator, FeatureLevel(3, 1), desc)
+    return Case("c", "c.yaml", operator, FeatureLevel(3, 1), desc, layouts=case_layouts(operator, desc))
 
 
 def _mvn(shape: tuple[int, ...], data_type: DataType) -> Case:

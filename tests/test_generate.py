@@ -11,6 +11,7 @@ import pytest
 
 from conformance.cases.generate import case_inputs, materialize
 from conformance.cases.generate_kinds import GENERATOR_KINDS
+from conformance.cases.layouts import case_layouts
 from conformance.dtypes import numpy_dtype
 from conformance.model import (
     AxisDirection,
@@ -242,7 +243,7 @@ def test_data_errors() -> None:
 
 
 def _case(descriptor: TopK1Desc | Mvn1Desc, operator: Operator) -> Case:
-    return Case("c", "c.yaml", operator, FeatureLevel(4, 0), descriptor)
+    return Case("c", "c.yaml", operator, FeatureLevel(4, 0), descriptor, layouts=case_layouts(operator, descriptor))
 
 
 def test_case_inputs_names_and_distinct_streams() -> None:

@@ -4,13 +4,14 @@ oracle reads through them."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from conformance.cases.generate import case_inputs
-from conformance.cases.layouts import input_layouts, output_layouts, packed_note
+from conformance.cases.layouts import Layout, case_layouts, input_layouts, output_layouts, packed_note
 from conformance.cases.load import load_document
 from conformance.cases.parameters import describe
 from conformance.cases.parse import parse_document
@@ -18,7 +19,7 @@ from conformance.cases.validate import validate
 from conformance.coverage.layouts import BROADCAST, LARGER, PADDED, PERMUTED, REJECTED, STRIDED_OUTPUT
 from conformance.coverage.mapping import build_map, case_coverage
 from conformance.coverage.markdown import render_coverage
-from conformance.model import Case, DataType
+from conformance.model import Case, DataType, FeatureLevel, OutputDesc
 from reference.layout import (
     calc_buffer_tensor_size,
     element_offsets,
@@ -263,3 +264,50 @@ def test_a_layout_writes_its_buffer_and_reads_it_back(tmp_path: Path) -> None:
     assert buffer[:12] == np.array([1, 4, 2, 5, 3, 6], dtype=np.int16).tobytes()
     assert buffer[12:] == b"\xa5\xc3" * 10
     assert layout.read(buffer + b"guard").tolist() == array.tolist()
+
+
+# --- layouts carried by the case ----------------------------------------------------------------------------------
+
+
+def test_a_case_carries_its_layouts_derived_once(tmp_path: Path) -> None:
+    """parse derives every tensor's layout when it builds the case; the accessors hand out those, none made anew."""
+    case = _case(tmp_path, "      Strides: [4, 1]\n", "    OutputTensor: {Strides: [1, 2]}\n")
+    assert list(case.layouts.inputs) == ["InputTensor"] and list(case.layouts.outputs) == ["OutputTensor"]
+    assert all(input_layouts(case)[name] is layout for name, layout in case.layouts.inputs.items())
+    assert all(output_layouts(case)[name] is layout for name, layout in case.layouts.outputs.items())
+    assert case.layouts.inputs["InputTensor"] == Layout("InputTensor", (2, 3), DataType.FLOAT32, (4, 1))
+    assert case.layouts.outputs["OutputTensor"] == Layout("OutputTensor", (2, 3), DataType.FLOAT32, (1, 2))
+    assert case.layouts == case_layouts(case.operator, case.descriptor, case.outputs)  # the one rule, as tests use it
+
+
+def test_a_case_refuses_layouts_of_another_descriptor(tmp_path: Path) -> None:
+    """Nothing builds a case whose layouts disagree with its descriptor or outputs: a replaced descriptor or outputs
+    without their own layouts is refused; a replaced feature level (fuzz/level.py, run/operator_api.py) keeps them."""
+    case = _case(tmp_path)
+    other = dataclasses.replace(case.descriptor, input=dataclasses.replace(case.descriptor.input, sizes=(4, 3)))
+    with pytest.raises(ValueError, match=r"c\.yaml::c: its layouts were derived from another"):
+        dataclasses.replace(case, descriptor=other)
+    with pytest.raises(ValueError, match=r"derived from another"):
+        dataclasses.replace(case, outputs={"OutputTensor": OutputDesc(strides=(1, 2))})
+    with pytest.raises(ValueError, match=r"derived from another"):
+        Case(case.id, case.path, case.operator, case.feature_level, other, layouts=case.layouts)
+    with pytest.raises(TypeError, match=r"layouts"):
+        Case(case.id, case.path, case.operator, case.feature_level, other)  # type: ignore[call-arg]
+    moved = dataclasses.replace(case, descriptor=other, layouts=case_layouts(case.operator, other))
+    assert input_layouts(moved)["InputTensor"].sizes == (4, 3)
+    assert dataclasses.replace(case, feature_level=FeatureLevel(4, 0)).layouts is case.layouts
+
+
+def test_a_window_without_output_sizes_is_read_and_refused(tmp_path: Path) -> None:
+    """A SLICE1 window whose arrays differ in length derives no output Sizes: the case is still read (its problems are
+    the validator's to say), and only asking for its output layouts fails, as it did when they were derived on
+    demand."""
+    path = tmp_path / "c.yaml"
+    text = SLICE.format(input="", output="", dtype="FLOAT32").replace("Strides: [1, 1]", "Strides: [1, 1, 1]")
+    path.write_text(text, encoding="utf-8")
+    (case,), problems = parse_document(load_document(str(path)))
+    assert problems == [] and isinstance(case, Case)
+    assert case.layouts.outputs == {} and case.layouts.no_outputs
+    assert [p.field for p in validate(case)] == ["InputWindowStrides"]
+    with pytest.raises(ValueError, match=r"zip\(\)"):
+        output_layouts(case)

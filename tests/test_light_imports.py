@@ -110,6 +110,13 @@ def test_the_pytest_plugin_imports_neither_nor_numpy(tmp_path: Path) -> None:
     assert (code, attempts) == (0, []), output
 
 
+def test_the_case_type_imports_no_numpy(tmp_path: Path) -> None:
+    """model.Case carries conformance/layout.py's Layouts, which load NumPy: model.py names them for type checking
+    only, and the cases stage, which builds them, imports layout.py."""
+    code, attempts, output = _child("import conformance.model", tmp_path, (*HEAVY, "numpy"))
+    assert (code, attempts) == (0, []), output
+
+
 def test_the_blocker_sees_a_plugin_that_runs_a_case(tmp_path: Path) -> None:
     """The pytest path can fail too: running a case needs onnxruntime, and the attempt is recorded."""
     args = [str(EXAMPLES), "--ep", "cpu", "--in-process", "-q", "-p", "no:cacheprovider", "-k", "example-1"]

@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
+from conformance.cases.layouts import case_layouts
 from conformance.ep.lower import Lowering, NotExpressible, lower, same_for_every_ep
 from conformance.ep.mvn1 import DML_FUSED_ACTIVATIONS
 from conformance.ep.mvn1_lowering import DECOMPOSED, INSTANCE_NORM, MVN_13, mvn_candidate
@@ -63,7 +64,7 @@ def case_of(desc: TopK1Desc | Slice1Desc | Mvn1Desc) -> Case:
         if isinstance(desc, Slice1Desc)
         else Operator.MEAN_VARIANCE_NORMALIZATION1
     )
-    return Case("t", "t.yaml", operator, FeatureLevel(3, 1), desc)
+    return Case("t", "t.yaml", operator, FeatureLevel(3, 1), desc, layouts=case_layouts(operator, desc))
 
 
 def lowered(desc: TopK1Desc | Slice1Desc | Mvn1Desc, inputs: Mapping[str, Array], ep: str = CPU) -> Lowering:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from conformance.cases.layouts import case_layouts
 from conformance.cases.oracle import expected_outputs
 from conformance.compare.golden import golden_differences
 from conformance.model import (
@@ -89,6 +90,7 @@ def _topk_case(name: str, expected: dict[str, tuple[float, ...]] | None = None) 
         feature_level=FeatureLevel(2, 1),
         descriptor=desc,
         expected=expected or {},
+        layouts=case_layouts(Operator.TOP_K1, desc),
     )
 
 
@@ -102,6 +104,7 @@ def _slice_case(name: str, expected: dict[str, tuple[float, ...]] | None = None)
         feature_level=FeatureLevel(2, 1),
         descriptor=desc,
         expected=expected or {},
+        layouts=case_layouts(Operator.SLICE1, desc),
     )
 
 

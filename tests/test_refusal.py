@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from conformance.cases.layouts import case_layouts
 from conformance.ep import execute
 from conformance.ep.errors import ExecutionError, NotSupported
 from conformance.ep.lower import Lowering, lower
@@ -29,7 +30,8 @@ DIAGNOSED = "the diagnosis: TopK_0 was left to the CPU"
 def _lowering() -> Lowering:
     desc = TopK1Desc(TensorSpec((1, 1, 3, 4), DataType.FLOAT32), 3, 2, AxisDirection.DECREASING)
     x = np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4)
-    lowered = lower(Case("t", "t.yaml", Operator.TOP_K1, FeatureLevel(3, 1), desc), {"InputTensor": x}, CPU)
+    case = Case("t", "t.yaml", Operator.TOP_K1, FeatureLevel(3, 1), desc, layouts=case_layouts(Operator.TOP_K1, desc))
+    lowered = lower(case, {"InputTensor": x}, CPU)
     assert isinstance(lowered, Lowering)
     return lowered
 

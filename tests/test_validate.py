@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cases.decisions import DECISIONS, WHERE
+from conformance.cases.layouts import case_layouts
 from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.load import load_document
 from conformance.cases.parse import parse_document
@@ -47,7 +48,8 @@ def data(sizes: Sequence[int], values: Sequence[float], dt: DataType = F32) -> T
 
 def problems(desc: Descriptor, level: str = "3_1") -> list[Problem]:
     """What validate() says of ``desc`` at feature ``level``."""
-    case = Case("t::a", "t", OPERATORS[type(desc)], FeatureLevel.parse(level), desc)
+    operator = OPERATORS[type(desc)]
+    case = Case("t::a", "t", operator, FeatureLevel.parse(level), desc, layouts=case_layouts(operator, desc))
     return validate(case)
 
 
@@ -69,6 +71,7 @@ def fields(
         descriptor=desc,
         expected={k: tuple(v) for k, v in expected.items()},
         expected_shapes=shapes,
+        layouts=case_layouts(OPERATORS[type(desc)], desc),
     )
     problems = validate(case, max_elements)
     assert all("\n" not in str(p) and p.message for p in problems)

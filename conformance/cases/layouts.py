@@ -1,71 +1,19 @@
 """Each tensor of a case as DirectML holds it: Sizes, DataType, Strides and TotalTensorSizeInBytes, inputs and outputs
 alike (an output's Sizes and DataType derived from the descriptor as the spec pages say), and its buffer's size.
 
-What a buffer tensor's layout means is reference/layout.py's; what layouts a case may give, validate_layout.py's.
+``case_layouts`` derives them, once, when a case is built (parse.py; a test's Case is given them the same way), and
+the case carries them (``model.Case.layouts``); ``input_layouts`` and ``output_layouts`` read them from it. What a
+buffer tensor's layout means is reference/layout.py's (``Layout``, conformance/layout.py, applies it); what layouts a
+case may give, validate_layout.py's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
+from collections.abc import Mapping
 
 from conformance.cases.operators import OPERATORS
-from conformance.dtypes import numpy_dtype
-from conformance.model import Case, DataType, TensorSpec
-from reference.layout import buffer_size, calc_buffer_tensor_size, index_of_last_element, read_strided, write_strided
-
-
-@dataclass(frozen=True)
-class Layout:
-    """One tensor's DML_BUFFER_TENSOR_DESC: ``strides`` None is packed, ``total_bytes`` None is
-    DMLCalcBufferTensorSize's minimum (``buffer_bytes`` is the size either way)."""
-
-    name: str
-    sizes: tuple[int, ...]
-    data_type: DataType
-    strides: tuple[int, ...] | None = None
-    total_bytes: int | None = None
-
-    @property
-    def element_size(self) -> int:
-        return numpy_dtype(self.data_type).itemsize
-
-    @property
-    def buffer_bytes(self) -> int:
-        """TotalTensorSizeInBytes as DirectML is given it: the case's, else the minimum."""
-        return buffer_size(self.element_size, self.sizes, self.strides, self.total_bytes)
-
-    @property
-    def minimum_bytes(self) -> int:
-        """DMLCalcBufferTensorSize's minimum for these Sizes and Strides."""
-        return calc_buffer_tensor_size(self.element_size, self.sizes, self.strides)
-
-    @property
-    def spanned_elements(self) -> int:
-        """The elements from the buffer's first to its last element's, both included (packed: the element count)."""
-        return index_of_last_element(self.sizes, self.strides) + 1
-
-    def buffer(self, array: np.ndarray, fill: bytes = b"\0") -> bytes:
-        """The tensor's buffer (``buffer_bytes`` long) holding ``array`` (shape Sizes) through the strides; the bytes
-        no element addresses hold ``fill`` repeated from the buffer's start. Several elements at one address (a zero
-        stride): the first in row-major order is written (reference/layout.py)."""
-        if array.shape != self.sizes or array.dtype.itemsize != self.element_size:
-            raise ValueError(f"{self.name}: an array {array.dtype}{array.shape} for Sizes {list(self.sizes)}")
-        size = self.buffer_bytes
-        pattern = np.frombuffer((fill * (size // max(len(fill), 1) + 1))[:size], dtype=np.uint8).copy()
-        return write_strided(pattern, array, self.strides).tobytes()
-
-    def read(self, buffer: bytes | np.ndarray) -> np.ndarray:
-        """The tensor (shape Sizes, the DataType's NumPy dtype) that ``buffer``'s bytes hold through the strides;
-        bytes past ``buffer_bytes`` (a guard region) are ignored."""
-        raw = np.frombuffer(buffer, dtype=np.uint8) if isinstance(buffer, bytes | bytearray) else buffer
-        return read_strided(raw[: self.buffer_bytes], numpy_dtype(self.data_type), self.sizes, self.strides)
-
-    @property
-    def given(self) -> bool:
-        """Whether the case gives this tensor a layout of its own (Strides or TotalTensorSizeInBytes)."""
-        return self.strides is not None or self.total_bytes is not None
+from conformance.layout import Layout as Layout  # re-exported: the stages ask this module for a case's layouts
+from conformance.model import Case, CaseLayouts, Descriptor, Operator, OutputDesc, TensorSpec
 
 
 def input_tensors(case: Case) -> dict[str, TensorSpec]:
@@ -73,21 +21,28 @@ def input_tensors(case: Case) -> dict[str, TensorSpec]:
     return OPERATORS[case.operator].inputs(case.descriptor)
 
 
-def input_layouts(case: Case) -> dict[str, Layout]:
-    """Every input tensor's layout, by DML name."""
-    return {
-        name: Layout(name, t.sizes, t.data_type, t.strides, t.total_bytes) for name, t in input_tensors(case).items()
+def case_layouts(
+    operator: Operator, descriptor: Descriptor, outputs: Mapping[str, OutputDesc] | None = None
+) -> CaseLayouts:
+    """Every tensor's layout of a case of ``operator`` with ``descriptor`` and the output descriptors it writes
+    (``outputs``; None: none), by DML name. An input's is its tensor's. An output's Sizes and DataType are the ones
+    the case writes, else those the descriptor gives it (its operator's ``outputs``: the spec page's rules; a valid
+    case's written ones are these), with the Strides and TotalTensorSizeInBytes the case writes."""
+    written: Mapping[str, OutputDesc] = outputs if outputs is not None else {}
+    entry = OPERATORS[operator]
+    inputs = {
+        name: Layout(name, t.sizes, t.data_type, t.strides, t.total_bytes)
+        for name, t in entry.inputs(descriptor).items()
     }
-
-
-def output_layouts(case: Case) -> dict[str, Layout]:
-    """Every output tensor's layout, by DML name: the Sizes and DataType the case writes, else those the descriptor
-    gives it (its operator's ``outputs``: the spec page's rules; a valid case's written ones are these), with the
-    Strides and TotalTensorSizeInBytes the case writes."""
-    derived = OPERATORS[case.operator].outputs(case.descriptor)
+    try:
+        derived = entry.outputs(descriptor)
+    except ValueError as error:
+        # No output Sizes follow from the descriptor (SLICE1's window arrays of unequal lengths): the validator refuses
+        # it before they are asked for; where they are asked for anyway, output_layouts raises this same error.
+        return CaseLayouts(inputs, {}, operator, descriptor, written, no_outputs=str(error))
     layouts = {}
     for name, output in derived.items():
-        given = case.outputs.get(name)
+        given = written.get(name)
         if given is None:
             layouts[name] = Layout(name, tuple(output.sizes), output.data_type)
             continue
@@ -95,7 +50,20 @@ def output_layouts(case: Case) -> dict[str, Layout]:
         sizes = given.sizes if given.sizes is not None else output.sizes
         data_type = given.data_type if given.data_type is not None else output.data_type
         layouts[name] = Layout(name, tuple(sizes), data_type, given.strides, given.total_bytes)
-    return layouts
+    return CaseLayouts(inputs, layouts, operator, descriptor, written)
+
+
+def input_layouts(case: Case) -> dict[str, Layout]:
+    """Every input tensor's layout, by DML name: those the case carries."""
+    return dict(case.layouts.inputs)
+
+
+def output_layouts(case: Case) -> dict[str, Layout]:
+    """Every output tensor's layout, by DML name: those the case carries (``case_layouts``). ValueError for a
+    descriptor that derives no output Sizes (``CaseLayouts.no_outputs``), which the validator refuses."""
+    if case.layouts.no_outputs:
+        raise ValueError(case.layouts.no_outputs)
+    return dict(case.layouts.outputs)
 
 
 def has_layouts(case: Case) -> bool:

@@ -24,6 +24,7 @@ from conformance.cases.keys import (
     Key,
     names,
 )
+from conformance.cases.layouts import case_layouts
 from conformance.cases.load import Document
 from conformance.cases.operators import OPERATORS
 from conformance.cases.parse_tensor import read_outputs, read_values
@@ -173,6 +174,7 @@ def _case(
             expect_invalid=reason,
             positions=positions,
             outputs=outputs,
+            layouts=case_layouts(operator, descriptor, outputs),
         )
     if problems or case is None:
         # A misspelt key is never what a negative case is meant to show: its case is refused, not "invalid as

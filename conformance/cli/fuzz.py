@@ -7,23 +7,22 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from conformance.cases.fields import member
+from conformance.cases.fields import member, unknown_operator
 from conformance.cases.keys import OPERATOR_PREFIX
 from conformance.cli.shared import EXIT_FAILED, EXIT_OK, chosen_eps
 from conformance.ep.providers import parse_ep
-from conformance.fuzz.search import PROMOTE, fuzz
+from conformance.fuzz.search import PROMOTE, SHRINK_EXAMPLES, fuzz
 from conformance.model import Operator
 from conformance.problems import first_line
 from conformance.run.command_line import Option, seconds, whole_number
-from conformance.run.options import SHRINK_EXAMPLES
 
 
 def operator(text: str) -> Operator:
     """--operator's check: an operator named as a case file's ``operator:`` names it (cases/fields.py's ``member``:
-    any case, the DML_ prefix optional)."""
+    any case, the DML_ prefix optional), and one it does not name refused as a case file's is (with the nearest)."""
     found = member(Operator, text, OPERATOR_PREFIX)
     if found is None:
-        raise ValueError(f"must be one of {', '.join(op.value for op in Operator)}, got {text!r}")
+        raise ValueError(unknown_operator(text, OPERATOR_PREFIX))
     return found
 
 

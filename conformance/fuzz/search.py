@@ -43,13 +43,14 @@ from conformance.fuzz.strategies import CaseDict
 from conformance.model import Case, Operator, Status
 from conformance.problems import first_line
 from conformance.results import Result, own_folder, write_text_atomic
-from conformance.run.options import SHRINK_EXAMPLES, RunOptions
+from conformance.run.options import RunOptions
 from conformance.run.runner import run_entry
 
 log = logging.getLogger(__name__)
 BATCH = 25  # examples per seeded batch: short enough that --time is kept to within a few seconds
 FAILING = (Status.FAIL, Status.ERROR)  # a fault (CRASH, ...) cannot happen: fuzz runs in this process
 FOUND = "cases/found/"  # the library's regression tests, which every run (and --quick) reads
+SHRINK_EXAMPLES = 400  # candidates run while shrinking: enough for the strategies' shapes to reach their minimum
 PROMOTE = f"To keep it as a regression test, review it, then copy it to {FOUND} (every run reads that folder)."
 
 

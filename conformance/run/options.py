@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # this module is imported by the pytest plugin's import, whic
 DEFAULT_TIMEOUT = 300.0  # seconds without progress: above the largest library case (about 10 s) by far
 HARNESS_TIMEOUT_FACTOR = 4  # the harness's own work on a case (preparing, judging) may take this many timeouts
 DEFAULT_PACK = 64
-SHRINK_EXAMPLES = 400  # fuzz's candidates run while shrinking: enough for the strategies' shapes to reach their minimum
 
 
 def feature_level(text: str) -> FeatureLevel | None:
