@@ -4,7 +4,7 @@ The fuzzer draws each operator's candidates at its ``FuzzEntry.draw_level`` (whe
 valid: each operator's module says why), but a minimal case usually needs less, and a case file's ``feature_level``
 decides where it runs: a target below it makes the case NOT_SUPPORTED. Tagged with the lowest level that admits it,
 a finding runs on every DirectML that can take it. Which feature needs which level is the validator's to say (each
-operator's rules are its module's: cases/top_k1.py, cases/mvn1.py, cases/slice1.py; cases/validate.py applies them),
+operator's rules are in its module of cases/, which cases/operators.py lists; cases/validate.py applies them),
 so it is asked at each level rather than restated here.
 """
 
