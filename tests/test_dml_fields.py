@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import numpy as np
 import pytest
@@ -30,6 +30,7 @@ from conformance.model import AxisDirection, Case, DataType, FeatureLevel, Opera
 REPO = Path(__file__).resolve().parent.parent
 POINTER = "const DML_TENSOR_DESC*"
 MAYBE_NULL = "_Maybenull_ const DML_TENSOR_DESC*"
+FUSED = "_Maybenull_ const DML_OPERATOR_DESC*"
 
 # DirectML.h: each desc's DML_OPERATOR_TYPE value and its fields, in order, with their C types and x64 offsets; the
 # struct's size.
@@ -75,11 +76,7 @@ HEADER: Mapping[str, tuple[int, tuple[tuple[str, str, int], ...], int]] = {
     ),
 }
 # The same facts by the case format's operator.
-DESC_OF = {
-    Operator.TOP_K1: "DML_OPERATOR_TOP_K1",
-    Operator.MEAN_VARIANCE_NORMALIZATION1: "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1",
-    Operator.SLICE1: "DML_OPERATOR_SLICE1",
-}
+DESC_OF = {operator: OPERATORS[operator].dml_operator.name for operator in Operator}
 ENUMS = {"DML_AXIS_DIRECTION_INCREASING": 0, "DML_AXIS_DIRECTION_DECREASING": 1}
 DATA_TYPES = {"FLOAT32": 1, "FLOAT16": 2, "UINT32": 3, "UINT16": 4, "UINT8": 5, "INT32": 6, "INT16": 7, "INT8": 8}
 
@@ -106,7 +103,9 @@ def _c_type(field: dml.Field) -> str:
         case dml.IntArray():
             return "const INT*"
         case dml.FusedActivation():
-            return "_Maybenull_ const DML_OPERATOR_DESC*"
+            return FUSED
+        case _:
+            assert_never(field)
 
 
 def _layouts(case: Case) -> dict[str, Layout]:
@@ -189,6 +188,7 @@ def _same_field(block: bytes, at: int, kind: str, written: Any, layout: Layout |
         kind_char = "I" if kind == "const UINT*" else "i"
         assert not written or list(struct.unpack_from(f"<{len(written)}{kind_char}", block, target)) == written
     else:  # a fused activation: its DML_OPERATOR_DESC, its desc's two NULL tensors, then its FLOATs in order
+        assert kind == FUSED, f"no reading of a {kind} field: add one here"
         target = _at(block, at, "<Q")
         assert (target == 0) == (written is None)
         if written is not None:

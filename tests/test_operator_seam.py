@@ -44,7 +44,7 @@ class _Entry:
 
 def test_a_table_lacking_an_operator_says_which_and_where() -> None:
     table = OperatorTable("scratch/table.py", [_Entry(Operator.TOP_K1)])
-    assert table.missing() == (Operator.MEAN_VARIANCE_NORMALIZATION1, Operator.SLICE1)
+    assert table.missing() == tuple(op for op in Operator if op is not Operator.TOP_K1)
     with pytest.raises(MissingOperator, match=r"scratch/table\.py has no entry for operator SLICE1"):
         table[Operator.SLICE1]
     assert table[Operator.TOP_K1] == _Entry(Operator.TOP_K1)

@@ -17,7 +17,7 @@ import numpy as np
 from conformance.cases.fields import Fields
 from conformance.cases.keys import Key
 from conformance.cases.validate_checker import Checker
-from conformance.model import DataType, Descriptor, Operator, OutputDesc, TensorSpec
+from conformance.model import DataType, Descriptor, FeatureLevel, Operator, OutputDesc, TensorSpec
 
 
 @dataclass(frozen=True)
@@ -52,3 +52,6 @@ class CaseOperator:
     # Its descriptor's fields after InputTensor, in the struct's order, for reports (parameters.py).
     describe: Callable[[Descriptor], dict[str, Described]]
     bytes_per_element: int  # the harness's own peak memory per InputTensor element (memory.py)
+    # The feature level its page's Availability gives ("This operator was introduced in DML_FEATURE_LEVEL_2_1."):
+    # a case below it is refused, citing the catalogue's ``<operator>.introduced-<level>`` clause.
+    introduced: FeatureLevel

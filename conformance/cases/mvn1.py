@@ -220,4 +220,5 @@ ENTRY = CaseOperator(
     # Measured peak per InputTensor element (benchmarks/case_memory.py): 99 (Scale and Bias full-size; 91 without them
     # or broadcast).
     bytes_per_element=112,
+    introduced=FeatureLevel(2, 1),  # its page: "This operator was introduced in DML_FEATURE_LEVEL_2_1."
 )

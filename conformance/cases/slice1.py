@@ -167,4 +167,5 @@ ENTRY = CaseOperator(
     describe=describe,
     # Measured peak per InputTensor element (benchmarks/case_memory.py): 24 (float32 and float16; int8 17).
     bytes_per_element=28,
+    introduced=FeatureLevel(2, 1),  # its page: "This operator was introduced in DML_FEATURE_LEVEL_2_1."
 )

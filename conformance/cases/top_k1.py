@@ -166,4 +166,5 @@ ENTRY = CaseOperator(
     describe=describe,
     # Measured peak per InputTensor element (benchmarks/case_memory.py): 44 (K near the axis size; 24 for K 8).
     bytes_per_element=52,
+    introduced=FeatureLevel(2, 1),  # its page: "This operator was introduced in DML_FEATURE_LEVEL_2_1."
 )

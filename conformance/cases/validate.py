@@ -14,20 +14,18 @@ from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.operators import OPERATORS
 from conformance.cases.validate_checker import Checker
 from conformance.cases.validate_layout import check_broadcast_data, check_layout
-from conformance.model import Case, FeatureLevel
+from conformance.model import Case
 from conformance.problems import Problem
-
-FL_2_1 = FeatureLevel(2, 1)
 
 
 def validate(case: Case, max_elements: int = DEFAULT_MAX_ELEMENTS) -> list[Problem]:
     """Every constraint of the case's operator page at the case's feature level; [] when valid."""
     checker = Checker(case, max_elements)
-    if case.feature_level < FL_2_1:
-        # "This operator was introduced in DML_FEATURE_LEVEL_2_1."
-        message = f"{case.operator} was introduced in feature level 2_1, not {case.feature_level}"
-        checker.fail("feature_level", message, f"{case.operator}.introduced-2_1")
-    OPERATORS[case.operator].validate(checker, case.descriptor)
+    entry = OPERATORS[case.operator]
+    if case.feature_level < entry.introduced:  # the page's "This operator was introduced in DML_FEATURE_LEVEL_..."
+        message = f"{case.operator} was introduced in feature level {entry.introduced}, not {case.feature_level}"
+        checker.fail("feature_level", message, f"{case.operator}.introduced-{entry.introduced}")
+    entry.validate(checker, case.descriptor)
     _layouts(checker)
     return checker.problems
 
