@@ -17,7 +17,8 @@ from typing import Any
 
 from conformance.environment import Environment, environment_from_json
 from conformance.model import EP_NOT_STARTED, Status
-from conformance.records import RecordError, Where, kind, read_record, read_value, shown
+from conformance.records import RecordError, Where, kind, read_record, read_value, record_json, shown
+from conformance.whose import Triage
 
 SCHEMA_VERSION = 1
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -166,6 +167,9 @@ class Result:
     # What DirectML's operator API answered (--ep dmlop): CreateOperator's and CompileOperator's HRESULTs, the
     # execution flags, the compiled operator's binding properties, each step's milliseconds. Empty for other EPs.
     directml: Mapping[str, Any] = field(default_factory=dict)
+    # Whose failure it is, where triage re-ran it (conformance/triage/, conformance/whose.py); None for a result
+    # not triaged (every passing one, and every one of a run without --triage).
+    triage: Triage | None = None
 
     def to_json(self) -> dict[str, Any]:
         # Field by field rather than dataclasses.asdict, whose deep copy of every mapping was most of the cost of
@@ -180,7 +184,9 @@ class Result:
         data["outputs_sha256"] = dict(self.outputs_sha256)
         # Written only where there are some: a run without --repeat (or --ep dmlop) writes what readers before the
         # fields read.
-        del data["repeats"], data["directml"]
+        del data["repeats"], data["directml"], data["triage"]
+        if self.triage is not None:
+            data["triage"] = _json_value(record_json(self.triage, whole=True))
         if self.directml:
             data["directml"] = _json_value(self.directml)
         if self.repeats:

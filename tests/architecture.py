@@ -21,7 +21,20 @@ ANYTHING = "anything"
 # Modules that import a module named at run time: the CLI's commands (from its command table) and the WebGPU EP's
 # package; anywhere else a computed name would hide an import from this check.
 DYNAMIC = frozenset({f"{PACKAGE}.cli.main", f"{PACKAGE}.ep.providers"})
-PIPELINE = ("cases", "ep", "compare", "run", "survive", "gate", "report", "coverage", "fuzz", "cli", "pytest_plugin")
+PIPELINE = (
+    "cases",
+    "ep",
+    "compare",
+    "run",
+    "survive",
+    "triage",
+    "gate",
+    "report",
+    "coverage",
+    "fuzz",
+    "cli",
+    "pytest_plugin",
+)
 _RULE = re.compile(r"^May import: (.+?)\.?$", re.MULTILINE)
 
 

@@ -25,6 +25,7 @@ CORE_MODULES = {
     "records.py",
     "operators.py",
     "ep_table.py",
+    "whose.py",
 }
 
 
