@@ -77,6 +77,9 @@ WHOLE_NUMBER = "a non-negative whole number"
 ANY_TEXT = "any text"  # the EP checks the value itself, and refuses a bad one when the session starts
 DIRECTML_DLL = "a DirectML.dll version"  # ep/directml.py's DIRECTML_VERSIONS: the builds the runner can load
 ONNXRUNTIME_DLL = "an onnxruntime.dll version"  # ep/directml.py's ONNXRUNTIME_DLL_VERSIONS
+# The harness's own DirectML option that runs the EP on the reference adapter, with the same DLLs: WARP on Windows,
+# lavapipe under Wine (a runner of its own: ep/wine/chain.py). Triage's first rung (docs/triage.md).
+REFERENCE = "reference"
 OptionValues = tuple[str, ...] | str | Flag
 
 
@@ -135,6 +138,12 @@ class KnownEp:
     # MeanVarianceNormalization kernel adds to the deviation (None: no kernel known to compute a descriptor).
     instance_norm_min_epsilon: float | None = None
     mvn_epsilon: float | None = None
+    # DirectML's execution flags as the EP sets them, where triage changes them (docs/triage.md): the option that
+    # allows half-precision computation (None: none), whether the EP allows it on every all-float16 operator
+    # without being asked, and the option that turns metacommands off.
+    half_precision_option: str | None = None
+    half_precision_on_float16: bool = False
+    metacommands_off_option: str | None = None
 
 
 CPU = KnownEp(
@@ -202,12 +211,17 @@ DML = KnownEp(
             "performance_preference": ("default", "high_performance", "minimum_power"),
             "device_filter": ("gpu", "npu", "any"),
             "disable_metacommands": TRUE_FALSE,  # ParseBoolean: "1" or "0" throws
-            # The harness's own, not the EP's: which DirectML.dll and onnxruntime.dll the runner loads.
+            # The harness's own, not the EP's: which DirectML.dll and onnxruntime.dll the runner loads, and whether
+            # it runs on the reference adapter.
             "directml": DIRECTML_DLL,
             "ort": ONNXRUNTIME_DLL,
+            REFERENCE: ONE_ZERO,
         }
     ),
-    exclusive=(Exclusive("device_id", ("performance_preference", "device_filter"), "picks the adapter itself"),),
+    exclusive=(
+        Exclusive("device_id", ("performance_preference", "device_filter"), "picks the adapter itself"),
+        Exclusive(REFERENCE, ("performance_preference", "device_filter"), "picks the reference adapter"),
+    ),
     runner=Runner.OFF_WINDOWS,
     package="onnxruntime-directml",
     fuses_activations=True,
@@ -216,6 +230,10 @@ DML = KnownEp(
     # DmlOperatorMeanVarianceNormalization.cpp builds DML MVN1 with Epsilon = Dml::DefaultEpsilon = 0.00001f
     # (DmlExecutionProvider/src/Operators/OperatorUtility.h), and no Scale or Bias.
     mvn_epsilon=0.00001,
+    # DmlOperator::GetExecutionFlags (DmlOperator.cpp) allows half precision on every operator whose tensors are all
+    # float16; no provider option turns it off.
+    half_precision_on_float16=True,
+    metacommands_off_option="disable_metacommands",
 )
 # DirectML's own operator API, each case's descriptor created as written (ep/dmlop.py): the adapter, the DLLs (as
 # DML's), and the DML_EXECUTION_FLAGS that change results, given to CompileOperator.
@@ -233,9 +251,12 @@ DMLOP = KnownEp(
             "allow_half_precision": ONE_ZERO,  # DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION
             "directml": DIRECTML_DLL,
             "ort": ONNXRUNTIME_DLL,
+            REFERENCE: ONE_ZERO,
         }
     ),
     runner=Runner.ALWAYS,
+    half_precision_option="allow_half_precision",
+    metacommands_off_option="disable_metacommands",
 )
 _CACHE_MODES = ("disabled", "lazyRelease", "simple", "bucket")
 # webgpu_provider_options.h (the short names: onnxruntime prefixes them with "ep.webgpuexecutionprovider.").

@@ -46,7 +46,9 @@ class Rung(Enum):
 
     REFERENCE = "reference"  # the reference adapter (WARP, lavapipe), the same DirectML.dll and path
     OTHER_PATH = "other-path"  # dml against dmlop: onnxruntime's lowering against DirectML's own operator
-    FLAGS = "flags"  # DirectML's half-precision or metacommands flag changed
+    HALF_PRECISION = "half-precision"  # DirectML's half-precision flag: off where the EP has an option for it, else
+    # on, on the other path (onnxruntime's DirectML EP sets it on every all-float16 operator)
+    METACOMMANDS = "metacommands"  # DirectML's metacommands off
     BUILD = "build"  # the previous DirectML build (the version matrix's)
     CPU = "cpu"  # onnxruntime's CPU EP
     GOLDENS = "goldens"  # the case's golden outputs, checked against the oracle
@@ -55,7 +57,8 @@ class Rung(Enum):
 @dataclass(frozen=True)
 class Rerun:
     """One re-run of a failing case: the rung, the ``--ep`` text it ran with, the adapter it ran on (where the path
-    names one), and its verdict; ``status`` None where it could not run at all (``message`` says why)."""
+    names one), and its verdict; ``status`` None where it could not run at all (``message`` says why), or where it
+    would run on the failing result's own adapter (``same_device``: the device is the reference adapter itself)."""
 
     rung: Rung
     ep: str
@@ -65,6 +68,7 @@ class Rerun:
     message: str = ""
     metrics: Mapping[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    same_device: bool = False
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,14 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
             "merge_command",
             "MERGE_OPTIONS",
         ),
+        "triage": Command(
+            "re-run a finished run's failing DirectML results on a ladder of references, where they ran, and write "
+            "whose failure each is into its results.json (docs/triage.md)",
+            (Positional("results", None, "RESULTS.json"),),
+            "conformance.cli.triage",
+            "triage_command",
+            "TRIAGE_OPTIONS",
+        ),
         "fuzz": Command(
             "random valid cases on an EP; a mismatch is shrunk to a case file under reports/fuzz/ (review it, then "
             "copy it to cases/found/)",

@@ -38,6 +38,7 @@ from conformance.cli.shared import (
     chosen_eps,
     existing,
 )
+from conformance.cli.triage import TRIAGE, triage_run
 from conformance.environment import Environment
 from conformance.ep.directml import DirectML
 from conformance.ep.dml_here import check_chains, directml_for
@@ -108,6 +109,7 @@ RUN_OPTIONS = (
     JOBS,
     PACK,
     REPEAT,
+    TRIAGE,
     REPORT_DIR,
     KEYWORD,
     QUICK,
@@ -208,6 +210,9 @@ def _run_suite(
     ran = _run_pairs(args, suite, eps, options, directml, supervisor, stream, done)
     if supervisor is not None:  # no more tasks: the workers exit while the reports are written (closed after)
         supervisor.stop()
+    if args.triage and not ran.interrupted:  # the failures re-run on the ladder before any report is written
+        entries = {entry.id: entry for entry in suite.entries}
+        ran = replace(ran, results=tuple(triage_run(ran.results, entries, options, args.quiet)))
     if ran.stopped is not None:
         log.error("%s", ran.stopped)
     skipped = skipped_files(suite.invalid_files, suite.problems)

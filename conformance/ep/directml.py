@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.ep_table import ONE_ZERO, REFERENCE
 from conformance.model import FeatureLevel
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,12 @@ DIRECTML_VERSIONS: tuple[str, ...] = tuple(dict.fromkeys(directml for _, directm
 ONNXRUNTIME_DLL_VERSIONS: tuple[str, ...] = tuple(
     wheel for wheel, _ in WHEELS if version_tuple(wheel) >= FIRST_WITH_ONNXRUNTIME_DLL
 )
-BUILD_OPTIONS = ("directml", "ort")  # the harness's own dml options: which DLLs, not how the EP runs
+# The software adapters a reference run uses, as DXGI describes them (fnmatch patterns): lavapipe under Wine, WARP on
+# Windows. A failing result on one of them already ran on the reference: triage does not run it there again.
+REFERENCE_ADAPTERS = ("llvmpipe*", "Microsoft Basic Render Driver*")
+DLL_OPTIONS = ("directml", "ort")  # the harness's own DirectML options that pick the DLLs the runner loads
+# The harness's own DirectML options: which DLLs, and which adapter's runner (the reference's), not how the EP runs.
+BUILD_OPTIONS = (*DLL_OPTIONS, REFERENCE)
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,9 @@ class Build:
 
     directml: str
     onnxruntime: str
+    # On the reference adapter (``--ep dmlop:reference=1``): a runner of its own, on lavapipe under Wine (its own
+    # Vulkan driver and Wine prefix: ep/wine/chain.py) or on WARP natively.
+    reference: bool = False
 
     @property
     def directml_wheel(self) -> str:
@@ -106,7 +115,11 @@ NEWEST_BUILD = Build(WHEELS[-1][1], WHEELS[-1][0])
 def build_of(options: Mapping[str, str]) -> Build:
     """The build a dml EP's options pick (``directml=``, ``ort=``; each defaults to the newest wheel's). Their
     values were checked against the versions above with every other option (providers.py, from the EP table)."""
-    return Build(options.get("directml", NEWEST_BUILD.directml), options.get("ort", NEWEST_BUILD.onnxruntime))
+    return Build(
+        options.get("directml", NEWEST_BUILD.directml),
+        options.get("ort", NEWEST_BUILD.onnxruntime),
+        options.get(REFERENCE) == ONE_ZERO.on,
+    )
 
 
 def feature_level_for(directml_version: str) -> FeatureLevel:

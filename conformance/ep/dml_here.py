@@ -21,8 +21,10 @@ def dml_through_wine(ep: EpSpec) -> bool:
     """Whether ``ep`` runs in the DirectML runner (conformance/ep/wine), as its row's ``runner`` says: ``dml`` is
     native on Windows (onnxruntime-directml in this process) and in the runner under Wine elsewhere; DirectML's
     operator API (``dmlop``) is the runner's alone, which on Windows runs natively (chain.find_chain picks its
-    chain)."""
+    chain); so is ``dml`` on the reference adapter."""
     runner = facts(ep).runner
+    if runner is Runner.OFF_WINDOWS and dml.build_of(ep.options).reference:
+        return True  # WARP on Windows: an adapter the runner makes its device on, which onnxruntime's options cannot
     return runner is Runner.ALWAYS or (runner is Runner.OFF_WINDOWS and sys.platform != "win32")
 
 
@@ -78,7 +80,7 @@ def _refuse_build_options(ep: EpSpec) -> None:
     ChainMissing (one line) where ``ep`` picks another."""
     from conformance.ep.wine.chain import ChainMissing
 
-    picked = [key for key in dml.BUILD_OPTIONS if key in ep.options]
+    picked = [key for key in dml.DLL_OPTIONS if key in ep.options]
     if picked:
         raise ChainMissing(
             f"{', '.join(picked)}= picks DLLs for the runner under Wine; on Windows the installed onnxruntime-directml "

@@ -5,5 +5,5 @@ previous DirectML build, the CPU EP, the goldens), ``decide`` turns their verdic
 verdicts, and ``rerun`` runs them and writes the record into the results (``dmlconf run --triage``,
 ``dmlconf triage RESULTS.json``). docs/triage.md is the reader's account.
 
-May import: cases, ep, run.
+May import: cases, compare, ep, run.
 """

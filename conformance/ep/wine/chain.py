@@ -12,6 +12,10 @@ Where each piece comes from (docs/directml-on-linux.md says why each is needed):
   machine without network is given them in ``$DMLCONF_CACHE/wheels``).
 - ``DISPLAY``: Wine reaches Vulkan through its X11 driver, so an X server (Xvfb will do) must be there.
 - ``WINEPREFIX``: default, a prefix in the cache, made with ``wineboot -i`` on first use.
+- ``DMLCONF_REFERENCE_ICD``: the reference adapter's Vulkan driver (``--ep dmlop:reference=1``, triage's first rung):
+  lavapipe's ICD json; default ``DMLWINE_LAVAPIPE_ICD`` (which ../shared/dml-wine's env scripts export). Its runner
+  gets ``VK_DRIVER_FILES`` naming it and a Wine prefix of its own (``DMLCONF_REFERENCE_PREFIX``, default the prefix's
+  path with ``-reference`` added): one prefix shows Wine's DXGI only its first Vulkan device.
 - ``DMLCONF_RUNNER_CC``: the C compiler that builds the runner once (the cache keeps it by the source's hash and the
   compiler): ``mingw`` (``x86_64-w64-mingw32-gcc`` on PATH) or ``zig`` (``python -m ziglang cc``, the ``ziglang``
   distribution's clang with its own MinGW headers and libraries: a compiler from pip alone, where no mingw-w64 package
@@ -120,6 +124,7 @@ class Chain:
     directml_wheel: Path | None = None  # None: ``wheel``'s own DirectML.dll
     winedebug: str | None = None  # None: the user's WINEDEBUG, else none of Wine's messages
     compiler: Compiler | None = None  # the one that built the runner; None: not known (a chain made by hand)
+    vulkan_icd: str | None = None  # the one Vulkan driver the runner may use (the reference's); None: the loader's
     transport: ClassVar[str] = TRANSPORT
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
@@ -136,6 +141,9 @@ class Chain:
         env.setdefault("WINEDEBUG", "-all")
         env.setdefault("WINE_D3D_CONFIG", "renderer=vulkan")  # DXGI names the real Vulkan device
         env.setdefault("VKD3D_SHADER_CACHE_PATH", "0")  # no shared cache file between concurrent runners
+        if self.vulkan_icd is not None:  # the reference adapter's driver alone (VK_ICD_FILENAMES: the older name)
+            env.pop("VK_ICD_FILENAMES", None)
+            env["VK_DRIVER_FILES"] = self.vulkan_icd
         return env
 
     def command(self) -> list[str]:
@@ -715,11 +723,40 @@ def find_chain(environ: Mapping[str, str] | None = None, build: Build = NEWEST_B
     same = build.directml_wheel == build.onnxruntime  # both DLLs from one wheel, as in the newest build
     directml_wheel = wheel if same else find_wheel(env, cache, True, build.directml_wheel)
     prefix = Path(env.get("WINEPREFIX") or cache / "wine-prefix")
+    icd = None
+    if build.reference:
+        icd = reference_icd(env)
+        prefix = Path(env.get(REFERENCE_PREFIX) or f"{prefix}-reference")
     compiler = find_compiler(env)
     runner = build_runner(cache, compiler)
     folder = _stage(runner, wheel, directml_wheel, vkd3d, cache)
     ensure_prefix(wine, prefix, env)
-    return Chain(wine, vkd3d, wheel, display, prefix, folder, build, directml_wheel, compiler=compiler)
+    return Chain(wine, vkd3d, wheel, display, prefix, folder, build, directml_wheel, compiler=compiler, vulkan_icd=icd)
+
+
+REFERENCE_ICD = "DMLCONF_REFERENCE_ICD"
+REFERENCE_PREFIX = "DMLCONF_REFERENCE_PREFIX"
+LAVAPIPE_ICD = "DMLWINE_LAVAPIPE_ICD"  # what ../shared/dml-wine's env.sh and local-env.sh export
+_ICD_FOLDERS = ("/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d")  # the Vulkan loader's system folders
+
+
+def reference_icd(environ: Mapping[str, str]) -> str:
+    """The reference adapter's Vulkan driver under Wine: lavapipe's ICD json, as DMLCONF_REFERENCE_ICD (else
+    DMLWINE_LAVAPIPE_ICD) names it, else the system's lavapipe; ChainMissing where there is none."""
+    for variable in (REFERENCE_ICD, LAVAPIPE_ICD):
+        given = environ.get(variable)
+        if given:
+            if not Path(given).is_file():
+                raise ChainMissing(f"{variable}={given}: no such file (the reference adapter's Vulkan ICD json)")
+            return given
+    for folder in _ICD_FOLDERS:  # Mesa's packaged lavapipe, where the system has one
+        found = sorted(Path(folder).glob("lvp_icd*.json"))
+        if found:
+            return str(found[0])
+    raise ChainMissing(
+        f"the reference adapter under Wine is lavapipe: set {REFERENCE_ICD} to its Vulkan ICD json "
+        "(lvp_icd.json of a Mesa recent enough for vkd3d-proton; docs/triage.md#the-reference-adapter)"
+    )
 
 
 def find_native_chain(
@@ -729,6 +766,12 @@ def find_native_chain(
     onnxruntime-directml's DLLs (``capi``, else its capi folder). A build other than the installed one is refused
     before this (dml_here), so ``build`` is only the runner's key."""
     env = os.environ if environ is None else environ
+    if build.reference:
+        raise ChainMissing(
+            "reference=1 on Windows would be WARP (IDXGIFactory4::EnumWarpAdapter), which the runner does not make "
+            "its device on yet: pick the adapter DXGI lists as Microsoft Basic Render Driver with device_id=N "
+            "(dmlconf doctor lists the adapters)"
+        )
     cache = make_cache(env)
     found = installed_capi(capi)
     compiler = find_compiler(env)
