@@ -1,8 +1,9 @@
 """results.json's ``environment`` as frozen records: what a run tested on (GPUs, CPU, software, each EP with its
-devices, DirectML and the chain under Wine), how it was made (command, when, which harness) and what it did not run
-(interrupted, skipped case files, runner deaths), and the shard it is. run/identity.py builds a run's record, which
-results.json is written from (``to_json``, whole: null and empty fields say "none" there); ``environment_from_json``
-reads it once (records.py checks every field), and every report, the gate and the diff read these attributes.
+devices, DirectML and the chain under Wine), how it was made (command, when, which harness, the waiver file it was
+gated with) and what it did not run (interrupted, skipped case files, runner deaths), and the shard it is.
+run/identity.py builds a run's record, which results.json is written from (``to_json``, whole: null and empty fields
+say "none" there); ``environment_from_json`` reads it once (records.py checks every field), and every report, the
+gate and the diff read these attributes.
 ``ran_on`` words the device and builds that executed an EP, for the reports and for an ``--artifacts`` README alike.
 """
 
@@ -233,6 +234,18 @@ class PeakMemory:
 
 
 @dataclass(frozen=True)
+class GatedWith:
+    """The waiver file a run was gated with (``run --waivers``, or ``merge``'s): where it was, the SHA-256 of its bytes,
+    its text (so that ``report``, ``merge`` and ``diff`` apply it again without it: gate/recorded.py) and the lines of
+    the entries that waived a failure of the run."""
+
+    path: str
+    sha256: str
+    text: str
+    applied_lines: tuple[int, ...] = field(default=(), metadata=NOT_NEGATIVE)
+
+
+@dataclass(frozen=True)
 class Environment:
     """What a run tested on, how it was made and what it did not run; every field optional (older files lack many)."""
 
@@ -269,6 +282,8 @@ class Environment:
     peak_memory: PeakMemory | None = field(default=None, metadata=WHERE_SET)
     interrupted: bool = field(default=False, metadata=WHERE_SET)
     planned_results: int | None = field(default=None, metadata=NOT_NEGATIVE | WHERE_SET)
+    # the waiver file the run was gated with; None: none (or an older file)
+    waivers: GatedWith | None = field(default=None, metadata=WHERE_SET)
 
     def ep(self, label: str) -> EpRecord | None:
         """The record of the EP ``label`` (a result's ``ep``), where the environment has one."""

@@ -95,7 +95,7 @@ def test_every_problem_of_every_item_is_reported_with_its_position(tmp_path: Pat
         "    ep: cuda\n"  # 3
         "    reason: r\n"  # 4
         "    tracking: ftp://example.com/1\n"  # 5: key "tracking" at col 5
-        "    severity: high\n"  # 6: unknown key at col 5
+        "    owner: me\n"  # 6: unknown key at col 5
         "  - ep: 3\n"  # 7: item and its "ep" key both at col 5
         "  -\n"  # 8: the empty item's null sits right after the dash, col 4
         "  - just a string\n"  # 9: col 5
@@ -106,10 +106,12 @@ def test_every_problem_of_every_item_is_reported_with_its_position(tmp_path: Pat
         "    tracking: https://example.com/has space\n"  # 14
         "extra: 1\n",  # 15: unknown top-level key at col 1
     )
-    fields = "case, ep, device, driver, reason, tracking"
+    fields = (
+        "case, ep, device, driver, failure_kind, max_abs_error, max_ulp, max_mismatches, verdict, reason, tracking"
+    )
     assert refusal(path) == [
-        f"{path}:15:1: extra: unknown field (expected one of: known_failures)",
-        f"{path}:6:5: known_failures.0.severity: unknown field (expected one of: {fields})",
+        f"{path}:15:1: extra: unknown field (expected one of: known_failures, flaky)",
+        f"{path}:6:5: known_failures.0.owner: unknown field (expected one of: {fields})",
         f"{path}:5:5: known_failures.0.tracking: must be " + TRACKING + ", got 'ftp://example.com/1'",
         f"{path}:7:5: known_failures.1.case: missing required field",
         f"{path}:7:5: known_failures.1.ep: must be text (quote it), got 3",
@@ -158,14 +160,16 @@ def test_a_url_without_a_host_is_not_a_tracking_link(tmp_path: Path) -> None:
 
 def test_the_top_level_must_be_a_mapping(tmp_path: Path) -> None:
     path = write(tmp_path, "- case: a\n")
-    assert refusal(path) == [f"{path}:1:1: must be a mapping with a 'known_failures:' list"]
+    assert refusal(path) == [f"{path}:1:1: must be a mapping with a 'known_failures:' or 'flaky:' list"]
 
 
 def test_the_known_failures_key_is_required(tmp_path: Path) -> None:
     path = write(tmp_path, "\nknown_failure: []\n")  # a typo, on line 2
     assert refusal(path) == [
-        f"{path}:2:1: known_failure: unknown field, did you mean known_failures? (expected one of: known_failures)",
-        f"{path}:2:1: known_failures: missing required field",  # where the mapping starts
+        f"{path}:2:1: known_failure: unknown field, did you mean known_failures? "
+        "(expected one of: known_failures, flaky)",
+        # where the mapping starts
+        f"{path}:2:1: known_failures: missing required field (a waiver file gives known_failures:, flaky: or both)",
     ]
 
 

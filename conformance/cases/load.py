@@ -161,6 +161,7 @@ class Document:
     path: str
     data: Any
     positions: dict[Path, SourcePos]
+    text: str = ""  # the file's text as read (a waiver file's is recorded with the run it gated)
 
     def pos(self, key: Path) -> SourcePos:
         """Where ``key`` was written, or its nearest recorded ancestor."""
@@ -357,10 +358,16 @@ def load_document(
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise CaseFileError([undecodable(name, raw, error)]) from None
+    return parse_document(name, text, max_nodes=max_nodes)
+
+
+def parse_document(name: str, text: str, *, max_nodes: int = DEFAULT_MAX_NODES) -> Document:
+    """Compose ``text``, read from (or recorded as) the file ``name``, under the same rules as ``load_document``: a
+    waiver file recorded in a results.json is read again from its text."""
     node = _compose(name, text, max_nodes)
     if node is None:
-        raise CaseFileError([Problem(start, "", "empty file: expected 'operator:' and 'cases:'")])
+        raise CaseFileError([Problem(SourcePos(name, 1, 1), "", "empty file: expected 'operator:' and 'cases:'")])
     converter = _Converter(name, max_nodes)
     converter.measure(node)
     data = converter.convert(node, ())
-    return Document(name, data, converter.positions)
+    return Document(name, data, converter.positions, text)

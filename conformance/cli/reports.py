@@ -9,18 +9,21 @@ import argparse
 import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from urllib.parse import quote
 
 from conformance.cli.output import say, warn
 from conformance.cli.shared import UsageError
-from conformance.environment import Environment
+from conformance.environment import Environment, GatedWith
 from conformance.gate.diff import SeveralEps, diff_runs, only_ep
-from conformance.gate.merge import MergeError, merge_runs
+from conformance.gate.merge import MergeError, merge_runs, recorded_waivers
+from conformance.gate.recorded import Gating, RecordedFileError, gating, record
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.verdict import decide
-from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers, stale_line
+from conformance.gate.waiver_file import WaiverFile, load_waiver_file
+from conformance.gate.waivers import Gate, apply_waivers, near_miss_keys, stale_line
 from conformance.model import Status
 from conformance.records import RecordError
 from conformance.report.diff import render_diff_console, render_diff_markdown
@@ -87,17 +90,40 @@ ALLOW_REMOVED = Option(
     flag=True,
 )
 REPORT_OPTIONS = (WAIVERS, QUIET, FORMAT, OUT_DIR)
-DIFF_OPTIONS = (MARKDOWN, MATCH, OLD_EP, NEW_EP, ALLOW_REMOVED)
+DIFF_OPTIONS = (MARKDOWN, MATCH, OLD_EP, NEW_EP, ALLOW_REMOVED, WAIVERS)
 MERGE_OPTIONS = (required(REPORT_DIR), WAIVERS, QUIET)
 
 
-def read_waivers(path: str | None) -> list[Waiver] | None:
-    """The waiver file's entries, or None without one; its problems are CaseFileError lines."""
+def read_waivers(path: str | None) -> WaiverFile | None:
+    """The waiver file, or None without one; its problems are CaseFileError lines."""
     if path is None:
         return None
     if not os.path.isfile(path):
         raise UsageError(f"--waivers: {path}: no such file")
-    return load_waivers(path)
+    return load_waiver_file(path)
+
+
+def chosen_gating(given: str | None, recorded: Sequence[GatedWith], results_path: str) -> Gating:
+    """The waiver file a reader gates a run with: ``given`` (--waivers), else the one the run recorded
+    (gate/recorded.py); a recorded file that cannot be applied again is a usage error naming the results.json."""
+    try:
+        return gating(read_waivers(given), recorded)
+    except RecordedFileError as error:
+        raise UsageError(f"{results_path}: {error}") from None
+
+
+def gated(choice: Gating, env: Environment, results: Sequence[Result]) -> tuple[Gate | None, Environment]:
+    """The gate ``choice`` gives ``results``, and the environment recording the file it was gated with (what
+    results.json keeps: gate/recorded.py); no gate, and the environment as it was, without a file."""
+    if choice.file is None:
+        return None, env
+    gate = apply_waivers(env, results, choice.file.entries)
+    return gate, replace(env, waivers=record(choice.file, gate))
+
+
+def gating_lines(choice: Gating, quiet: bool) -> list[str]:
+    """Which waiver file gated the run: always where it is not the run's own, else unless --quiet."""
+    return [choice.line] if choice.line and (choice.replaced or not quiet) else []
 
 
 class CannotWrite(OSError):
@@ -226,10 +252,15 @@ def gate_lines(gate: Gate, quiet: bool = False, recap: bool = True) -> list[str]
         else [
             f"known failures: {len(gate.expected_failures)} expected, {len(gate.unexpected_failures)} unexpected "
             f"failure(s), {len(gate.unexpected_passes)} unexpected pass(es), {len(gate.stale)} stale waiver(s)"
+            + (f", {len(gate.flaky)} flaky result(s) tolerated" if gate.flaky else "")
         ]
     )
     if recap:
-        lines += [f"UNEXPECTED FAIL {r.case} [{r.ep}]" for r in gate.unexpected_failures]
+        why = near_miss_keys(gate)
+        lines += [
+            f"UNEXPECTED FAIL {r.case} [{r.ep}]" + (f": {why[(r.case, r.ep)]}" if (r.case, r.ep) in why else "")
+            for r in gate.unexpected_failures
+        ]
         lines += [f"UNEXPECTED PASS {r.case} [{r.ep}]: {w.tracking} can be closed" for r, w in gate.unexpected_passes]
     if gate.stale and not quiet:  # one line: summary.md and report.html list them
         lines.append(f"warning: {stale_line(gate.stale)} (listed in summary.md and report.html)")
@@ -251,15 +282,12 @@ def _publish(
     out_dir: str,
     env: Environment,
     results: Sequence[Result],
-    waiver_file: str | None,
+    gate: Gate | None,
     formats: Sequence[str],
     quiet: bool = False,
 ) -> tuple[list[str], list[str], int]:
-    """``report`` and ``merge``'s common end: the gate and every format written; the paths written, the gate's
-    lines ending with the verdict, and the exit code. (A waiver file's problems are CaseFileError lines, which main
-    prints.)"""
-    waivers = read_waivers(waiver_file)
-    gate = apply_waivers(env, results, waivers) if waivers is not None else None
+    """``report`` and ``merge``'s common end: every format written; the paths written, the gate's lines ending with
+    the verdict, and the exit code."""
     summary = summarize(env, results)
     with _one_line():
         written = write_reports(out_dir, summary, results, gate, formats)
@@ -281,9 +309,11 @@ def report_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     env, results = document.environment, document.results
     out_dir = args.out_dir or os.path.dirname(args.results) or "."
     formats = args.format or list(REPORT_FORMATS)
+    choice = chosen_gating(args.waivers, [env.waivers] if env.waivers is not None else [], args.results)
+    gate, env = gated(choice, env, results)
     with writing_in(out_dir, "--out-dir"):
-        written, lines, code = _publish(out_dir, env, results, args.waivers, formats, args.quiet)
-    say("\n".join([*([] if args.quiet else written), *lines]))
+        written, lines, code = _publish(out_dir, env, results, gate, formats, args.quiet)
+    say("\n".join([*([] if args.quiet else written), *gating_lines(choice, args.quiet), *lines]))
     return _skipped_input(env, code)
 
 
@@ -291,17 +321,19 @@ def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     documents = [(path, _read(path)) for path in args.results]
     runs = [(path, document.environment, document.results) for path, document in documents]
     try:
-        env, results = merge_runs(runs)
+        env, results = merge_runs(runs, waivers_given=args.waivers is not None)
     except MergeError as error:
         raise UsageError(str(error)) from None
+    choice = chosen_gating(args.waivers, recorded_waivers(runs), ", ".join(args.results))
+    gate, env = gated(choice, env, results)
     results_path = os.path.join(args.report_dir, "results.json")
     with writing_in(args.report_dir, "--report-dir"):
         with _one_line(), _output(results_path):
             write_results(results_path, env.to_json(), results)
-        written, lines, code = _publish(args.report_dir, env, results, args.waivers, list(REPORT_FORMATS), args.quiet)
+        written, lines, code = _publish(args.report_dir, env, results, gate, list(REPORT_FORMATS), args.quiet)
     if not args.quiet:
         say(f"merged {len(results)} result(s) from {len(runs)} file(s): {', '.join([results_path, *written])}")
-    say("\n".join(lines))
+    say("\n".join([*gating_lines(choice, args.quiet), *lines]))
     return _skipped_input(env, code)
 
 
@@ -336,20 +368,26 @@ def diff_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         )
     old_env, old = _one_ep(args.old, "--old-ep", args.old_ep)
     new_env, new = _one_ep(args.new, "--new-ep", args.new_ep)
+    choice = chosen_gating(args.waivers, [new_env.waivers] if new_env.waivers is not None else [], args.new)
+    gate, _ = gated(choice, new_env, new)
+    flaky = frozenset((r.case, r.ep) for r, _ in gate.flaky) if gate is not None else frozenset()
     try:
-        comparison = diff_runs(old, new, old_env, new_env, args.match == "case", args.allow_removed)
+        comparison = diff_runs(old, new, old_env, new_env, args.match == "case", args.allow_removed, flaky)
     except SeveralEps as error:
         raise UsageError(f"--match case: {error}") from None
     except ValueError as error:
         raise UsageError(str(error)) from None
+    if gate is not None:
+        comparison = replace(comparison, new_gate=decide(summarize(new_env, new), gate).headline)
+    console = "\n".join([*gating_lines(choice, quiet=False), render_diff_console(comparison)])
     if args.markdown:  # written before the console's lines, whose reader may go away (output.py)
         try:
             with _one_line(), _output(args.markdown):
                 write_text_atomic(args.markdown, render_diff_markdown(comparison))
         except UsageError:
-            say(render_diff_console(comparison))  # the diff is not lost for want of its Markdown
+            say(console)  # the diff is not lost for want of its Markdown
             raise
-    say(render_diff_console(comparison))
+    say(console)
     if args.markdown:
         say(f"markdown: {args.markdown}")
     return 1 if comparison.regressed else 0

@@ -46,8 +46,10 @@ from conformance.ep.memory import memory_path
 from conformance.ep.providers import EpSpec, uses_directml
 from conformance.ep.wine.chain import ChainMissing
 from conformance.ep.wine.client import runners_peak
+from conformance.gate.recorded import record
 from conformance.gate.summary import Summary, summarize
-from conformance.gate.waivers import Gate, Waiver, apply_waivers
+from conformance.gate.waiver_file import WaiverFile
+from conformance.gate.waivers import Gate, apply_waivers
 from conformance.report.console import render_console
 from conformance.results import Result, write_results
 from conformance.run.command_line import Option, whole_number
@@ -292,7 +294,7 @@ def _report(
     env: Environment,
     results: Sequence[Result],
     planned: int,
-    waivers: list[Waiver] | None,
+    waivers: WaiverFile | None,
     lock: FolderLock,
     signal_name: str | None,
 ) -> int:
@@ -303,8 +305,10 @@ def _report(
         by = f" by {signal_name}" if signal_name else ""
         warn(f"interrupted{by}: writing the {len(results)} result(s) finished so far")
         env = replace(env, interrupted=True, planned_results=planned)
+    gate = apply_waivers(env, results, waivers.entries) if waivers is not None else None
+    if waivers is not None and gate is not None:  # recorded, so that a report of results.json gives this verdict
+        env = replace(env, waivers=record(waivers, gate))
     summary = summarize(env, results)
-    gate = apply_waivers(env, results, waivers) if waivers is not None else None
     written, unwritten = _write_all(args.report_dir, env, summary, results, gate, lock)
     # where nothing could be written, with results.jsonl the only record of the results; --quiet: the unexpected alone
     console = render_console(summary, gate=gate, quiet=args.quiet)

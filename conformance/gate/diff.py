@@ -24,6 +24,9 @@ outputs' hashes (``Result.outputs_sha256``) differ is listed under outputs diffe
 returned other bits (a DirectML release whose MVN rounds otherwise still passes within the tolerance), which no
 verdict shows. Neither list is a regression by itself.
 
+A regression whose new result a ``flaky:`` entry tolerates (the new run's waiver file: recorded, or ``--waivers``;
+gate/recorded.py) is listed apart as flaky, and is no regression: such a case fails some runs and passes others.
+
 A (case, EP) in only one run is a new or removed case. A removed result is a regression unless removals are allowed
 (``allow_removed``): a new run that lost most of the old one's results must not pass as "no regressions". Two runs with
 nothing in common regress whatever is allowed: a diff that compared nothing cannot vouch for the new run. So does a
@@ -99,6 +102,8 @@ class RunDiff:
     new_side: Side = field(default_factory=Side)
     # What fails the new run whatever its results (summary.unwaivable: incomplete, a runner death under a pack)
     new_unwaivable: tuple[str, ...] = ()
+    flaky: tuple[Changed, ...] = ()  # regressions a flaky entry of the new run's waiver file tolerates
+    new_gate: str = ""  # the new run's verdict under its waiver file (verdict.py's headline); empty without one
 
     @property
     def nothing_compared(self) -> bool:
@@ -112,6 +117,7 @@ class RunDiff:
         such count to give."""
         return (
             ("regressions", len(self.regressions)),
+            *([("flaky, tolerated", len(self.flaky))] if self.flaky else []),
             ("fixes", len(self.fixes)),
             ("metric drift", len(self.metric_drift)),
             *([("inputs differ", len(self.inputs_differ))] if self.inputs_differ else []),
@@ -251,7 +257,9 @@ def only_ep(results: Sequence[Result], environment: Environment, label: str) -> 
 class _Pairs:
     """The (case, EP)s found in both runs, sorted by the module docstring's rules as each is added."""
 
+    flaky_keys: frozenset[tuple[str, str]] = frozenset()  # (case, EP) of the new results a flaky entry tolerates
     regressions: list[Changed] = field(default_factory=list)
+    flaky: list[Changed] = field(default_factory=list)
     fixes: list[Changed] = field(default_factory=list)
     other: list[Changed] = field(default_factory=list)
     drift: list[Drift] = field(default_factory=list)
@@ -260,7 +268,10 @@ class _Pairs:
     bits: int = 0  # pairs whose outputs' hashes both runs recorded
 
     def add(self, was: Result, now: Result) -> None:
-        if (was.status in WORKING and failing(now)) or more_severe(was, now):
+        regressed = (was.status in WORKING and failing(now)) or more_severe(was, now)
+        if regressed and (now.case, now.ep) in self.flaky_keys:
+            self.flaky.append(Changed(was, now))
+        elif regressed:
             self.regressions.append(Changed(was, now))
         elif failing(was) and now.status in WORKING:
             self.fixes.append(Changed(was, now))
@@ -284,11 +295,13 @@ def diff_runs(
     new_environment: Environment | None = None,
     by_case: bool = False,
     allow_removed: bool = False,
+    flaky: frozenset[tuple[str, str]] = frozenset(),
 ) -> RunDiff:
     """Compare two runs by (case, EP), or by case alone (``by_case``: SeveralEps where a run holds several EPs);
-    entries follow the new run's order (removed cases: the old run's)."""
+    entries follow the new run's order (removed cases: the old run's). ``flaky``: (case, EP) of the new results
+    that a flaky entry tolerates."""
     before, after = _keyed(old, "old", by_case), _keyed(new, "new", by_case)
-    pairs = _Pairs()
+    pairs = _Pairs(flaky)
     for key, now in after.items():
         was = before.get(key)
         if was is not None:
@@ -301,6 +314,7 @@ def diff_runs(
     fails = unwaivable(recorded, completeness(recorded, len(new), idle(new), new_eps))
     return RunDiff(
         regressions=tuple(pairs.regressions),
+        flaky=tuple(pairs.flaky),
         fixes=tuple(pairs.fixes),
         other_changes=tuple(pairs.other),
         new_cases=tuple(r for key, r in after.items() if key not in before),

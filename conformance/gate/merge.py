@@ -10,6 +10,10 @@ another machine's EP, an older file) merge as they always did. The environment o
 and EPs of all of them are listed (EPs once per label), and each file's own environment is kept under ``shards``. What
 any file's run did not run is the merged run's: interrupted (with the M of "N of M"), and the case files --keep-going
 skipped, with their problems, so that no report of the merge shows a complete run where a shard was not.
+
+Waivers: files gated with one waiver file (``environment.waivers``; files gated with none do not count) make a run
+gated with it, applied again to every merged result; files gated with different ones are refused unless the merge
+is given its own (``waivers_given``: ``--waivers``), which then gates every result (and the command says so).
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from conformance.environment import Environment, Shard, ShardRecord
+from conformance.environment import Environment, GatedWith, Shard, ShardRecord
+from conformance.gate.recorded import named
 from conformance.results import Result
 
 T = TypeVar("T")
@@ -92,11 +97,38 @@ def check_shards(runs: Sequence[tuple[str, Environment, Sequence[Result]]]) -> N
         _whole_split(files, others)
 
 
-def merge_runs(runs: Sequence[tuple[str, Environment, Sequence[Result]]]) -> tuple[Environment, list[Result]]:
+def recorded_waivers(runs: Sequence[tuple[str, Environment, Sequence[Result]]]) -> tuple[GatedWith, ...]:
+    """Each distinct waiver file the files were gated with (by its SHA-256), in file order."""
+    found = {env.waivers.sha256: env.waivers for _, env, _ in runs if env.waivers is not None}
+    return tuple(found.values())
+
+
+def _one_waiver_file(runs: Sequence[tuple[str, Environment, Sequence[Result]]], given: bool) -> GatedWith | None:
+    """The waiver file the merged run records before it is gated again: the one its files were gated with; None
+    where they were gated with none, or where ``given`` replaces theirs; MergeError where they were gated with
+    several and none is given."""
+    recorded = recorded_waivers(runs)
+    if given or not recorded:
+        return None
+    if len(recorded) > 1:
+        gated = [(path, env.waivers) for path, env, _ in runs if env.waivers is not None]
+        first_path, first = gated[0]
+        other_path, other = next((path, w) for path, w in gated if w.sha256 != first.sha256)
+        raise MergeError(
+            f"{first_path} was gated with {named(first)} and {other_path} with {named(other)}: give --waivers FILE "
+            "to gate the merged run with one file"
+        )
+    return replace(recorded[0], applied_lines=())
+
+
+def merge_runs(
+    runs: Sequence[tuple[str, Environment, Sequence[Result]]], waivers_given: bool = False
+) -> tuple[Environment, list[Result]]:
     """(path, environment, results) per file -> one environment and all results, in file order."""
     if not runs:
         raise MergeError("nothing to merge")
     check_shards(runs)
+    waivers = _one_waiver_file(runs, waivers_given)
     owner: dict[tuple[str, str], int] = {}
     merged: list[Result] = []
     for index, (path, _, results) in enumerate(runs):
@@ -122,6 +154,7 @@ def merge_runs(runs: Sequence[tuple[str, Environment, Sequence[Result]]]) -> tup
         problems=_unique([problem for e in environments for problem in e.problems]),
         skipped_files=_unique([entry for e in environments for entry in e.skipped_files]),
         runner_deaths=tuple(death for e in environments for death in e.runner_deaths),
+        waivers=waivers,
         shards=tuple(
             Shard(
                 file=path,

@@ -64,6 +64,8 @@ def decide(summary: Summary, gate: Gate | None) -> Verdict:
             )
         if gate.expected_failures:
             reasons.append(f"{plural(len(gate.expected_failures), 'known failure')} waived")
+        if gate.flaky:
+            reasons.append(f"{plural(len(gate.flaky), 'flaky result')} tolerated")
     elif any(summary.totals.get(s) for s in FAILING):
         reasons.append(_failing_counts(summary) + ", no waiver file given")
     if not reasons:
@@ -131,8 +133,11 @@ def _grouped(results: Sequence[Result], waivers: dict[tuple[str, str], Waiver]) 
 
 
 def findings(results: Sequence[Result], gate: Gate | None) -> Findings:
-    """The failing results split by the gate, and the warnings, each grouped by signature."""
-    waived = {(r.case, r.ep): waiver for r, waiver in gate.expected_failures} if gate is not None else {}
+    """The failing results split by the gate, and the warnings, each grouped by signature; a failure a flaky entry
+    tolerated is among the waived."""
+    waived = (
+        {(r.case, r.ep): waiver for r, waiver in (*gate.expected_failures, *gate.flaky)} if gate is not None else {}
+    )
     failing = [r for r in results if r.status in FAILING]
     return Findings(
         unexpected=_grouped([r for r in failing if (r.case, r.ep) not in waived], {}),

@@ -1,14 +1,17 @@
-"""Known failures (waivers) and the CI gate they give a run's results.
+"""The CI gate a waiver file gives a run's results: which failures were expected, which were not and why, which
+known failures no longer fail, which flaky results were tolerated, which entries are stale. The file itself is read
+by waiver_file.py (its format: docs/waivers.md); whether a failure fits an entry's signature is signature.py's.
 
-A waiver file names failures a driver team already knows about, each with the bug that tracks it::
-
-    known_failures:
-      - case: "cases/top_k1/sweep.yaml::long-axis-ties*"   # fnmatch pattern on the full case id
-        ep: cuda                                           # fnmatch pattern on the result's EP label
-        device: "NVIDIA H100*"                             # optional: pattern on a GPU name in the environment
-        driver: "580.*"                                    # optional: pattern on that same GPU's driver version
-        reason: CUDA RadixTopK is not index-stable
-        tracking: https://github.com/microsoft/onnxruntime/issues/12345   # or a bug id: ADO#12345, BUG-123, 12345
+- A failing result that a known-failure entry matches (its case and EP patterns; on a GPU of this run that meets
+  its device and driver patterns) and that fits the entry's signature is expected: the first such entry in file
+  order is reported for it. One that entries match but none of whose signatures it fits is unexpected, and the
+  gate keeps why (``NearMiss``: "waived for tie_order; failed by values: 3/12 sequences fail") for every report.
+- Unexpected passes are judged per EP: an entry matching dml and dmlop whose dmlop results all pass says so for
+  dmlop only, and the gate judges each EP's results by the entries that match them. An entry's passing results on
+  an EP are unexpected passes only when none of its results on that EP still fails (a near miss still fails): a
+  pattern over a sweep whose other sizes pass is no unexpected pass while one of them fails.
+- A result that a ``flaky:`` entry matches is tolerated, whatever its status: its failure is never unexpected, its
+  pass never an unexpected pass, and a flaky entry is never stale. Known-failure entries do not judge it.
 
 Patterns are matched case-sensitively (``fnmatchcase``) on every platform: ``fnmatch`` folds case on Windows
 only, and the gate must give the same verdict on the Windows DirectML machines as on Linux CI.
@@ -16,30 +19,22 @@ only, and the gate must give the same verdict on the Windows DirectML machines a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any
-from urllib.parse import urlsplit
 
-from conformance.cases.fields import Fields
-from conformance.cases.load import load_document
 from conformance.environment import Environment
+from conformance.gate.signature import outside
 from conformance.gate.summary import Summary
-from conformance.model import SourcePos, Status
-from conformance.problems import CaseFileError, Problem
+from conformance.gate.waiver_file import TOP_KEY as TOP_KEY
+from conformance.gate.waiver_file import Waiver as Waiver
+from conformance.gate.waiver_file import WaiverFile as WaiverFile
+from conformance.gate.waiver_file import is_tracking as is_tracking
+from conformance.gate.waiver_file import load_waiver_file as load_waiver_file
+from conformance.gate.waiver_file import load_waivers as load_waivers
+from conformance.model import Status
 from conformance.results import FAILING, Result
 
-TOP_KEY = "known_failures"
-FIELDS = ("case", "ep", "device", "driver", "reason", "tracking")
-REQUIRED = frozenset({"case", "ep", "reason", "tracking"})
-_ITEM = "a mapping with case, ep, reason and tracking"
-# A bug id, for trackers a URL does not reach (an internal Azure DevOps, Jira): a number (12345, #12345), a tracker's
-# prefix and a number (ADO#12345, microsoft/onnxruntime#123), or a Jira-style key (BUG-123, DML-42). Anything else
-# ("TODO", "see above", "ftp://...") names no bug, and a waiver without one is never followed up.
-BUG_ID = re.compile(r"#?[0-9]+|[A-Za-z][A-Za-z0-9_.\-/]*#[0-9]+|[A-Za-z][A-Za-z0-9_]*-[0-9]+")
-TRACKING_FORMS = "an http(s) URL or a bug id (12345, ADO#12345, BUG-123)"
 # A waived case that now runs to PASS or QUALITY_WARNING no longer fails: the known failure is fixed (or moved).
 # NOT_SUPPORTED, NOT_EXPRESSIBLE and INVALID are in neither set on purpose: the EP gave no verdict on the case (it
 # declined it, ONNX cannot express it, or the validator rejected a negative case before any EP ran), so such a
@@ -48,17 +43,19 @@ _NOT_FAILING = frozenset({Status.PASS, Status.QUALITY_WARNING})
 
 
 @dataclass(frozen=True)
-class Waiver:
-    """One known failure: patterns on the case id and EP label, optionally on one GPU's name and driver version;
-    ``pos`` is where its list item was written."""
+class NearMiss:
+    """A failing result that ``waiver`` (the first known failure in file order that matches it) names, but that
+    fails otherwise than its signature says: an unexpected failure, and ``why`` ("waived up to max_ulp 4; failed
+    with 412 ULP")."""
 
-    case: str
-    ep: str
-    device: str | None
-    driver: str | None
-    reason: str
-    tracking: str
-    pos: SourcePos
+    result: Result
+    waiver: Waiver
+    why: str
+
+    @property
+    def line(self) -> str:
+        """What a report prints beside the failure: why, and where the entry it missed is written."""
+        return f"{self.why} (the entry at {self.waiver.pos})"
 
 
 @dataclass(frozen=True)
@@ -74,7 +71,9 @@ class Gate:
     waivers are reported, and do not fail the gate.
 
     Unexpected passes DO fail the gate by default (``unexpected_passes_fail``): a driver team must notice the fix
-    so that the waiver is removed, else it would silently hide the next regression.
+    so that the waiver is removed, else it would silently hide the next regression. ``near_misses``: the unexpected
+    failures that an entry names but whose failure lies outside its signature, each with why. ``flaky``: the failing
+    results a flaky entry tolerated.
     """
 
     expected_failures: tuple[tuple[Result, Waiver], ...]
@@ -82,95 +81,20 @@ class Gate:
     unexpected_passes: tuple[tuple[Result, Waiver], ...]
     stale: tuple[Waiver, ...]
     unexpected_passes_fail: bool = True
+    near_misses: tuple[NearMiss, ...] = ()
+    flaky: tuple[tuple[Result, Waiver], ...] = ()
 
     @property
     def failed(self) -> bool:
         """True when a failure is not waived, or (by default) when a waived failure passes now."""
         return bool(self.unexpected_failures) or (self.unexpected_passes_fail and bool(self.unexpected_passes))
 
-
-def load_waivers(path: str) -> list[Waiver]:
-    """Read a waiver file; raise CaseFileError carrying every problem as a ``path:line:col: field: message`` line."""
-    try:
-        doc = load_document(path)
-    except CaseFileError as error:
-        raise CaseFileError([_for_waivers(problem) for problem in error.problems]) from None
-    if not isinstance(doc.data, dict):
-        raise CaseFileError([Problem(doc.pos(()), "", f"must be a mapping with a '{TOP_KEY}:' list")])
-    positions = {".".join(map(str, key)): pos for key, pos in doc.positions.items()}
-    problems: list[Problem] = []
-    top = Fields(doc.data, "", positions, problems)
-    top.check_known([TOP_KEY])
-    items = doc.data.get(TOP_KEY)
-    waivers: list[Waiver] = []
-    if not top.has(TOP_KEY):
-        top.problem(TOP_KEY, "missing required field")
-    elif not isinstance(items, list):
-        top.problem(TOP_KEY, f"must be a list of known failures (write '{TOP_KEY}: []' for none), got {items!r}")
-    else:
-        for index, raw in enumerate(items):
-            waiver = _waiver(Fields(raw, f"{TOP_KEY}.{index}", positions, problems), raw)
-            if waiver is not None:
-                waivers.append(waiver)
-    if problems:
-        raise CaseFileError(problems)
-    return waivers
-
-
-def _for_waivers(problem: Problem) -> Problem:
-    """load_document's message for an empty file speaks of case files; a waiver file expects something else."""
-    if problem.message.startswith("empty file"):
-        return replace(problem, message=f"empty file: expected '{TOP_KEY}:' (write '{TOP_KEY}: []' for none)")
-    return problem
-
-
-def _waiver(item: Fields, raw: Any) -> Waiver | None:
-    """One list item as a Waiver, or None after recording its problems."""
-    before = len(item.problems)
-    if raw is None:
-        item.problem("", f"empty list item: expected {_ITEM}")
-        return None
-    if not isinstance(raw, dict):
-        item.problem("", f"must be {_ITEM}, got {raw!r}")
-        return None
-    item.check_known(FIELDS)
-    values = {name: _text(item, name) for name in FIELDS}
-    tracking = values["tracking"]
-    if tracking is not None and not is_tracking(tracking):
-        item.problem("tracking", f"must be {TRACKING_FORMS} of the bug that tracks the failure, got {tracking!r}")
-    case, ep, reason = values["case"], values["ep"], values["reason"]
-    if case is None or ep is None or reason is None or tracking is None or len(item.problems) > before:
-        return None
-    return Waiver(case, ep, values["device"], values["driver"], reason, tracking, item.pos())
-
-
-def _text(item: Fields, name: str) -> str | None:
-    """A non-empty string field; numbers are refused rather than converted: ``driver: 580.10`` reads as 580.1."""
-    if not item.has(name):
-        if name in REQUIRED:
-            item.problem(name, "missing required field")
-        return None
-    value = item.raw[name]
-    if not isinstance(value, str):
-        item.problem(name, f"must be text (quote it), got {value!r}")
-        return None
-    if not value.strip():
-        item.problem(name, "must not be empty")
-        return None
-    return value
-
-
-def is_tracking(text: str) -> bool:
-    """Whether ``text`` names a bug: an http(s) URL with a host, or a bug id (``BUG_ID``)."""
-    return BUG_ID.fullmatch(text) is not None or _is_url(text)
-
-
-def _is_url(text: str) -> bool:
-    try:
-        parts = urlsplit(text)
-    except ValueError:  # e.g. an unclosed IPv6 bracket
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.hostname) and not any(c.isspace() for c in text)
+    @property
+    def applied(self) -> tuple[Waiver, ...]:
+        """The entries that waived a failure of this run (an expected failure, a tolerated flaky result), once
+        each, in file order."""
+        used = dict.fromkeys(waiver for _, waiver in (*self.expected_failures, *self.flaky))
+        return tuple(sorted(used, key=lambda waiver: (waiver.pos.line, waiver.pos.col)))
 
 
 def apply_waivers(
@@ -180,35 +104,51 @@ def apply_waivers(
     *,
     unexpected_passes_fail: bool = True,
 ) -> Gate:
-    """Sort ``results`` against ``waivers`` on the GPUs of ``environment`` (results.json's); the first waiver in
-    file order that matches a result is the one reported for it."""
+    """Sort ``results`` against ``waivers`` (a file's ``entries``: known failures and flaky ones alike) on the GPUs
+    of ``environment`` (results.json's), by the rules of the module's docstring."""
     gpus = _gpus(environment)
     here = [(index, waiver) for index, waiver in enumerate(waivers) if _on_this_machine(waiver, gpus)]
+    known = [(index, waiver) for index, waiver in here if not waiver.flaky]
+    flaky = [waiver for _, waiver in here if waiver.flaky]
     matched: set[int] = set()
-    decided: set[int] = set()  # matched a result with a verdict: failing (expected) or passing
-    still_failing: set[int] = set()
+    decided: set[int] = set()  # matched a result with a verdict: failing (expected or not) or passing
+    still_failing: set[tuple[int, str]] = set()  # (entry, EP label) with a failing result
     expected: list[tuple[Result, Waiver]] = []
     unexpected: list[Result] = []
-    passing: dict[int, list[Result]] = {}
+    near: list[NearMiss] = []
+    tolerated: list[tuple[Result, Waiver]] = []
+    passing: dict[tuple[int, str], list[Result]] = {}
     for result in results:
-        matching = [(index, waiver) for index, waiver in here if _matches(waiver, result)]
+        flake = next((waiver for waiver in flaky if _matches(waiver, result)), None)
+        if flake is not None:
+            if result.status in FAILING:
+                tolerated.append((result, flake))
+            continue
+        matching = [(index, waiver) for index, waiver in known if _matches(waiver, result)]
         matched.update(index for index, _ in matching)
         if result.status in FAILING or result.status in _NOT_FAILING:
             decided.update(index for index, _ in matching)
         if result.status in FAILING:
+            still_failing.update((index, result.ep) for index, _ in matching)
+            fitting = next((waiver for _, waiver in matching if outside(waiver, result) is None), None)
+            if fitting is not None:
+                expected.append((result, fitting))
+                continue
+            unexpected.append(result)
             if matching:
-                expected.append((result, matching[0][1]))
-                still_failing.update(index for index, _ in matching)
-            else:
-                unexpected.append(result)
+                first = matching[0][1]
+                near.append(NearMiss(result, first, outside(first, result) or ""))
         elif result.status in _NOT_FAILING:
             for index, _ in matching:
-                passing.setdefault(index, []).append(result)
-    # An entry is a known failure that no longer happens when none of the results it matches fails: a pattern that
-    # also covers passing variants (a sweep's other sizes) is not a pass while one of its variants still fails.
-    passes = [(r, waivers[index]) for index, rs in passing.items() if index not in still_failing for r in rs]
-    stale = tuple(waivers[index] for index, _ in here if index in matched and index not in decided)
-    return Gate(tuple(expected), tuple(unexpected), tuple(passes), stale, unexpected_passes_fail)
+                passing.setdefault((index, result.ep), []).append(result)
+    # Per (entry, EP): the entry's results on one EP are passes only where none of them still fails there.
+    passes = [
+        (r, waivers[entry]) for (entry, ep), rs in passing.items() if (entry, ep) not in still_failing for r in rs
+    ]
+    stale = tuple(waiver for index, waiver in known if index in matched and index not in decided)
+    return Gate(
+        tuple(expected), tuple(unexpected), tuple(passes), stale, unexpected_passes_fail, tuple(near), tuple(tolerated)
+    )
 
 
 STALE_WHY = "their cases ran here but gave no verdict (NOT_SUPPORTED, NOT_EXPRESSIBLE, INVALID)"
@@ -223,10 +163,21 @@ def stale_line(stale: Sequence[Waiver], shown: int = 5) -> str:
 
 
 def waived_keys(gate: Gate) -> dict[tuple[str, str], str]:
-    """(case, ep) of each expected failure -> "reason (tracking)", for reporters to print beside the failure."""
-    return {
+    """(case, ep) of each expected failure -> "reason (tracking)", and of each tolerated flaky result -> "flaky:
+    reason (tracking)", for reporters to print beside the failure."""
+    keys = {
         (result.case, result.ep): f"{waiver.reason} ({waiver.tracking})" for result, waiver in gate.expected_failures
     }
+    keys.update(
+        {(result.case, result.ep): f"flaky: {waiver.reason} ({waiver.tracking})" for result, waiver in gate.flaky}
+    )
+    return keys
+
+
+def near_miss_keys(gate: Gate) -> dict[tuple[str, str], str]:
+    """(case, ep) of each unexpected failure that an entry names but whose failure lies outside its signature ->
+    why, and where the entry is (``NearMiss.line``), for reporters to print beside the failure."""
+    return {(miss.result.case, miss.result.ep): miss.line for miss in gate.near_misses}
 
 
 def _gpus(environment: Environment) -> list[tuple[str, str]]:

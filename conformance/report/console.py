@@ -9,19 +9,21 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from conformance.gate.summary import STATUS_ORDER, Summary, death_reason, death_verdict
-from conformance.gate.waivers import Gate, waived_keys
+from conformance.gate.waivers import Gate, near_miss_keys, waived_keys
 from conformance.model import Status
 from conformance.problems import first_line
 from conformance.report.text import plain
 from conformance.results import FAILING, Result, verdict_text
 
 
-def _block(result: Result, mark: str = "") -> str:
-    """A result as its status, kind, case and EP, its message's first line and, for a failure, its repro."""
+def _block(result: Result, mark: str = "", outside: str = "") -> str:
+    """A result as its status, kind, case and EP, its message's first line, why a waiver that names it does not
+    cover it (``outside``) and, for a failure, its repro."""
     detail = f" ({result.failure_kind})" if result.failure_kind else ""
     return (
         f"{mark}{result.status.value}{detail} {plain(result.case)} [{plain(result.ep)}]\n"
         f"  {plain(first_line(result.message))}"
+        + (f"\n  outside its waiver: {plain(outside)}" if outside else "")
         + (f"\n  repro: {plain(result.repro)}" if result.status in FAILING else "")
     )
 
@@ -34,9 +36,11 @@ def _unexpected(summary: Summary, gate: Gate | None, max_listed: int) -> list[st
     """Failures no waiver covers (every failure without a waiver file), most severe first, then known failures
     that pass now: the results a gate fails on."""
     known = waived_keys(gate) if gate is not None else {}
+    outside = near_miss_keys(gate) if gate is not None else {}
     mark = "UNEXPECTED " if gate is not None else ""
     failing = [r for r in _ordered(summary.notable) if r.status in FAILING and (r.case, r.ep) not in known]
-    parts = [_block(r, mark) for r in failing[:max_listed]] + _more(failing, max_listed, "unexpected failures")
+    parts = [_block(r, mark, outside.get((r.case, r.ep), "")) for r in failing[:max_listed]]
+    parts += _more(failing, max_listed, "unexpected failures")
     passes = gate.unexpected_passes if gate is not None else ()
     parts += [
         f"UNEXPECTED PASS {plain(r.case)} [{plain(r.ep)}]: a known failure no longer fails, remove its waiver "

@@ -45,6 +45,8 @@ def _side(which: str, s: Side) -> str:
 
 def _sides(d: RunDiff) -> list[str]:
     lines = [_side("old", d.old_side), _side("new", d.new_side)]
+    if d.new_gate:
+        lines.append(f"the new run's gate: {d.new_gate}")
     if d.by_case:
         lines.append("paired by case (--match case): each new result is compared with the old run's of its case")
     return lines
@@ -94,6 +96,7 @@ def _verdict(d: RunDiff) -> str:
 def _sections(d: RunDiff) -> list[tuple[str, Sequence[Any]]]:
     return [
         ("Regressions", d.regressions),
+        ("Flaky, tolerated by the waiver file", d.flaky),
         ("Fixes", d.fixes),
         ("Metric drift", d.metric_drift),
         ("Inputs differ", d.inputs_differ),

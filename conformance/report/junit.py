@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from conformance.gate.summary import NO_VERDICT, Summary, death_reason, fails_the_run
-from conformance.gate.waivers import Gate, Waiver, waived_keys
+from conformance.gate.waivers import Gate, Waiver, near_miss_keys, waived_keys
 from conformance.model import Status
 from conformance.problems import first_line
 from conformance.results import FAILING, Result
@@ -82,8 +82,11 @@ class _Counts:
         }
 
 
-def _testcase(suite: ET.Element, r: Result, waiver: str | None, passing: Waiver | None, counts: _Counts) -> None:
-    """``waiver``: why a failure here is known; ``passing``: the waiver of a known failure that passes now."""
+def _testcase(
+    suite: ET.Element, r: Result, waiver: str | None, passing: Waiver | None, outside: str, counts: _Counts
+) -> None:
+    """``waiver``: why a failure here is known; ``passing``: the waiver of a known failure that passes now;
+    ``outside``: why a waiver that names this failure does not cover it."""
     classname = f"{r.operator}.{_CLASSNAME_UNSAFE.sub('_', r.ep)}"
     case = _element(suite, "testcase", name=r.case, classname=classname, time=_seconds(r.seconds))
     counts.tests += 1
@@ -96,7 +99,11 @@ def _testcase(suite: ET.Element, r: Result, waiver: str | None, passing: Waiver 
         counts.skipped += 1
     elif r.status in FAILING:
         tag = "failure" if r.status in _WRONG_ANSWER else "error"
-        _element(case, tag, _detail(r), message=headline, type=r.failure_kind or r.status.value)
+        # A waiver that names the case but not this failure: why, first, where a CI's test tab shows the message.
+        why = f"outside its waiver: {outside}" if outside else ""
+        text = f"{why}\n\n{_detail(r)}" if why else _detail(r)
+        message = f"{why}; {headline}" if why else headline
+        _element(case, tag, text, message=message, type=r.failure_kind or r.status.value)
         counts.failures += r.status in _WRONG_ANSWER
         counts.errors += r.status not in _WRONG_ANSWER
     elif r.status in NO_VERDICT:
@@ -159,6 +166,7 @@ def _runner_deaths(root: ET.Element, summary: Summary, facts: Sequence[tuple[str
 def render_junit(summary: Summary, results: Sequence[Result], gate: Gate | None = None) -> str:
     """JUnit XML for ``results`` (of ``summary``), sorted by the known-failure ``gate`` where there is one."""
     waived = waived_keys(gate) if gate is not None else {}
+    outside = near_miss_keys(gate) if gate is not None else {}
     passing = {(r.case, r.ep): w for r, w in gate.unexpected_passes} if gate and gate.unexpected_passes_fail else {}
     root = ET.Element("testsuites", name="dml-conformance")
     grouped: dict[tuple[str, str], list[Result]] = {}
@@ -170,7 +178,8 @@ def render_junit(summary: Summary, results: Sequence[Result], gate: Gate | None 
         suite = _suite(root, f"{operator} [{ep}]", facts)
         counts = _Counts()
         for r in members:
-            _testcase(suite, r, waived.get((r.case, r.ep)), passing.get((r.case, r.ep)), counts)
+            pair = (r.case, r.ep)
+            _testcase(suite, r, waived.get(pair), passing.get(pair), outside.get(pair, ""), counts)
         _finish(suite, counts, total)
     _completeness(root, summary, facts, total)
     _runner_deaths(root, summary, facts, total)

@@ -16,7 +16,7 @@ from conformance.gate.summary import (
     severity,
 )
 from conformance.gate.verdict import decide
-from conformance.gate.waivers import STALE_WHY, Gate, waived_keys
+from conformance.gate.waivers import STALE_WHY, Gate, near_miss_keys, waived_keys
 from conformance.problems import first_line
 from conformance.report.text import cell, code, code_cell, table
 
@@ -95,6 +95,7 @@ def _failures(summary: Summary, gate: Gate | None) -> list[str]:
     """Failures and warnings, unexpected ones first (so that the rows cut at MAX_ROWS are the known failures, which
     say they are known), each with its message's first line and its reproduction command."""
     known = waived_keys(gate) if gate is not None else {}
+    outside = {key: f"outside its waiver: {why}; " for key, why in (near_miss_keys(gate) if gate else {}).items()}
     failing = sorted(
         (r for r in summary.notable if r.status not in NO_VERDICT),
         key=lambda r: ((r.case, r.ep) in known, severity(r.status)),
@@ -107,7 +108,7 @@ def _failures(summary: Summary, gate: Gate | None) -> list[str]:
             cell(r.ep),
             r.status.value + (" (known)" if (r.case, r.ep) in known else ""),
             cell(r.failure_kind or ""),
-            cell(first_line(r.message, 100)),
+            cell(outside.get((r.case, r.ep), "") + first_line(r.message, 100)),
             code_cell(r.repro),
         ]
         for r in failing[:MAX_ROWS]
