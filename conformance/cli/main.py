@@ -1,14 +1,15 @@
 """dmlconf: ``validate`` case files, ``run`` them on execution providers (``list`` what a run selects),
-``report`` and ``diff`` runs, map their ``coverage``, ``fuzz`` an EP, print the case files' ``schema``.
+``report`` and ``diff`` runs, map their ``coverage``, ``fuzz`` an EP, print the case files' ``schema``, suggest and
+lint ``waivers``.
 
 Exit codes: 0 nothing failed; 1 a FAIL or ERROR (run, report; with --waivers only unexpected ones), a regression
-(diff), a clause left uncovered (coverage) or a mismatch found (fuzz); 2 invalid input or usage (one line per
-problem).
+(diff), a clause left uncovered (coverage), a mismatch found (fuzz) or a finding (waivers lint); 2 invalid input or
+usage (one line per problem).
 
 Each command's module is imported only when that command runs: ``report``, ``diff``, ``merge``, ``validate``,
-``list``, ``coverage`` and ``schema`` never load onnxruntime or onnx. Each command lists the options it takes in its
-module (``Command.options``), which the command line renders for that command alone: the parser is built for the
-command named, so that no other command's module is imported.
+``list``, ``coverage``, ``waivers`` and ``schema`` never load onnxruntime or onnx. Each command lists the options it
+takes in its module (``Command.options``), which the command line renders for that command alone: the parser is
+built for the command named, so that no other command's module is imported.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Positional:
     nargs: str | None
     metavar: str
     help: str | None = None
+    choices: tuple[str, ...] | None = None  # a subcommand's name (``waivers suggest``)
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,17 @@ COMMAND_TABLE: Mapping[str, Command] = MappingProxyType(
             "conformance.cli.triage",
             "triage_command",
             "TRIAGE_OPTIONS",
+        ),
+        "waivers": Command(
+            "waiver file tools: 'suggest RESULTS.json' prints entries for a run's unexpected failures; 'lint FILE "
+            "[PATH...]' finds duplicate, overlapping and dead entries against the case library (default cases/)",
+            (
+                Positional("tool", None, "{suggest,lint}", "suggest or lint", ("suggest", "lint")),
+                Positional("paths", "+", "FILE", "suggest: RESULTS.json; lint: the waiver file, then case paths"),
+            ),
+            "conformance.cli.waivers",
+            "waivers_command",
+            "WAIVERS_OPTIONS",
         ),
         "fuzz": Command(
             "random valid cases on an EP; a mismatch is shrunk to a case file under reports/fuzz/ (review it, then "
@@ -197,7 +210,13 @@ def _parser(named: str | None) -> argparse.ArgumentParser:
         if name != named:
             continue
         for positional in command.positionals:
-            sub.add_argument(positional.name, nargs=positional.nargs, metavar=positional.metavar, help=positional.help)
+            sub.add_argument(
+                positional.name,
+                nargs=positional.nargs,
+                metavar=positional.metavar,
+                help=positional.help,
+                choices=positional.choices,
+            )
         add_options(sub.add_argument, options_of(name))
     return parser
 

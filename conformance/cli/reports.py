@@ -188,7 +188,7 @@ def writing_in(folder: str, option: str) -> Iterator[None]:
         yield
 
 
-def _read(path: str) -> ResultsFile:
+def read_run(path: str) -> ResultsFile:
     """A results.json, or a one-line usage error naming the file and what is wrong: where in it for a document that
     is no results.json ("r.json: results[3].status: 'BOGUS' is not a status")."""
     try:
@@ -305,7 +305,7 @@ def _skipped_input(env: Environment, code: int) -> int:
 
 
 def report_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    document = _read(args.results)
+    document = read_run(args.results)
     env, results = document.environment, document.results
     out_dir = args.out_dir or os.path.dirname(args.results) or "."
     formats = args.format or list(REPORT_FORMATS)
@@ -318,7 +318,7 @@ def report_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def merge_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    documents = [(path, _read(path)) for path in args.results]
+    documents = [(path, read_run(path)) for path in args.results]
     runs = [(path, document.environment, document.results) for path, document in documents]
     try:
         env, results = merge_runs(runs, waivers_given=args.waivers is not None)
@@ -346,7 +346,7 @@ def _same_file(old: str, new: str) -> bool:
 
 def _one_ep(path: str, option: str, label: str | None) -> tuple[Environment, Sequence[Result]]:
     """A results.json to diff: all of it, or (``--old-ep``/``--new-ep``) one EP's results."""
-    document = _read(path)
+    document = read_run(path)
     env, results = document.environment, document.results
     if label is None:
         return env, results

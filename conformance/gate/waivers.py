@@ -208,7 +208,12 @@ def _on_this_machine(waiver: Waiver, gpus: Sequence[tuple[str, str]]) -> bool:
 
 
 def _matches(waiver: Waiver, result: Result) -> bool:
-    return fnmatchcase(_slashed(result.case), _slashed(waiver.case)) and fnmatchcase(result.ep, waiver.ep)
+    return case_matches(waiver.case, result.case) and fnmatchcase(result.ep, waiver.ep)
+
+
+def case_matches(pattern: str, case_id: str) -> bool:
+    """Whether an entry's case ``pattern`` matches the case id ``case_id``."""
+    return fnmatchcase(_slashed(case_id), _slashed(pattern))
 
 
 def _slashed(case_id: str) -> str:
