@@ -538,6 +538,7 @@ def _prefixes() -> list[tuple[str, list[str]]]:
         "diff": ["a.json", "b.json"],
         "merge": ["r.json", "--report-dir", "d"],
         "fuzz": ["--operator", "TOP_K1"],
+        "waivers": ["lint", "w.yaml"],
     }
     found = []
     for command in COMMAND_TABLE:

@@ -69,6 +69,8 @@ def _dmlconf(args: list[str], cwd: Path) -> tuple[int, list[str], str]:
         ["coverage", "CASES", "--output", "OUT/coverage.md"],
         ["coverage", "CASES", "--quick", "--output", "OUT/coverage.md"],
         ["schema"],
+        ["waivers", "suggest", "RESULTS", "--waivers", "WAIVERS"],
+        ["waivers", "lint", "WAIVERS", "CASES"],
     ],
     ids=[
         "report",
@@ -81,6 +83,8 @@ def _dmlconf(args: list[str], cwd: Path) -> tuple[int, list[str], str]:
         "coverage",
         "coverage-quick",
         "schema",
+        "waivers-suggest",
+        "waivers-lint",
     ],
 )
 def test_reading_commands_load_neither_onnxruntime_nor_onnx(args: list[str], tmp_path: Path) -> None:
@@ -96,7 +100,7 @@ def test_reading_commands_load_neither_onnxruntime_nor_onnx(args: list[str], tmp
     code, attempts, output = _dmlconf(args, tmp_path)
     assert attempts == [], output
     assert code in (0, 1) and "Traceback" not in output, output  # report and merge gate on the run's FAILs
-    assert any(tmp_path.iterdir()) or args[0] in ("validate", "list", "schema")  # these print, writing nothing
+    assert any(tmp_path.iterdir()) or args[0] in ("validate", "list", "schema", "waivers")  # these print only
 
 
 def test_the_blocker_sees_a_command_that_runs_cases(tmp_path: Path) -> None:

@@ -106,9 +106,7 @@ def test_every_problem_of_every_item_is_reported_with_its_position(tmp_path: Pat
         "    tracking: https://example.com/has space\n"  # 14
         "extra: 1\n",  # 15: unknown top-level key at col 1
     )
-    fields = (
-        "case, ep, device, driver, failure_kind, max_abs_error, max_ulp, max_mismatches, verdict, reason, tracking"
-    )
+    fields = "case, ep, device, driver, failure_kind, max_abs_error, max_ulp, max_mismatches, verdict, reason, tracking"
     assert refusal(path) == [
         f"{path}:15:1: extra: unknown field (expected one of: known_failures, flaky)",
         f"{path}:6:5: known_failures.0.owner: unknown field (expected one of: {fields})",
@@ -381,3 +379,92 @@ def test_a_pattern_over_failing_and_passing_variants_is_no_unexpected_pass() -> 
     fixed = replace(fails, status=Status.PASS)
     gate = apply_waivers(ENV, [fixed, passes], [entry])
     assert gate.unexpected_passes == ((fixed, entry), (passes, entry)) and gate.failed
+
+
+# --- unexpected passes, judged per EP ---------------------------------------------------------------------------
+
+# The H100 run: one entry "dml*" covers two MVN1 cases, which fail through onnxruntime (dml) and pass through
+# DirectML's own operator (dmlop).
+ACTIVATION = "cases/mean_variance_normalization1/library.yaml::activation-parameters[Type=SCALED_{}-FLOAT16]"
+PATTERN = "cases/mean_variance_normalization1/library.yaml::activation-parameters[[]Type=SCALED_*-FLOAT16]"
+BOTH = Waiver(PATTERN, "dml*", "NVIDIA H100*", "580.*", "fused activation", TRACKER, SourcePos("w", 2, 5))
+ON_DML = [result(Status.FAIL, ACTIVATION.format(name), "dml") for name in ("TANH", "ELU")]
+ON_DMLOP = [result(Status.PASS, ACTIVATION.format(name), "dmlop") for name in ("TANH", "ELU")]
+
+
+def test_run_together_the_passes_on_dmlop_are_reported_for_dmlop_only() -> None:
+    gate = apply_waivers(ENV, [*ON_DML, *ON_DMLOP], [BOTH])
+    assert gate.expected_failures == tuple((r, BOTH) for r in ON_DML)
+    assert gate.unexpected_passes == tuple((r, BOTH) for r in ON_DMLOP)  # the entry claims dmlop fails
+    assert gate.failed
+
+
+def test_run_alone_each_ep_is_judged_as_it_is_judged_together() -> None:
+    dmlop_alone = apply_waivers(ENV, ON_DMLOP, [BOTH])
+    assert dmlop_alone.unexpected_passes == tuple((r, BOTH) for r in ON_DMLOP) and dmlop_alone.failed
+    dml_alone = apply_waivers(ENV, ON_DML, [BOTH])
+    assert dml_alone.expected_failures == tuple((r, BOTH) for r in ON_DML)
+    assert (dml_alone.unexpected_passes, dml_alone.failed) == ((), False)
+
+
+def test_an_entry_for_dml_alone_leaves_dmlop_s_passes_alone() -> None:
+    dml_only = replace(BOTH, ep="dml")
+    gate = apply_waivers(ENV, [*ON_DML, *ON_DMLOP], [dml_only])
+    assert (len(gate.expected_failures), gate.unexpected_passes, gate.failed) == (2, (), False)
+
+
+def test_on_one_ep_a_variant_that_still_fails_keeps_its_passing_variants_expected() -> None:
+    # dmlop: one case fails, the other passes: no unexpected pass on dmlop; dml all pass: its passes are reported.
+    dmlop = [result(Status.FAIL, ACTIVATION.format("TANH"), "dmlop"), ON_DMLOP[1]]
+    dml = [result(Status.PASS, ACTIVATION.format(name), "dml") for name in ("TANH", "ELU")]
+    gate = apply_waivers(ENV, [*dml, *dmlop], [BOTH])
+    assert gate.unexpected_passes == tuple((r, BOTH) for r in dml)
+
+
+# --- flaky ------------------------------------------------------------------------------------------------------
+
+
+def test_a_flaky_section_is_read_alone_or_beside_known_failures(tmp_path: Path) -> None:
+    path = write(tmp_path, "flaky:\n  - {case: 'a::*', ep: webgpu, reason: varies, tracking: BUG-7}\n")
+    (flake,) = load_waivers(path)
+    assert (flake.flaky, flake.case, flake.ep, flake.pos) == (True, "a::*", "webgpu", SourcePos(path, 2, 5))
+    both = write(
+        tmp_path,
+        "known_failures:\n  - {case: k, ep: cuda, reason: r, tracking: BUG-1}\nflaky: []\n",
+        "both.yaml",
+    )
+    assert [w.flaky for w in load_waivers(both)] == [False]
+
+
+def test_a_flaky_section_must_be_a_list(tmp_path: Path) -> None:
+    path = write(tmp_path, "flaky: webgpu\n")
+    assert refusal(path) == [
+        f"{path}:1:1: flaky: must be a list of flaky cases (write 'flaky: []' for none), got 'webgpu'"
+    ]
+
+
+def test_results_a_flaky_entry_matches_are_tolerated_never_unexpected() -> None:
+    flake = replace(waiver(case="*ties*"), flaky=True)
+    flaky, failed, passed = result(Status.FLAKY), result(Status.FAIL, TIES + "b"), result(Status.PASS, TIES + "c")
+    gate = apply_waivers(ENV, [flaky, failed, passed], [flake])
+    assert gate.flaky == ((flaky, flake), (failed, flake))
+    assert (gate.unexpected_failures, gate.unexpected_passes, gate.stale, gate.failed) == ((), (), (), False)
+    assert waived_keys(gate)[(TIES, "cuda")] == f"flaky: {flake.reason} ({TRACKER})"
+
+
+def test_a_flaky_entry_decides_before_a_known_failure_that_passes() -> None:
+    # The same case, flaky and known: the flaky entry decides, so its pass is no unexpected pass.
+    known, flake = waiver(case="*ties*"), replace(waiver(case="*ties*"), flaky=True)
+    gate = apply_waivers(ENV, [result(Status.PASS)], [known, flake])
+    assert (gate.unexpected_passes, gate.failed) == ((), False)
+
+
+def test_the_verdict_counts_flaky_results_apart() -> None:
+    from conformance.gate.summary import summarize
+    from conformance.gate.verdict import decide
+
+    flake = replace(waiver(case="*ties*"), flaky=True)
+    results = [result(Status.FLAKY), result(Status.FAIL, TIES + "b"), result(Status.FAIL, "other::x")]
+    gate = apply_waivers(ENV, results, [flake, waiver(case="other::*")])
+    verdict = decide(summarize(ENV, results), gate)
+    assert verdict.headline == "PASSED — 1 known failure waived; 2 flaky results tolerated"

@@ -70,8 +70,8 @@ def quoted(text: str) -> str:
 
 
 def rounded_up(value: float) -> str:
-    """``value`` rounded up to two significant digits, written so that YAML reads a number (never an exponent,
-    which YAML 1.1 reads as text without a dot): 412 -> 420, 3 -> 3, 0.00123 -> 0.0013."""
+    """``value`` rounded up to two significant digits, written as a plain decimal (no exponent: a reader of the file
+    sees the number): 412 -> 420, 3 -> 3, 0.00123 -> 0.0013."""
     number = Decimal(repr(value))
     if number == 0:
         return "0"

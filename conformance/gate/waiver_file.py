@@ -252,20 +252,13 @@ def _texts(item: Fields, name: str) -> tuple[str, ...]:
 
 
 def _bound(item: Fields, name: str) -> float | None:
-    """A bound: a finite number at least 0. YAML 1.1 reads ``1e-3`` as text (a float needs its dot), which is said."""
+    """A bound: a finite number at least 0 (a quoted "3" is text, refused as ``_text`` refuses numbers)."""
     if not item.has(name):
         return None
     value = item.raw[name]
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
         return float(value)
-    hint = ""
-    if isinstance(value, str):
-        try:
-            float(value)
-            hint = " (YAML reads an exponent without a dot as text: write 0.001 or 1.0e-3)"
-        except ValueError:
-            pass
-    item.problem(name, f"must be a number >= 0, got {value!r}{hint}")
+    item.problem(name, f"must be a number >= 0, got {value!r}")
     return None
 
 
