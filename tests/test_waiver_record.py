@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from test_case_ids import CASES  # two TOP_K1 cases; wrong-golden is an ERROR on any EP
 
 from conformance.cli.main import main
 from conformance.environment import environment_from_json
@@ -23,20 +24,6 @@ from conformance.gate.waivers import apply_waivers
 from conformance.model import Status
 from conformance.results import Result, read_results, write_results
 
-CASES = """\
-operator: TOP_K1
-cases:
-  - id: one
-    InputTensor: {Sizes: [1, 1, 1, 4], DataType: FLOAT32, Data: [4, 1, 3, 2]}
-    Axis: 3
-    K: 2
-  - id: wrong-golden
-    InputTensor: {Sizes: [1, 1, 1, 4], DataType: FLOAT32, Data: [4, 1, 3, 2]}
-    Axis: 3
-    K: 2
-    expected:
-      OutputValueTensor: [[[[4, 2]]]]
-"""
 # The wrong golden is an ERROR on any EP; the waiver file names it (line 2 is its entry).
 WAIVERS = """\
 known_failures:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_case_ids import CASES as LIBRARY  # cases one and wrong-golden
 
 from conformance.cli.main import main
 from conformance.environment import environment_from_json
@@ -187,18 +188,6 @@ def test_any_text_is_quoted_as_yaml_that_reads_back_the_same(tmp_path: Path) -> 
 
 # --- lint -------------------------------------------------------------------------------------------------------
 
-LIBRARY = """\
-operator: TOP_K1
-cases:
-  - id: one
-    InputTensor: {Sizes: [1, 1, 1, 4], DataType: FLOAT32, Data: [4, 1, 3, 2]}
-    Axis: 3
-    K: 2
-  - id: two
-    InputTensor: {Sizes: [1, 1, 1, 4], DataType: FLOAT32, Data: [4, 1, 3, 2]}
-    Axis: 3
-    K: 1
-"""
 LINTED = """\
 known_failures:
   - {case: "cases/x.yaml::one", ep: cuda, reason: r, tracking: BUG-1}
@@ -207,8 +196,8 @@ known_failures:
   - {case: "cases/x.yaml::*", ep: dml, failure_kind: values, reason: r, tracking: BUG-4}
   - {case: "cases/x.yaml::*", ep: dml, failure_kind: tie_order, reason: r, tracking: BUG-5}
   - {case: "cases/gone.yaml::*", ep: cuda, reason: r, tracking: BUG-0}
-  - {case: "cases/x.yaml::two", ep: webgpu, device: "NVIDIA*", reason: r, tracking: BUG-6}
-  - {case: "cases/x.yaml::two", ep: webgpu, device: "AMD*", reason: r, tracking: BUG-7}
+  - {case: "cases/x.yaml::wrong-golden", ep: webgpu, device: "NVIDIA*", reason: r, tracking: BUG-6}
+  - {case: "cases/x.yaml::wrong-golden", ep: webgpu, device: "AMD*", reason: r, tracking: BUG-7}
 flaky:
   - {case: "cases/x.yaml::one", ep: cuda, reason: r, tracking: BUG-9}
 """
@@ -216,7 +205,7 @@ flaky:
 
 @pytest.fixture
 def library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A root (its marker names case ids from it) with cases/x.yaml, whose ids are cases/x.yaml::one and ::two."""
+    """A root (its marker names case ids from it) with cases/x.yaml: cases/x.yaml::one and ::wrong-golden."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".dmlconf-root").write_text("", encoding="utf-8")
     (tmp_path / "cases").mkdir()
@@ -245,7 +234,7 @@ def test_lint_finds_duplicates_overlaps_flakes_dead_patterns_and_placeholders(
 def test_lint_of_a_clean_file_exits_0(library: Path, capsys: pytest.CaptureFixture[str]) -> None:
     Path("w.yaml").write_text(
         "known_failures:\n  - {case: 'cases/x.yaml::one', ep: cuda, reason: r, tracking: BUG-1}\n"
-        "flaky:\n  - {case: 'cases/x.yaml::two', ep: cuda, reason: r, tracking: BUG-2}\n",
+        "flaky:\n  - {case: 'cases/x.yaml::wrong-golden', ep: cuda, reason: r, tracking: BUG-2}\n",
         encoding="utf-8",
     )
     assert main(["waivers", "lint", "w.yaml", "cases"]) == 0

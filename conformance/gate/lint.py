@@ -34,6 +34,8 @@ PLACEHOLDER = "BUG-0"  # the tracking ``waivers suggest`` writes: a bug id the l
 
 @dataclass(frozen=True)
 class Finding:
+    """What is wrong with an entry, and where the entry is."""
+
     pos: SourcePos
     what: str
 

@@ -3,12 +3,14 @@ implementation) as pytest outcomes.
 
 - A failure that a waiver names is an xfail, with the waiver's reason and tracking: decided in the process that ran
   the case, from its result alone (a failure is known or it is not, whatever the other cases gave).
-- A waived case that passes is XPASS(strict), a failure. The gate decides this per waiver, not per case: a pattern
-  that also covers passing variants (a sweep's other sizes) is no unexpected pass while one of its cases still
-  fails. So it is decided once every case has run, where every report arrives (pytest's own process; with ``-n``,
-  xdist's controller), by the gate over the session's results; the case's report becomes the failure pytest's
-  ``xfail(strict=True)`` gives (``[XPASS(strict)] reason``) before the summary is written, and the exit status 1.
-  pytest's ``--junitxml`` file was written from the reports as they came, so it keeps such a case as passed.
+- A waived case that passes is XPASS(strict), a failure. The gate decides this per waiver and EP, not per case: a
+  pattern that also covers passing variants (a sweep's other sizes) is no unexpected pass while one of its cases
+  still fails on that EP. So it is decided once every case has run, where every report arrives (pytest's own
+  process; with ``-n``, xdist's controller), by the gate over the session's results; the case's report becomes the
+  failure pytest's ``xfail(strict=True)`` gives (``[XPASS(strict)] reason``) before the summary is written, and the
+  exit status 1. pytest's ``--junitxml`` file was written from the reports as they came, so it keeps such a case as
+  passed.
+- A case a flaky entry matches is an xfail where it fails, and passes where it passes.
 - Waivers naming a device or a driver are matched against the GPUs of this machine and the adapter DirectML ran on,
   as ``run`` records them (run/identity.py's ``environment``).
 """
