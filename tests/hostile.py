@@ -136,11 +136,30 @@ def hostile_results_document(marker: str = MARKER) -> dict[str, Any]:
         result |= {"status": status.value, "details": filled(Drawn, f"results[{index}].details", marker)}
         result["repeats"] = [{**result["repeats"][0], "status": status.value}]
         results.append(result)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "environment": filled(Environment, "environment", marker),
-        "results": results,
-    }
+    environment = filled(Environment, "environment", marker)
+    environment["waivers"] = _recorded_waivers(results, marker)
+    return {"schema_version": SCHEMA_VERSION, "environment": environment, "results": results}
+
+
+def _recorded_waivers(results: list[dict[str, Any]], marker: str) -> dict[str, Any]:
+    """The waiver file a run recorded (environment.waivers), which a report applies again: its path and reasons hold
+    the marker, its entries match the FAIL and the FLAKY result (so that the reports print those reasons), and its
+    sha256 is its text's, without which a report refuses the record."""
+    import hashlib
+
+    from conformance.gate.suggest import escaped, quoted
+    from conformance.model import Status
+
+    def entry(status: Status) -> str:
+        result = next(r for r in results if r["status"] == status.value)
+        return (
+            f"  - case: {quoted(escaped(result['case']))}\n    ep: {quoted(escaped(result['ep']))}\n"
+            f"    reason: {quoted(f'environment.waivers.{status.value}{marker}')}\n    tracking: BUG-1\n"
+        )
+
+    text = f"known_failures:\n{entry(Status.FAIL)}flaky:\n{entry(Status.FLAKY)}"
+    sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return {"path": f"environment.waivers.path{marker}", "sha256": sha256, "text": text, "applied_lines": [2, 7]}
 
 
 # --- Markdown read as a pull request comment reads it -----------------------------------------------------------------

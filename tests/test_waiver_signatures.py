@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,8 +43,8 @@ def refusal(path: str) -> list[str]:
     return [str(problem) for problem in info.value.problems]
 
 
-def entry(**signature: object) -> Waiver:
-    return Waiver("*", "*", None, None, "known", TRACKER, SourcePos("w.yaml", 2, 5), Signature(**signature))  # type: ignore[arg-type]
+def entry(**signature: Any) -> Waiver:
+    return Waiver("*", "*", None, None, "known", TRACKER, SourcePos("w.yaml", 2, 5), Signature(**signature))
 
 
 def topk(kind: str, failing: int, sequences: int = 12) -> Result:
@@ -138,8 +139,8 @@ def test_a_flaky_entry_takes_no_signature(tmp_path: Path) -> None:
 
 
 def test_mismatches_are_elements_where_counted_else_failing_sequences() -> None:
-    assert mismatched(mvn(412)) is not None and mismatched(mvn(412)).text == "3/84 elements differ"  # type: ignore[union-attr]
-    assert mismatched(topk("values", 3)).text == "3/12 sequences fail"  # type: ignore[union-attr]
+    texts = [m.text if (m := mismatched(r)) else None for r in (mvn(412), topk("values", 3))]
+    assert texts == ["3/84 elements differ", "3/12 sequences fail"]
     assert mismatched(Result(TIES, "TOP_K1", "cuda", Status.ERROR, "execution")) is None
 
 
@@ -169,9 +170,7 @@ def test_mismatches_are_elements_where_counted_else_failing_sequences() -> None:
         ({"verdicts": (Whose.DRIVER,)}, topk("values", 1), "waived for verdict driver; not triaged"),
     ],
 )
-def test_a_failure_outside_the_signature_says_why(
-    signature: dict[str, object], result: Result, why: str | None
-) -> None:
+def test_a_failure_outside_the_signature_says_why(signature: dict[str, Any], result: Result, why: str | None) -> None:
     assert outside(entry(**signature), result) == why
 
 
@@ -222,3 +221,21 @@ def test_console_and_junit_print_why(tmp_path: Path) -> None:
     (case,) = ET.fromstring(render_junit(summary, [failing], gate)).iter("testcase")
     (failure,) = case.iter("failure")
     assert failure.get("message", "").startswith(f"outside its waiver: {why}; ")
+
+
+def test_report_s_recap_line_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cli.main import main
+    from conformance.results import write_results
+
+    results = tmp_path / "results.json"
+    write_results(str(results), {"gpus": []}, [topk("values", 3)])
+    waivers = write(
+        tmp_path,
+        "known_failures:\n  - {case: '*ties*', ep: cuda, failure_kind: tie_order, reason: r, tracking: BUG-1}\n",
+    )
+    assert main(["report", str(results), "--waivers", waivers, "--quiet"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"UNEXPECTED FAIL {TIES} [cuda]: waived for tie_order; failed by values: 3/12 sequences fail (the entry at "
+        f"{waivers}:2:5)",
+        "FAILED — 1 unexpected failure",
+    ]
