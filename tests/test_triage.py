@@ -57,6 +57,8 @@ def _ladder(**changed: Status | None) -> list[Rerun]:
     ("reruns", "verdict"),
     [
         (_ladder(), Whose.SPEC_OR_ORACLE),  # fails everywhere, the CPU EP included
+        # ... but the case's goldens, written from the spec, vouch for the oracle: the reference rung decides
+        ([*_ladder(), Rerun(Rung.GOLDENS, "goldens", PASS)], Whose.DIRECTML),
         (_ladder(cpu=DECLINED), Whose.DIRECTML),  # the CPU EP declines it: the reference rung decides
         (_ladder(meta=PASS), Whose.METACOMMAND),
         (_ladder(half=PASS), Whose.HALF_PRECISION),

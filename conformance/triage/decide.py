@@ -3,8 +3,10 @@
 The order is the ladder's reading (docs/triage.md#how-a-verdict-is-reached): a failure the case's own goldens or
 every executor share is the spec's reading or the oracle's; then the most specific change that makes it pass names
 it (metacommands off, half precision off, the other path); then the reference adapter separates the driver from
-DirectML, and the previous build a regression from an old failure. A re-run that gave no verdict (it could not
-run, or the EP declined the case) is no evidence either way.
+DirectML, and the previous build a regression from an old failure. Failing everywhere is the spec's reading or the
+oracle's only where the case's goldens (written from the spec, apart from the oracle) do not vouch for the oracle:
+two implementations can share one mistake (onnxruntime's CPU EP and DirectML both misplace NaN in TopK).
+A re-run that gave no verdict (it could not run, or the EP declined the case) is no evidence either way.
 """
 
 from __future__ import annotations
@@ -55,8 +57,10 @@ def decide(result: Result, reruns: Sequence[Rerun]) -> tuple[Whose, str]:
     on_reference = reference is not None and (reference.same_device or failed(reference))
     executed = [r for r in reruns if r.rung is not Rung.GOLDENS and (passed(r) or failed(r))]
     cpu = _first(reruns, Rung.CPU)
-    if failed(cpu) and on_reference and all(failed(r) for r in executed):
-        return Whose.SPEC_OR_ORACLE, f"fails everywhere, the CPU EP included ({_said(cpu)})"
+    everywhere = failed(cpu) and on_reference and all(failed(r) for r in executed)
+    vouched = passed(_first(reruns, Rung.GOLDENS))  # the case's goldens, written from the spec, agree with the oracle
+    if everywhere and not vouched:
+        return Whose.SPEC_OR_ORACLE, f"fails everywhere, the CPU EP included ({_said(cpu)})"  # type: ignore[arg-type]
     meta = _first(reruns, Rung.METACOMMANDS)
     if passed(meta):
         return Whose.METACOMMAND, f"passes with DirectML's metacommands off ({_said(meta)})"
@@ -84,7 +88,8 @@ def decide(result: Result, reruns: Sequence[Rerun]) -> tuple[Whose, str]:
             "driver from DirectML; no other re-run passes"
         )
     if reference is not None and failed(reference):
-        return Whose.DIRECTML, f"fails on the reference adapter too ({_said(reference)})"
+        also = "; the CPU EP fails too, but the case's goldens vouch for the oracle" if everywhere else ""
+        return Whose.DIRECTML, f"fails on the reference adapter too ({_said(reference)}){also}"
     missing = (
         f"the reference adapter gave no verdict ({_said(reference)}: {reference.message})"
         if reference
