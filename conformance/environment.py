@@ -284,6 +284,8 @@ class Environment:
     planned_results: int | None = field(default=None, metadata=NOT_NEGATIVE | WHERE_SET)
     # the waiver file the run was gated with; None: none (or an older file)
     waivers: GatedWith | None = field(default=None, metadata=WHERE_SET)
+    # --expect-device: the glob every EP on a GPU was checked against before the first case (run/expect.py)
+    expect_device: str | None = field(default=None, metadata=WHERE_SET)
 
     def ep(self, label: str) -> EpRecord | None:
         """The record of the EP ``label`` (a result's ``ep``), where the environment has one."""

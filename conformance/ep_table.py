@@ -80,6 +80,12 @@ ONNXRUNTIME_DLL = "an onnxruntime.dll version"  # ep/directml.py's ONNXRUNTIME_D
 # The harness's own DirectML option that runs the EP on the reference adapter, with the same DLLs: WARP on Windows,
 # lavapipe under Wine (a runner of its own: ep/wine/chain.py). Triage's first rung (docs/triage.md).
 REFERENCE = "reference"
+# The harness's own option of every EP that runs on a GPU: a glob its adapter must match, else the run stops before
+# its first case (run/expect.py; --expect-device gives it to every such EP at once).
+EXPECT_DEVICE = "expect_device"
+# The options the harness reads and never hands to an EP (or to DirectML's runner): which DLLs, which adapter's
+# runner, which adapter is expected.
+HARNESS_OPTIONS = ("directml", "ort", REFERENCE, EXPECT_DEVICE)
 OptionValues = tuple[str, ...] | str | Flag
 
 
@@ -144,6 +150,8 @@ class KnownEp:
     half_precision_option: str | None = None
     half_precision_on_float16: bool = False
     metacommands_off_option: str | None = None
+    # The option that picks the EP's adapter by its index in the OS's GPU list (None: it picks none, or another way).
+    device_index_option: str | None = None
 
 
 CPU = KnownEp(
@@ -187,11 +195,13 @@ CUDA = KnownEp(
             "use_tf32": ANY_TEXT,
             "sdpa_kernel": WHOLE_NUMBER,
             "fuse_conv_bias": ANY_TEXT,
+            EXPECT_DEVICE: ANY_TEXT,  # the harness's own
         }
     ),
     package="onnxruntime-gpu",
     provider_defaults=MappingProxyType({"device_id": "0"}),
     default_rank=1,
+    device_index_option="device_id",
     # cuda/nn/instance_norm.cc clamps epsilon to CUDNN_BN_MIN_EPSILON (ClampCudnnBatchNormEpsilon; 1e-5 in older
     # cuDNN headers). It has no MeanVarianceNormalization kernel: onnxruntime inlines the ONNX function body.
     instance_norm_min_epsilon=1e-5,
@@ -216,6 +226,7 @@ DML = KnownEp(
             "directml": DIRECTML_DLL,
             "ort": ONNXRUNTIME_DLL,
             REFERENCE: ONE_ZERO,
+            EXPECT_DEVICE: ANY_TEXT,
         }
     ),
     exclusive=(
@@ -234,6 +245,7 @@ DML = KnownEp(
     # float16; no provider option turns it off.
     half_precision_on_float16=True,
     metacommands_off_option="disable_metacommands",
+    device_index_option="device_id",
 )
 # DirectML's own operator API, each case's descriptor created as written (ep/dmlop.py): the adapter, the DLLs (as
 # DML's), and the DML_EXECUTION_FLAGS that change results, given to CompileOperator.
@@ -252,11 +264,13 @@ DMLOP = KnownEp(
             "directml": DIRECTML_DLL,
             "ort": ONNXRUNTIME_DLL,
             REFERENCE: ONE_ZERO,
+            EXPECT_DEVICE: ANY_TEXT,
         }
     ),
     runner=Runner.ALWAYS,
     half_precision_option="allow_half_precision",
     metacommands_off_option="disable_metacommands",
+    device_index_option="device_id",
 )
 _CACHE_MODES = ("disabled", "lazyRelease", "simple", "bucket")
 # webgpu_provider_options.h (the short names: onnxruntime prefixes them with "ep.webgpuexecutionprovider.").
@@ -293,12 +307,14 @@ WEBGPU = KnownEp(
             "maxStorageBufferBindingSize": WHOLE_NUMBER,
             "maxStorageBuffersPerShaderStage": WHOLE_NUMBER,
             "maxNumPendingDispatches": WHOLE_NUMBER,
+            EXPECT_DEVICE: ANY_TEXT,  # the harness's own
         }
     ),
     package="onnxruntime-ep-webgpu",
     plugin_module="onnxruntime_ep_webgpu",
     context_per_live_sessions=True,
     default_rank=2,
+    device_index_option="deviceId",
 )
 
 KNOWN_EPS: tuple[KnownEp, ...] = (CPU, CUDA, DML, DMLOP, WEBGPU)  # in the order --ep's help lists them

@@ -53,11 +53,13 @@ from conformance.gate.waivers import Gate, apply_waivers
 from conformance.report.console import render_console
 from conformance.results import Result, write_results
 from conformance.run.command_line import Option, whole_number
+from conformance.run.expect import UnexpectedDevice, check_devices
 from conformance.run.identity import RunFacts, environment, skipped_files
 from conformance.run.options import (
     ARTIFACTS,
     CASE_TIMEOUT,
     EP,
+    EXPECT_DEVICE,
     FEATURE_LEVEL,
     MAX_CASE_BYTES,
     MAX_ELEMENTS,
@@ -112,6 +114,7 @@ RUN_OPTIONS = (
     PACK,
     REPEAT,
     TRIAGE,
+    EXPECT_DEVICE,
     REPORT_DIR,
     KEYWORD,
     QUICK,
@@ -202,6 +205,10 @@ def _run_suite(
     within_limit(args, suite, eps, paths)
     with _chain_usage():  # -j N: the workers' answer, their runners started beside the reading (supervisor.py)
         directml = describe()
+    try:  # a run meant for one GPU that would run elsewhere: stopped before it writes anything
+        check_devices(eps, directml, args.expect_device)
+    except UnexpectedDevice as error:
+        raise UsageError(str(error)) from None
     digest, files = cases_hash(suite)
     options = run_options(vars(args), directml)
     make_folders(args, suite, eps)

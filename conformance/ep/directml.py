@@ -88,8 +88,6 @@ ONNXRUNTIME_DLL_VERSIONS: tuple[str, ...] = tuple(
 # Windows. A failing result on one of them already ran on the reference: triage does not run it there again.
 REFERENCE_ADAPTERS = ("llvmpipe*", "Microsoft Basic Render Driver*")
 DLL_OPTIONS = ("directml", "ort")  # the harness's own DirectML options that pick the DLLs the runner loads
-# The harness's own DirectML options: which DLLs, and which adapter's runner (the reference's), not how the EP runs.
-BUILD_OPTIONS = (*DLL_OPTIONS, REFERENCE)
 
 
 @dataclass(frozen=True)

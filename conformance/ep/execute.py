@@ -31,7 +31,7 @@ from conformance.ep.errors import ExecutionError, NotSupported, ProcessDied
 from conformance.ep.graph import IR_VERSION, Array
 from conformance.ep.lower import Lowering
 from conformance.ep.placement import check_placement, lowering_op_types, recorded_placement
-from conformance.ep.providers import EpSpec, facts, is_plugin, plugin_devices
+from conformance.ep.providers import EpSpec, ep_options, facts, is_plugin, plugin_devices
 from conformance.ep.rules import (
     DISABLE_CPU_FALLBACK,  # noqa: F401 - tests read the rules' names here
     KEEP_NODES,
@@ -70,14 +70,14 @@ def _session_options(ep: EpSpec, devices: Sequence[Any], strict: bool, threads: 
         options.execution_mode = ort.ExecutionMode(SESSION_EXECUTION_MODE)
         options.enable_mem_pattern = False
     if devices:
-        options.add_provider_for_devices(list(devices), dict(ep.options))
+        options.add_provider_for_devices(list(devices), ep_options(ep))
     return options
 
 
 def _providers(ep: EpSpec) -> list[tuple[str, dict[str, str]]] | None:
     if is_plugin(ep):
         return None  # given by add_provider_for_devices
-    options = dict(ep.options)
+    options = ep_options(ep)
     for key, value in facts(ep).provider_defaults.items():  # CUDA's device_id
         options.setdefault(key, value)
     return [(ep.name, options)]

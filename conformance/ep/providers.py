@@ -167,6 +167,11 @@ def facts(ep: EpSpec) -> KnownEp:
     return table.ep_facts(ep.name) if ep.library is None else table.other_ep(ep.name)
 
 
+def ep_options(ep: EpSpec) -> dict[str, str]:
+    """The options ``ep`` itself is given: its options but the harness's own (ep_table.HARNESS_OPTIONS)."""
+    return {key: value for key, value in ep.options.items() if key not in table.HARNESS_OPTIONS}
+
+
 def flag_on(ep: EpSpec, key: str) -> bool:
     """Whether the boolean option ``key`` of ``ep`` is given and on (in any of the spellings a flag takes)."""
     flag = facts(ep).options.get(key)

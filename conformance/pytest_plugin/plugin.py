@@ -73,6 +73,7 @@ PLUGIN_OPTIONS = (
     IN_PROCESS,
     run_settings.REPEAT,
     run_settings.WAIVERS,
+    run_settings.EXPECT_DEVICE,
 )
 
 
@@ -113,6 +114,12 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError as error:
         raise pytest.UsageError(f"--ep {ep_table.DML.alias}: {error}") from None
     options = run_options(values, directml, threads=worker_threads(config))
+    from conformance.run.expect import UnexpectedDevice, check_devices  # the GPU list: asked only where named
+
+    try:  # a session meant for one GPU that would run elsewhere: stopped before any case is collected
+        check_devices(eps, directml, options.expect_device)
+    except UnexpectedDevice as error:
+        raise pytest.UsageError(str(error)) from None
     in_process = bool(values[IN_PROCESS.dest])
     known = None
     if waivers is not None:

@@ -246,6 +246,7 @@ def environment(
         problems=tuple(str(p) for p in problems),
         # where --artifacts kept each FAIL's files (artifacts.py names them), so that report.html links to them
         artifacts=recorded_text(os.path.abspath(options.artifacts)) if options.artifacts else None,
+        expect_device=options.expect_device,
     )
 
 

@@ -122,6 +122,12 @@ WAIVERS = Option(
     "known failures (YAML): matched failures count as expected (under pytest: xfail), the exit code gates on the rest",
     metavar="FILE",
 )
+EXPECT_DEVICE = Option(
+    ("--expect-device",),
+    "stop before the first case, exit 2, when an EP that runs on a GPU reports an adapter whose name does not match "
+    "GLOB (e.g. 'NVIDIA H100*'); the EP option expect_device=GLOB sets it for one EP",
+    metavar="GLOB",
+)
 # How case files are read, for every command that reads them.
 READING = (MAX_ELEMENTS, MAX_CASE_BYTES, MAX_FILE_BYTES, MAX_NODES)
 
@@ -151,6 +157,7 @@ def run_options(values: Mapping[str, Any], directml: Mapping[str, DirectML], thr
         threads=threads,
         file_limits=FileLimits(get(MAX_FILE_BYTES), get(MAX_NODES), get(MAX_CASE_BYTES)),
         case_timeout=get(CASE_TIMEOUT) or None,
+        expect_device=get(EXPECT_DEVICE),
     )
 
 
@@ -169,6 +176,7 @@ class RunOptions:
     threads: int | None = None  # intra-op threads of a larger case's session; None: onnxruntime's (pytest -n)
     file_limits: FileLimits = DEFAULT_LIMITS  # what the case files were read under (for repro commands)
     case_timeout: float | None = None  # --case-timeout: the longest wait on the DirectML runner's answer; None: none
+    expect_device: str | None = None  # --expect-device: the glob every GPU EP's adapter must match (run/expect.py)
 
     def session_threads(self, small: bool) -> int | None:
         """A session's intra-op threads: one for small cases (pack.small, alone or in a pack of them), which a thread

@@ -15,12 +15,12 @@ import json
 import weakref
 from collections.abc import Mapping, Sequence
 
-from conformance.ep.directml import BUILD_OPTIONS, build_of
+from conformance.ep.directml import build_of
 from conformance.ep.errors import ExecutionError, NotSupported
 from conformance.ep.graph import Array
 from conformance.ep.lower import Lowering
 from conformance.ep.placement import PlacedNode, check_placement
-from conformance.ep.providers import DML, EpSpec
+from conformance.ep.providers import DML, EpSpec, ep_options
 from conformance.ep.rules import (
     DISABLE_OPTIMIZERS,
     KEEP_NODES,
@@ -38,8 +38,9 @@ ADAPTER_OPTIONS = ("device_id", "performance_preference", "device_filter")
 
 def provider_options(ep: EpSpec) -> dict[str, str]:
     """The EP's options as the runner appends them: ``device_id=0`` where they pick no adapter (see above); the
-    harness's own build options (which DLLs) stay out, since they chose the runner, not the EP's behaviour."""
-    options = {key: value for key, value in ep.options.items() if key not in BUILD_OPTIONS}
+    harness's own options (which DLLs, which adapter's runner) stay out, since they chose the runner, not the EP's
+    behaviour."""
+    options = ep_options(ep)
     if not any(key in options for key in ADAPTER_OPTIONS):
         options["device_id"] = "0"
     return options
