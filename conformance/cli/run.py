@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from conformance import ep_table
 from conformance.cases.limits import DEFAULT_MAX_RUN_ELEMENTS
+from conformance.cases.parse import Entry
 from conformance.cases.suite import Suite
 from conformance.cli.output import say, warn
 from conformance.cli.progress import Progress
@@ -51,7 +52,8 @@ from conformance.gate.summary import Summary, summarize
 from conformance.gate.waiver_file import WaiverFile
 from conformance.gate.waivers import Gate, apply_waivers
 from conformance.report.console import render_console
-from conformance.results import Result, write_results
+from conformance.results import FAILING, Result, verdict_text, write_results
+from conformance.run.again import rerun_failures
 from conformance.run.command_line import Option, whole_number
 from conformance.run.expect import UnexpectedDevice, check_devices
 from conformance.run.identity import RunFacts, environment, skipped_files
@@ -89,6 +91,14 @@ JOBS = Option(
     metavar="N",
     check=whole_number(0),
 )
+RERUN_FAILURES = Option(
+    ("--rerun-failures",),
+    "run each unexpected failure (each failure without --waivers) again up to N times before it fails the gate; "
+    "one that passes on a re-run is FLAKY (default 0: none)",
+    default=0,
+    metavar="N",
+    check=whole_number(0),
+)
 RESUME = Option(
     ("--resume",),
     "finish a run that was killed: keep the results in --report-dir's results.jsonl, run the rest",
@@ -113,6 +123,7 @@ RUN_OPTIONS = (
     JOBS,
     PACK,
     REPEAT,
+    RERUN_FAILURES,
     TRIAGE,
     EXPECT_DEVICE,
     REPORT_DIR,
@@ -219,8 +230,10 @@ def _run_suite(
     ran = _run_pairs(args, suite, eps, options, directml, supervisor, stream, done)
     if supervisor is not None:  # no more tasks: the workers exit while the reports are written (closed after)
         supervisor.stop()
+    entries = {entry.id: entry for entry in suite.entries}
+    if args.rerun_failures and not ran.interrupted:  # before the triage: a failure that passes again is FLAKY
+        ran = replace(ran, results=tuple(_again(args, eps, options, directml, ran.results, entries, waivers)))
     if args.triage and not ran.interrupted:  # the failures re-run on the ladder before any report is written
-        entries = {entry.id: entry for entry in suite.entries}
         ran = replace(ran, results=tuple(triage_run(ran.results, entries, options, args.quiet)))
     if ran.stopped is not None:
         log.error("%s", ran.stopped)
@@ -233,6 +246,30 @@ def _run_suite(
         warn(f"{why} (listed above and in results.json): exit code 2")
         return EXIT_USAGE
     return code
+
+
+def _again(
+    args: argparse.Namespace,
+    eps: Sequence[EpSpec],
+    options: RunOptions,
+    directml: Mapping[str, DirectML],
+    results: Sequence[Result],
+    entries: Mapping[str, Entry],
+    waivers: WaiverFile | None,
+) -> list[Result]:
+    """--rerun-failures: the run's unexpected failures (every failure without a waiver file) run again."""
+    if waivers is not None:  # the gate on the machine as results.json will record it
+        machine = environment(eps, options, [], directml)
+        failing: Sequence[Result] = apply_waivers(machine, results, waivers.entries).unexpected_failures
+    else:
+        failing = [r for r in results if r.status in FAILING]
+    if not failing:
+        return list(results)
+    if not args.quiet:
+        say(f"--rerun-failures {args.rerun_failures}: running {len(failing)} failure(s) again")
+    told = None if args.quiet else lambda r: say(f"  {verdict_text(r.status, r.failure_kind)} {r.case} [{r.ep}]")
+    chosen = {(r.case, r.ep) for r in failing}
+    return rerun_failures(results, chosen, entries, args.rerun_failures, options, told)
 
 
 def _run_pairs(
