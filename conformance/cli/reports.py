@@ -19,7 +19,7 @@ from conformance.environment import Environment
 from conformance.gate.diff import SeveralEps, diff_runs, only_ep
 from conformance.gate.merge import MergeError, merge_runs
 from conformance.gate.summary import Summary, summarize
-from conformance.gate.verdict import decide
+from conformance.gate.verdict import decide, whose_label
 from conformance.gate.waivers import Gate, Waiver, apply_waivers, load_waivers, stale_line
 from conformance.model import Status
 from conformance.records import RecordError
@@ -229,11 +229,17 @@ def gate_lines(gate: Gate, quiet: bool = False, recap: bool = True) -> list[str]
         ]
     )
     if recap:
-        lines += [f"UNEXPECTED FAIL {r.case} [{r.ep}]" for r in gate.unexpected_failures]
+        lines += [f"UNEXPECTED FAIL {r.case} [{r.ep}]{_whose(r)}" for r in gate.unexpected_failures]
         lines += [f"UNEXPECTED PASS {r.case} [{r.ep}]: {w.tracking} can be closed" for r, w in gate.unexpected_passes]
     if gate.stale and not quiet:  # one line: summary.md and report.html list them
         lines.append(f"warning: {stale_line(gate.stale)} (listed in summary.md and report.html)")
     return lines
+
+
+def _whose(result: Result) -> str:
+    """ " [whose: driver]" after a failure triage judged; nothing after one it did not."""
+    label = whose_label(result)
+    return f" [{label}]" if label else ""
 
 
 def verdict_lines(
