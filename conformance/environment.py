@@ -355,6 +355,22 @@ def _wine_ran_on(ep: EpRecord, chain: Chain, gpus: Sequence[Gpu]) -> str:
     )
 
 
+def directml_adapters(env: Environment) -> dict[str, tuple[str, ...]]:
+    """Each adapter DirectML ran on in the runner, as the runner described it, with the labels of the EPs that ran
+    on it: the device of a run whose GPU no OS tool lists (lavapipe under Wine)."""
+    adapters: dict[str, tuple[str, ...]] = {}
+    for ep in env.eps:
+        adapter = ep.chain.adapter if ep.chain is not None else None
+        if adapter is not None and adapter.description is not None:
+            adapters[adapter.description] = (*adapters.get(adapter.description, ()), ep.label)
+    return adapters
+
+
+def on_the_cpu(ep: EpRecord) -> bool:
+    """Whether ``ep`` executes on the CPU (the EP table's row says)."""
+    return ep_facts(ep.name or "").executes_on is ExecutesOn.CPU
+
+
 def ran_on(ep: EpRecord, env: Environment) -> str:
     """The device that executed ``ep`` (adapter, PCI vendor:device ids, driver) and the builds that did (DirectML,
     onnxruntime): what a driver team reads first."""
@@ -362,7 +378,7 @@ def ran_on(ep: EpRecord, env: Environment) -> str:
         return _wine_ran_on(ep, ep.chain, env.gpus)
     if ep.devices:
         device = "; ".join(_device_ran_on(d, env.gpus, env.cpu) for d in ep.devices)
-    elif ep_facts(ep.name or "").executes_on is ExecutesOn.CPU:
+    elif on_the_cpu(ep):
         device = f"the CPU ({env.cpu})" if env.cpu else "the CPU"
     elif env.gpus:
         device = "; ".join(_gpu_ran_on(gpu) for gpu in env.gpus)

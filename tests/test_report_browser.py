@@ -141,3 +141,41 @@ def test_the_filter_runs_in_the_browser(tmp_path: Path) -> None:
     assert anchor is not None
     dom = _chromium(tmp_path, f"{page.as_uri()}#{anchor.group(1)}", "--dump-dom").stdout
     assert re.search(r'<details class="waived" id="waived" open="">', dom)
+
+
+def _passes(dom: str) -> dict[str, bool]:
+    """Each pass row's case name -> whether the filter left it shown."""
+    return {
+        name: "hidden" not in attributes
+        for attributes, name in re.findall(r"<li data-row=\"\"([^>]*)>([^<]*)</li>", dom)
+    }
+
+
+def test_the_filter_finds_a_pass_by_its_whole_id_and_toggles_passes_by_their_group(tmp_path: Path) -> None:
+    results = [
+        Result("cases/t.yaml::alpha", "TOP_K1", "dml", Status.PASS, data_type="FLOAT32"),
+        Result("cases/t.yaml::beta", "TOP_K1", "dml", Status.PASS, data_type="FLOAT32"),
+        Result("cases/s.yaml::alpha", "SLICE1", "cuda", Status.PASS, data_type="FLOAT32"),
+        Result("cases/t.yaml::broken", "TOP_K1", "dml", Status.FAIL, "values", "FLOAT32", message="differs"),
+    ]
+    page = tmp_path / "report.html"
+    page.write_text(render_html(summarize(Environment(), results), results), encoding="utf-8")
+
+    # Nothing chosen: every pass row is there, its groups closed.
+    dom = _chromium(tmp_path, page.as_uri(), "--dump-dom").stdout
+    assert re.findall(r"<li data-row=\"\">([^<]*)</li>", dom) == ["alpha", "alpha", "beta"]
+    assert re.search(r'<span id="shown">4</span>', dom)
+    assert not re.search(r'<section class="group passes"[^>]*><details open', dom)
+
+    # The whole id (file and name) finds one pass, and its closed group opens; the other file's "alpha" hides.
+    dom = _chromium(tmp_path, page.as_uri() + "?q=cases/t.yaml::alpha", "--dump-dom").stdout
+    assert re.search(r'<span id="shown">1</span>', dom)
+    assert re.search(r'<section class="group passes"[^>]*data-ep="dml"[^>]*><details open="">', dom)
+    assert re.search(r'<section class="group passes"[^>]*data-ep="cuda"[^>]*hidden=""', dom)
+
+    # A pass row has no status or EP of its own: the toggles reach it through its group's.
+    dom = _chromium(tmp_path, page.as_uri() + "?ep=cuda", "--dump-dom").stdout
+    assert re.search(r'<span id="shown">1</span>', dom)
+    assert re.search(r'<section class="group passes"[^>]*data-ep="dml"[^>]*hidden=""', dom)
+    dom = _chromium(tmp_path, page.as_uri() + "?status=FAIL", "--dump-dom").stdout
+    assert re.search(r'<span id="shown">1</span>', dom) and _passes(dom) == {"alpha": False, "beta": False}

@@ -212,16 +212,19 @@ def test_console_lists_failures_with_repro_and_totals() -> None:
     text = render_console(_summarize(ENV, _results()))
     lines = text.splitlines()
     assert lines[-1] == "== 4 PASS, 1 FAIL, 1 NOT_SUPPORTED, 1 ERROR, 1 INVALID, 1 QUALITY_WARNING =="
-    # FAIL first, then ERROR, then the rest; repro lines for FAIL and ERROR only.
-    blocks = [block for block in text.split("\n\n") if block.startswith(("FAIL", "ERROR", "NOT_", "QUALITY"))]
+    # FAIL first, then ERROR, then the warnings; repro lines for FAIL and ERROR only.
+    blocks = [block for block in text.split("\n\n") if block.startswith(("FAIL", "ERROR", "NOT_", "QUALITY", "no "))]
     assert blocks[0] == (
         "FAIL (tie_order) t.yaml::b [cpu]\n  OutputIndexTensor: tie order\n"
         "  repro: dmlconf run t.yaml -k t.yaml::b --ep cpu"
     )
     assert blocks[1] == "ERROR (execution) s.yaml::b [cpu]\n  boom\n  repro: dmlconf run s.yaml -k s.yaml::b --ep cpu"
-    assert blocks[2] == "NOT_SUPPORTED t.yaml::c [cpu]\n  no uint16 kernel"
-    assert blocks[3] == "QUALITY_WARNING m.yaml::w [cpu]\n  nan order"
+    assert blocks[2] == "QUALITY_WARNING m.yaml::w [cpu]\n  nan order"
+    # Results without a verdict are counted by reason, each count with its message; -v lists each.
+    assert blocks[3] == "no verdict: 1 result (dmlconf -v run lists each)\n  1 NOT_SUPPORTED [cpu]: no uint16 kernel"
     assert len(blocks) == 4  # INVALID is the expected outcome of a negative case: not listed
+    verbose = render_console(_summarize(ENV, _results()), verbose=True).split("\n\n")
+    assert "NOT_SUPPORTED t.yaml::c [cpu]\n  no uint16 kernel" in verbose
 
 
 def test_console_truncates_long_lists_and_escapes_control_characters() -> None:
@@ -590,30 +593,49 @@ def _known_tie_order() -> Waiver:
     return Waiver("t.yaml::b", "cpu", None, None, "known tie order", "https://example.com/1", SourcePos("k", 1, 1))
 
 
-def test_with_waivers_the_console_lists_unexpected_results_first_and_known_ones_one_line_each() -> None:
+def test_with_waivers_the_console_lists_unexpected_results_first_and_known_ones_under_their_reason() -> None:
     gate = apply_waivers(environment_from_json(ENV), _results(), [_known_tie_order()])
     text = render_console(_summarize(ENV, _results()), gate=gate)
     blocks = text.split("\n\n")
-    listed = [b for b in blocks if b.startswith(("UNEXPECTED", "known", "FAIL", "ERROR", "NOT_", "QUALITY"))]
+    listed = [b for b in blocks if b.startswith(("UNEXPECTED", "known", "FAIL", "ERROR", "NOT_", "QUALITY", "no "))]
     assert listed[0] == (
         "UNEXPECTED ERROR (execution) s.yaml::b [cpu]\n  boom\n  repro: dmlconf run s.yaml -k s.yaml::b --ep cpu"
     )
-    assert listed[1] == "known FAIL (tie_order) t.yaml::b [cpu]: known tie order (https://example.com/1)"
-    assert [b.split()[0] for b in listed[2:]] == ["NOT_SUPPORTED", "QUALITY_WARNING"]
+    assert listed[1] == (
+        "known failures, waived: 1 under 1 reason\n"
+        "1 known: known tie order\n"
+        "  tracked at https://example.com/1\n"
+        "    FAIL (tie_order) t.yaml::b [cpu]"
+    )
+    assert [b.split()[0] for b in listed[2:]] == ["QUALITY_WARNING", "no"]
 
 
-def test_many_known_failures_are_counted_after_the_first_ones() -> None:
-    failing = [Result(f"t.yaml::c{i}", "TOP_K1", "cpu", Status.FAIL, "values", message="x") for i in range(5)]
-    anywhere = Waiver("t.yaml::*", "cpu", None, None, "known", "https://example.com/2", SourcePos("k", 1, 1))
-    gate = apply_waivers(environment_from_json(ENV), failing, [anywhere])
-    text = render_console(_summarize(ENV, failing), max_listed=2, gate=gate)
-    known = [line for line in text.splitlines() if line.startswith(("known ", "... and"))]
-    assert known == [
-        "known FAIL (values) t.yaml::c0 [cpu]: known (https://example.com/2)",
-        "known FAIL (values) t.yaml::c1 [cpu]: known (https://example.com/2)",
-        "... and 3 more known failures (see summary.md)",
+def test_known_failures_are_grouped_by_reason_the_reason_once_the_first_few_listed() -> None:
+    nan = [Result(f"t.yaml::nan{i}", "TOP_K1", "dml", Status.FAIL, "values", message="x") for i in range(5)]
+    ties = [Result("t.yaml::tie", "TOP_K1", "dml", Status.FAIL, "tie_order", message="y")]
+    waivers = [
+        Waiver("t.yaml::nan*", "dml", None, None, "NaN " + "x" * 200, "BUG-1", SourcePos("k", 1, 1)),
+        Waiver("t.yaml::tie", "dml", None, None, "ties", "BUG-2", SourcePos("k", 7, 1)),
+    ]
+    gate = apply_waivers(environment_from_json(ENV), [*nan, *ties], waivers)
+    text = render_console(_summarize(ENV, [*nan, *ties]), gate=gate)
+    known = next(block for block in text.split("\n\n") if block.startswith("known failures"))
+    # The larger group first; its 205-character reason once, cut at 116 columns; three of its five cases, a count.
+    assert known.splitlines() == [
+        "known failures, waived: 6 under 2 reasons",
+        "5 known: NaN " + "x" * 102 + "…",
+        "  tracked at BUG-1",
+        "    FAIL (values) t.yaml::nan0 [dml]",
+        "    FAIL (values) t.yaml::nan1 [dml]",
+        "    FAIL (values) t.yaml::nan2 [dml]",
+        "    ... and 2 more (dmlconf -v run lists each)",
+        "1 known: ties",
+        "  tracked at BUG-2",
+        "    FAIL (tie_order) t.yaml::tie [dml]",
     ]
     assert "UNEXPECTED" not in text
+    verbose = render_console(_summarize(ENV, [*nan, *ties]), gate=gate, verbose=True)
+    assert "    FAIL (values) t.yaml::nan4 [dml]" in verbose.splitlines() and "... and" not in verbose
 
 
 def test_quiet_console_holds_only_the_unexpected_results() -> None:

@@ -201,7 +201,12 @@ def _parser(named: str | None) -> argparse.ArgumentParser:
     an error, not ``--quick``, since a typo in a CI script must not change what runs."""
     parser = argparse.ArgumentParser(prog="dmlconf", description=DESCRIPTION, epilog=EPILOG, allow_abbrev=False)
     parser.add_argument("--version", action=_Version)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log debug detail to stderr; run's console lists every known failure and result without a verdict",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     for name, command in COMMAND_TABLE.items():
         sub = commands.add_parser(

@@ -21,7 +21,7 @@ from conformance.gate.diff import SeveralEps, diff_runs, only_ep
 from conformance.gate.merge import MergeError, merge_runs, recorded_waivers
 from conformance.gate.recorded import Gating, RecordedFileError, gating, record
 from conformance.gate.summary import Summary, summarize
-from conformance.gate.verdict import decide
+from conformance.gate.verdict import decide, whose_label
 from conformance.gate.waiver_file import WaiverFile, load_waiver_file
 from conformance.gate.waivers import Gate, apply_waivers, near_miss_keys, stale_line
 from conformance.model import Status
@@ -258,13 +258,20 @@ def gate_lines(gate: Gate, quiet: bool = False, recap: bool = True) -> list[str]
     if recap:
         why = near_miss_keys(gate)
         lines += [
-            f"UNEXPECTED FAIL {r.case} [{r.ep}]" + (f": {why[(r.case, r.ep)]}" if (r.case, r.ep) in why else "")
+            f"UNEXPECTED FAIL {r.case} [{r.ep}]{_whose(r)}"
+            + (f": {why[(r.case, r.ep)]}" if (r.case, r.ep) in why else "")
             for r in gate.unexpected_failures
         ]
         lines += [f"UNEXPECTED PASS {r.case} [{r.ep}]: {w.tracking} can be closed" for r, w in gate.unexpected_passes]
     if gate.stale and not quiet:  # one line: summary.md and report.html list them
         lines.append(f"warning: {stale_line(gate.stale)} (listed in summary.md and report.html)")
     return lines
+
+
+def _whose(result: Result) -> str:
+    """ " [whose: driver]" after a failure triage judged; nothing after one it did not."""
+    label = whose_label(result)
+    return f" [{label}]" if label else ""
 
 
 def verdict_lines(

@@ -355,7 +355,7 @@ def _report(
     summary = summarize(env, results)
     written, unwritten = _write_all(args.report_dir, env, summary, results, gate, lock)
     # where nothing could be written, with results.jsonl the only record of the results; --quiet: the unexpected alone
-    console = render_console(summary, gate=gate, quiet=args.quiet)
+    console = render_console(summary, gate=gate, quiet=args.quiet, verbose=args.verbose)
     if console:
         say(console)
     if written and not args.quiet:

@@ -13,6 +13,8 @@ from conformance.environment import (
     EpRecord,
     Gpu,
     PeakMemory,
+    directml_adapters,
+    on_the_cpu,
     pci_id,
     ran_on,
 )
@@ -69,11 +71,7 @@ def _onnxruntime_line(env: Environment) -> str:
 
 def identity_lines(env: Environment) -> tuple[tuple[str, str], ...]:
     """The report header: what each EP ran on first, then which devices, which software, which EPs."""
-    gpus = env.gpus
-    lines = [
-        *ran_on_lines(env),
-        ("GPU", "; ".join(_gpu_line(g) for g in gpus) if gpus else "none found (nvidia-smi / Win32_VideoController)"),
-    ]
+    lines = [*ran_on_lines(env), ("GPU", _gpus_line(env))]
     if env.cpu:
         lines.append(("CPU", env.cpu))
     lines.append(("onnxruntime", _onnxruntime_line(env)))
@@ -136,6 +134,23 @@ def _peak_memory(peak: PeakMemory) -> str:
     """The run's peak memory, runners included, and its parts (each process's own peak, summed)."""
     runners = f", {peak.runners} DirectML runner(s) {peak.runners_mib} MiB" if peak.runners else ""
     return f"{peak.total_mib} MiB at most (the harness's processes {peak.harness_mib} MiB{runners})"
+
+
+NO_GPU_LISTED = "none listed by nvidia-smi / Win32_VideoController"
+
+
+def _gpus_line(env: Environment) -> str:
+    """The GPUs the OS lists; without any, the adapter DirectML ran on (lavapipe under Wine is none the OS lists),
+    or that every EP ran on the CPU: what ran, never "none" alone on a run that had a device."""
+    if env.gpus:
+        return "; ".join(_gpu_line(g) for g in env.gpus)
+    adapters = directml_adapters(env)
+    if adapters:
+        named = "; ".join(f"{name} (EP {', '.join(labels)})" for name, labels in adapters.items())
+        return f"{NO_GPU_LISTED}; DirectML ran on the adapter {named}"
+    if env.eps and all(on_the_cpu(ep) for ep in env.eps):
+        return f"{NO_GPU_LISTED}; every EP ran on the CPU ({', '.join(ep.label for ep in env.eps)})"
+    return NO_GPU_LISTED
 
 
 def _gpu_line(gpu: Gpu) -> str:

@@ -3,8 +3,9 @@ Summary and, where a waiver file was given, its Gate.
 
 The verdict names what decided it ("PASSED — 52 known failures waived", "FAILED — 3 unexpected failures",
 "INCOMPLETE/FAILED — interrupted: 120 of 1881 cases run"), so that no report shows a green badge beside "52 FAIL".
-Failures are grouped by signature: operator, failure kind, EP and data type (and status), since one driver bug
-usually fails many cases the same way; a reader looks at one group, not at each of its cases.
+Failures are grouped by signature: operator, failure kind, EP and data type (and status), and where triage re-ran
+them, whose failure it is (conformance/whose.py), since one driver bug usually fails many cases the same way; a
+reader looks at one group, not at each of its cases.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from conformance.gate.summary import NO_VERDICT, OK, Summary, plural, severity
 from conformance.gate.waivers import Gate, Waiver, overall_failed
 from conformance.model import Status
 from conformance.results import FAILING, Result
+from conformance.whose import MEANING, Whose
 
 # Statuses shown without detail: passes, and no verdict (counted by reason). Of the rest, those not FAILING are
 # warnings (QUALITY_WARNING, and any such status the enum gains), grouped like failures.
@@ -74,16 +76,36 @@ def decide(summary: Summary, gate: Gate | None) -> Verdict:
     return Verdict(not failed, label, tuple(reasons))
 
 
+def whose(result: Result) -> Whose | None:
+    """Whose failure ``result`` is, where triage re-ran it; None for one it did not (every result of a run without
+    triage)."""
+    return result.triage.verdict if result.triage is not None else None
+
+
+def whose_label(result: Result) -> str:
+    """ "whose: driver", how every report names a triaged failure's owner; empty for a result triage did not
+    judge, so that an untriaged run's reports read as before."""
+    verdict = whose(result)
+    return f"whose: {verdict.value}" if verdict is not None else ""
+
+
+def whose_order(verdict: Whose | None) -> int:
+    """A sort key: the verdicts in whose.py's order, a failure triage did not judge last."""
+    return list(Whose).index(verdict) if verdict is not None else len(Whose)
+
+
 @dataclass(frozen=True, eq=False)  # each group is its own: reports key their anchors on it
 class Group:
-    """Results that failed (or warned) the same way: one operator, failure kind, EP, data type and status.
-    ``waivers`` are the known failures that cover its results (none when unexpected)."""
+    """Results that failed (or warned) the same way: one operator, failure kind, EP, data type and status, and
+    triage's verdict on them (None where triage did not judge them). ``waivers`` are the known failures that cover
+    its results (none when unexpected)."""
 
     status: Status
     operator: str
     kind: str
     ep: str
     data_type: str
+    whose: Whose | None
     results: tuple[Result, ...]
     waivers: tuple[Waiver, ...] = ()
 
@@ -116,11 +138,41 @@ class Findings:
     def groups(self) -> tuple[Group, ...]:
         return self.unexpected + self.waived + self.warnings
 
+    @property
+    def triaged(self) -> bool:
+        """Whether triage judged any of these results: only then do reports give a "whose" column."""
+        return any(group.whose is not None for group in self.groups)
+
+    @property
+    def by_whose(self) -> tuple[WhoseCount, ...]:
+        """The failures each triage verdict owns (unexpected and known apart), in whose.py's order; empty when
+        triage judged none."""
+        counts = {verdict: [0, 0] for verdict in Whose}
+        for index, groups in enumerate((self.unexpected, self.waived)):
+            for group in groups:
+                if group.whose is not None:
+                    counts[group.whose][index] += len(group.results)
+        return tuple(WhoseCount(v, *counts[v]) for v in Whose if sum(counts[v]))
+
+
+@dataclass(frozen=True)
+class WhoseCount:
+    """How many of a run's failures triage gave to ``verdict``: unexpected and known (waived) ones."""
+
+    verdict: Whose
+    unexpected: int
+    known: int
+
+    @property
+    def meaning(self) -> str:
+        return MEANING[self.verdict]
+
 
 def _grouped(results: Sequence[Result], waivers: dict[tuple[str, str], Waiver]) -> tuple[Group, ...]:
-    members: dict[tuple[Status, str, str, str, str], list[Result]] = {}
+    members: dict[tuple[Status, str, str, str, str, Whose | None], list[Result]] = {}
     for r in results:
-        members.setdefault((r.status, r.operator, r.failure_kind or "—", r.ep, r.data_type or "—"), []).append(r)
+        key = (r.status, r.operator, r.failure_kind or "—", r.ep, r.data_type or "—", whose(r))
+        members.setdefault(key, []).append(r)
     groups = [
         Group(
             *key,
@@ -129,7 +181,12 @@ def _grouped(results: Sequence[Result], waivers: dict[tuple[str, str], Waiver]) 
         )
         for key, rs in members.items()
     ]
-    return tuple(sorted(groups, key=lambda g: (severity(g.status), -len(g.results), g.operator, g.ep, g.kind)))
+    return tuple(
+        sorted(
+            groups,
+            key=lambda g: (severity(g.status), whose_order(g.whose), -len(g.results), g.operator, g.ep, g.kind),
+        )
+    )
 
 
 def findings(results: Sequence[Result], gate: Gate | None) -> Findings:

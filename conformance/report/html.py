@@ -2,13 +2,15 @@
 that a driver engineer opens when a run turns red. The data comes from ``summary``, ``verdict`` and each result's
 ``details``; this module only formats it, and every string from a case file or an EP passes through ``html.escape``.
 
-Order: the verdict with what decided it, and who ran it (device, driver, versions, feature level, command, when,
-which harness); what the run lacks when it is incomplete; the operator by data type by EP matrix, whose cells link
-to their failures; a filter (text; status, EP, failure kind, unexpected or known); the unexpected failures, grouped
-by signature and open; the known failures, waived, in one closed group; the warnings; then the results that gave no
-verdict (NOT_SUPPORTED, NOT_EXPRESSIBLE), grouped by reason. Each failure is one line (status, kind, case, reason,
-time, its --artifacts folder) that opens on its details: parameters, pictures, the first mismatches, the reproduction
-command and the full message.
+Order: the verdict with what decided it, the totals (waived failures counted apart as known), and who ran it
+(device, driver, versions, feature level, command, when, which harness); what the run lacks when it is incomplete;
+the operator by data type by EP matrix, whose cells link to their results; where triage judged failures, how many
+each owner has; a filter (text; status, EP, failure kind, whose, unexpected or known); the unexpected failures,
+grouped by signature and open; the known failures, waived, in one closed group; the warnings; the results that gave
+no verdict (NOT_SUPPORTED, NOT_EXPRESSIBLE), grouped by reason; then every pass, one short row each, so that the
+filter finds any result. Each failure is one line (status, kind, whose where triaged, case, reason, time, its
+--artifacts folder) that opens on its details: parameters, triage's re-runs, pictures, the first mismatches, the
+reproduction command and the full message.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from urllib.parse import urlsplit
 
 from conformance.gate.summary import (
     NO_VERDICT,
+    OK,
+    STATUS_ORDER,
     Summary,
     death_reason,
     death_verdict,
@@ -29,12 +33,13 @@ from conformance.gate.summary import (
     plural,
     severity,
 )
-from conformance.gate.verdict import Findings, Group, Verdict, decide, findings
+from conformance.gate.verdict import Findings, Group, Verdict, decide, findings, whose
 from conformance.gate.waivers import STALE_WHY, Gate, Waiver
 from conformance.model import Status
 from conformance.problems import first_line
 from conformance.report.svg import mismatch_map, ulp_histogram
-from conformance.results import FAILING, Result
+from conformance.results import FAILING, Result, verdict_text
+from conformance.whose import MEANING, Triage
 
 COLOURS = {
     Status.PASS: "#2e7d32",
@@ -49,9 +54,10 @@ COLOURS = {
     Status.NOT_EXPRESSIBLE: "#757575",
     Status.INVALID: "#1565c0",
 }
-# What the filter's toggles select on: a row's data-status, data-ep, data-kind, and with a waiver file data-gate
-# (unexpected or known); a row without the attribute is not filtered on it.
-FACETS = ("status", "ep", "kind", "gate")
+# What the filter's toggles select on: a row's data-status, data-ep, data-kind, where triage judged it data-whose,
+# and with a waiver file data-gate (unexpected or known); a row without the attribute takes its group's (a pass's
+# status and EP), and one that neither has is not filtered on it.
+FACETS = ("status", "ep", "kind", "whose", "gate")
 REASON_LENGTH = 160  # characters of a failure's first message line on its row
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1320px;padding:0 1em;color:#212121}
@@ -80,16 +86,21 @@ padding:2px 0;list-style-position:outside;margin-left:1.2em}
 .line{display:inline-grid;grid-template-columns:12.5em minmax(0,5fr) minmax(0,6fr) 4.5em auto;gap:.8em;
 width:calc(100% - 1em);vertical-align:top}.line .kind{color:#616161;font-size:12px;overflow-wrap:anywhere}
 .line code{overflow-wrap:anywhere;color:#212121}.line .why{color:#424242;overflow-wrap:anywhere}
-.line .t{text-align:right}
+.line .t{text-align:right}.line.w{grid-template-columns:12.5em 7.5em minmax(0,5fr) minmax(0,6fr) 4.5em auto}
+.whose{font-size:12px;overflow-wrap:anywhere}
+ul.ids{margin:.2em 0 .4em;padding:0;list-style:none;columns:3 24em;font:12px/1.5 ui-monospace,monospace}
+ul.ids::before{content:attr(data-path);display:block;column-span:all;color:#616161}
+ul.ids>li{overflow-wrap:anywhere}ul.ids:not(:has(>li:not([hidden]))){display:none}
 details.row>article{margin:.3em 0 .8em 1.2em;padding:.5em 1em;background:#fcfcfc;border-left:3px solid var(--c)}
 details.waived{border:1px solid #e0e0e0;padding:.3em .8em;margin:1em 0}details.waived>summary{cursor:pointer;
 font-size:1.15em;font-weight:600}.pictures{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}
 figure{margin:0;max-width:640px}figcaption{font-size:12px;color:#555}.cell{white-space:nowrap}
 .tie td{font-family:ui-monospace,monospace}td.n{text-align:right}
 """
-# The filter: rows (data-row) are shown when their status, EP and kind are toggled on and their text holds what the
-# box holds; a group whose rows are all hidden hides; typing opens the groups that match. The query string sets a
-# first filter (report.html?q=tie&status=FAIL,ERROR&ep=dml); a link to an anchor opens the groups around it.
+# The filter: rows (data-row) are shown when their status, EP, kind, whose and gate are toggled on and their text
+# holds what the box holds; a group whose rows are all hidden hides; typing opens the groups that match. The query
+# string sets a first filter (report.html?q=tie&status=FAIL,ERROR&ep=dml); a link to an anchor opens the groups
+# around it.
 SCRIPT = """
 (function () {
   var box = document.getElementById("q");
@@ -98,9 +109,24 @@ SCRIPT = """
   var groups = Array.prototype.slice.call(document.querySelectorAll("section.group"));
   var shown = document.getElementById("shown");
   var texts = new Map();
+  var facets = new Map();
   function text(row) {
-    if (!texts.has(row)) { texts.set(row, row.textContent.toLowerCase()); }
+    // A pass's row holds its case's name; its list holds the case file's path, so that a whole id matches too.
+    if (!texts.has(row)) {
+      var path = row.parentElement.dataset.path;
+      texts.set(row, ((path ? path + "::" : "") + row.textContent).toLowerCase());
+    }
     return texts.get(row);
+  }
+  function facet(row, name) {
+    // A row's own value, else its group's: a pass's status and EP are its group's.
+    var cached = facets.get(row) || {};
+    facets.set(row, cached);
+    if (!(name in cached)) {
+      var group = row.closest("section.group");
+      cached[name] = name in row.dataset ? row.dataset[name] : group ? group.dataset[name] : undefined;
+    }
+    return cached[name];
   }
   function openAround(element) {
     for (var e = element; e; e = e.parentElement) { if (e.tagName === "DETAILS") { e.open = true; } }
@@ -111,9 +137,9 @@ SCRIPT = """
     var words = box.value.trim().toLowerCase();
     var count = 0;
     rows.forEach(function (row) {
-      var visible = Object.keys(on).every(function (facet) {
-        var value = row.dataset[facet];
-        return value === undefined || !on[facet] || on[facet][value] !== false;
+      var visible = Object.keys(on).every(function (f) {
+        var value = facet(row, f);
+        return value === undefined || !on[f] || on[f][value] !== false;
       }) && (!words || text(row).indexOf(words) >= 0);
       row.hidden = !visible;
       if (visible) { count += Number(row.dataset.n || 1); }
@@ -143,6 +169,10 @@ SCRIPT = """
   follow();
 })();
 """
+
+
+# A waived failure's badge ("KNOWN FAILURE", "106 known"): the grey of a result that fails no gate.
+KNOWN = Status.NOT_SUPPORTED
 
 
 def _colour(status: Status) -> str:
@@ -183,15 +213,33 @@ def _facts(summary: Summary) -> str:
     )
 
 
-def _header(summary: Summary, verdict: Verdict, gate: Gate | None, found: Findings) -> str:
+def _totals(summary: Summary, gate: Gate | None) -> str:
+    """A badge per status; with a waiver file the failures it waives are counted apart, in one grey "N known"
+    badge after the failing statuses, so that a gate that passed shows no red count beside PASSED."""
+    known = Counter(r.status for r, _ in gate.expected_failures) if gate is not None else Counter()
+    badges = [
+        (severity(s), _status(s, f"{summary.totals[s] - known[s]} {s.value}"))
+        for s in summary.totals
+        if summary.totals[s] > known[s]
+    ]
+    if known:
+        waived = ", ".join(f"{known[s]} {s.value}" for s in sorted(known, key=severity))
+        title = f"known failures the waiver file waives: {waived}"
+        # After every failing status and before the other verdicts: severity's rank 1 is the failing statuses'.
+        after_failing = (1, len(STATUS_ORDER))
+        badges.append((after_failing, _status(KNOWN, f"{known.total()} known", "#waived", title)))
+    return " ".join(badge for _, badge in sorted(badges, key=lambda item: item[0]))
+
+
+def _header(summary: Summary, verdict: Verdict, gate: Gate | None, found: Findings, passed: int) -> str:
     colour = _colour(Status.PASS if verdict.passed else Status.FAIL)
     badge = f'<span class="badge" style="background:{colour}">{escape(verdict.label)}</span>'
     reasons = f" — {escape(verdict.because)}" if verdict.reasons else ""
-    totals = " ".join(
-        _status(s, f"{summary.totals[s]} {s.value}") for s in sorted(summary.totals, key=severity) if summary.totals[s]
-    )
+    totals = _totals(summary, gate)
     placement = f"<p>{escape(summary.placement.line)}</p>" if summary.placement else ""
     links = [("matrix", "matrix")]
+    if found.triaged:
+        links.append(("whose", "whose"))
     failures = "unexpected failures" if gate is not None else "failures"
     links.append(("unexpected", f"{failures} ({sum(len(g.results) for g in found.unexpected)})"))
     if gate is not None:
@@ -199,6 +247,7 @@ def _header(summary: Summary, verdict: Verdict, gate: Gate | None, found: Findin
     if found.warnings:
         links.append(("warnings", f"warnings ({sum(len(g.results) for g in found.warnings)})"))
     links.append(("declined", "no verdict"))
+    links.append(("passes", f"passes ({passed})"))
     nav = "".join(f'<a href="#{anchor}">{escape(text)}</a>' for anchor, text in links)
     return (
         f'<header><h1>DirectML conformance</h1><p class="verdict" style="--c:{colour}">{badge}{reasons}</p>'
@@ -256,9 +305,9 @@ def _known_badge(status: Status, text: str, href: str | None, title: str) -> str
     return f'<{tag} class="badge"{link} title="{escape(title)}" style="{style}">{escape(text)}</{tag}>'
 
 
-def _matrix(summary: Summary, found: Findings, anchors: Mapping[Group, str]) -> str:
+def _matrix(summary: Summary, found: Findings, anchors: Mapping[Group, str], passed: PassAnchors) -> str:
     """Operator and data type rows, one column per EP; each status's count in a cell links to its first group of
-    failures, the known (waived) ones counted apart, or to the no-verdict table."""
+    failures, the known (waived) ones counted apart, to the no-verdict table, or to its list of passes."""
     first: dict[tuple[str, str, str, Status, bool], str] = {}
     kinds: dict[tuple[str, str, str, Status, bool], list[str]] = defaultdict(list)
     known: Counter[tuple[str, str, str, Status]] = Counter()
@@ -281,6 +330,7 @@ def _matrix(summary: Summary, found: Findings, anchors: Mapping[Group, str]) -> 
                 waived = known[key[:4]]
                 if counts[s] > waived:
                     href = f"#{first[key]}" if key in first else "#declined" if s in NO_VERDICT else None
+                    href = f"#{passed[(s, operator, ep)]}" if (s, operator, ep) in passed else href
                     badges.append(_status(s, f"{counts[s] - waived} {s.value}", href, ", ".join(kinds.get(key, []))))
                 if waived:
                     key = (*key[:4], True)
@@ -301,19 +351,24 @@ def _facet_order(facet: str) -> Callable[[tuple[str, int]], Any]:
 
 
 def _facet_values(
-    found: Findings, declined: Sequence[tuple[tuple[str, Status, str, str], list[str]]], gated: bool
+    found: Findings, declined: Sequence[tuple[tuple[str, Status, str, str], list[str]]], passed: Passes, gated: bool
 ) -> str:
-    """The filter: a text box, and a toggle for each status, EP and failure kind among the rows, and with a waiver
-    file for unexpected and known failures, each with its count."""
+    """The filter: a text box, and a toggle for each status, EP and failure kind among the rows, for each owner
+    where triage judged failures, and with a waiver file for unexpected and known failures, each with its count."""
     counts: dict[str, Counter[str]] = {facet: Counter() for facet in FACETS}
     for group in found.groups:
-        for facet, value in zip(FACETS, (group.status.value, group.ep, group.kind), strict=False):
+        for facet, value in (("status", group.status.value), ("ep", group.ep), ("kind", group.kind)):
             counts[facet][value] += len(group.results)
+        if group.whose is not None:
+            counts["whose"][group.whose.value] += len(group.results)
     for gate_value, groups in (("unexpected", found.unexpected), ("known", found.waived)) if gated else ():
         counts["gate"][gate_value] += sum(len(g.results) for g in groups)
     for (ep, status, kind, _), cases in declined:
-        for facet, value in zip(FACETS, (status.value, ep, kind), strict=False):
+        for facet, value in (("status", status.value), ("ep", ep), ("kind", kind)):
             counts[facet][value] += len(cases)
+    for (status, _, ep), members in passed.items():
+        counts["status"][status.value] += len(members)
+        counts["ep"][ep] += len(members)
     total = sum(counts["status"].values())
     lines = []
     for facet in (f for f in FACETS if counts[f]):
@@ -356,7 +411,7 @@ def _places(waivers: Sequence[Waiver]) -> str:
 def _waiver_note(reason: str, tracking: str, waivers: Sequence[Waiver]) -> str:
     """A known failure's reason, its tracking link, and where the waiver file says so."""
     link = f'<a href="{escape(tracking)}" title="{escape(tracking)}">{escape(_short_link(tracking))}</a>'
-    known = _status(Status.NOT_SUPPORTED, "KNOWN FAILURE")
+    known = _status(KNOWN, "KNOWN FAILURE")
     return f'{known} {escape(reason)} ({link}) <span class="muted">{escape(_places(waivers))}</span>'
 
 
@@ -405,8 +460,30 @@ def _sequence(details: Mapping[str, Any]) -> str:
     )
 
 
+def _triage(triage: Triage | None) -> str:
+    """Whose the failure is, why, and each re-run triage made of it (its rung, EP, adapter and verdict)."""
+    if triage is None:
+        return ""
+    rows = [
+        [
+            rerun.rung.value,
+            rerun.ep,
+            rerun.adapter or "—",
+            verdict_text(rerun.status, rerun.failure_kind) if rerun.status is not None else "did not run",
+            first_line(rerun.message, REASON_LENGTH),
+        ]
+        for rerun in triage.reruns
+    ]
+    reruns = _table(["re-run", "EP", "adapter", "verdict", "message"], rows) if rows else ""
+    return (
+        f"<p>Whose: <b>{escape(triage.verdict.value)}</b>, {escape(MEANING[triage.verdict])}. "
+        f"{escape(triage.why)}</p>{reruns}"
+    )
+
+
 def _article(r: Result, artifacts: str | None) -> str:
-    """What a failure's line opens on: its parameters, pictures, first mismatches, reproduction and message."""
+    """What a failure's line opens on: its parameters, whose it is (where triage judged it), pictures, first
+    mismatches, reproduction and message."""
     params = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in r.parameters.items())
     about = [
         ("data type", r.data_type or "—"),
@@ -423,21 +500,36 @@ def _article(r: Result, artifacts: str | None) -> str:
     mismatches = _table(table["headers"], table["rows"]) if table else ""
     repro = f"<p>Reproduce: <code>{escape(r.repro)}</code></p>" if r.repro else ""
     return (
-        f'<article><dl class="params">{params}</dl>{_pictures(details)}{_sequence(details)}{mismatches}{repro}'
+        f'<article><dl class="params">{params}</dl>{_triage(r.triage)}{_pictures(details)}{_sequence(details)}'
+        f"{mismatches}{repro}"
         f"<details><summary>full message</summary><pre>{escape(r.message)}</pre></details></article>"
     )
 
 
-def _row(anchor: str, r: Result, artifacts: str | None, gate: str | None) -> str:
-    """One failure on one line (status, kind, case, reason, time, artifacts), opening on its article; ``gate``:
-    unexpected or known, where a waiver file sorted it."""
+def _whose_cell(r: Result) -> str:
+    """The whose column: triage's verdict, its meaning and why as the tooltip; a dash where it did not judge."""
+    triage = r.triage
+    if triage is None:
+        return '<span class="whose">—</span>'
+    tip = f"{MEANING[triage.verdict]}. {triage.why}"
+    return f'<span class="whose" title="{escape(tip)}">{escape(triage.verdict.value)}</span>'
+
+
+def _row(anchor: str, r: Result, artifacts: str | None, gate: str | None, triaged: bool) -> str:
+    """One failure on one line (status, kind, whose where ``triaged``, case, reason, time, artifacts), opening on
+    its article; ``gate``: unexpected or known, where a waiver file sorted it; ``triaged``: whether the page has a
+    whose column (triage judged one of its failures)."""
     sorted_by = f' data-gate="{gate}"' if gate else ""
+    verdict = whose(r)
+    sorted_by += f' data-whose="{escape(verdict.value)}"' if verdict is not None else ""
     link = f'<a href="{escape(artifacts)}" title="the files --artifacts kept">artifacts</a>' if artifacts else ""
     kind = r.failure_kind or "—"
     return (
         f'<details class="row" id="{anchor}" data-row data-status="{escape(r.status.value)}" data-ep="{escape(r.ep)}" '
-        f'data-kind="{escape(kind)}"{sorted_by} style="--c:{_colour(r.status)}"><summary><span class="line">'
-        f'<span>{_status(r.status)} <span class="kind">{escape(kind)}</span></span><code>{escape(r.case)}</code>'
+        f'data-kind="{escape(kind)}"{sorted_by} style="--c:{_colour(r.status)}"><summary>'
+        f'<span class="line{" w" if triaged else ""}">'
+        f'<span>{_status(r.status)} <span class="kind">{escape(kind)}</span></span>'
+        f"{_whose_cell(r) if triaged else ''}<code>{escape(r.case)}</code>"
         f'<span class="why">{escape(first_line(r.message, REASON_LENGTH))}</span>'
         f'<span class="t">{_seconds(r.seconds)}</span><span>{link}</span></span></summary>{_article(r, artifacts)}'
         "</details>"
@@ -445,15 +537,18 @@ def _row(anchor: str, r: Result, artifacts: str | None, gate: str | None) -> str
 
 
 def _group(group: Group, anchor: str, opened: bool, rows: str) -> str:
-    """A group's line (status, signature, count, first case) and its known-failure notes, which stay in sight
-    while the group is closed; its rows below."""
+    """A group's line (status, signature with whose where triage judged it, count, first case) and its
+    known-failure notes, which stay in sight while the group is closed; its rows below."""
     notes = "".join(f'<span class="note">{_waiver_note(*note)}</span>' for note in group.notes)
+    owner = group.whose.value if group.whose is not None else ""
     return (
         f'<section class="group" id="{anchor}" data-status="{escape(group.status.value)}" '
         f'data-op="{escape(group.operator)}" data-kind="{escape(group.kind)}" data-ep="{escape(group.ep)}" '
-        f'data-type="{escape(group.data_type)}" data-n="{len(group.results)}" style="--c:{_colour(group.status)}">'
+        f'data-type="{escape(group.data_type)}"{f" data-whose={chr(34)}{owner}{chr(34)}" if owner else ""} '
+        f'data-n="{len(group.results)}" style="--c:{_colour(group.status)}">'
         f"<details{' open' if opened else ''}><summary>{_status(group.status)} {escape(group.operator)} · "
         f"{escape(group.kind)} · {escape(group.ep)} · {escape(group.data_type)} "
+        f"{f'· whose: {escape(owner)} ' if owner else ''}"
         f'<span class="muted">— <span class="part"></span>{plural(len(group.results), "result")}, first: '
         f"<code>{escape(group.first.case)}</code></span>{notes}</summary>{rows}</details></section>"
     )
@@ -463,12 +558,19 @@ Links = Mapping[tuple[str, str], str]  # (case, EP) -> the address of its --arti
 
 
 def _groups(
-    groups: Sequence[Group], opened: bool, anchors: Mapping[Group, str], links: Links, gate: str | None = None
+    groups: Sequence[Group],
+    opened: bool,
+    anchors: Mapping[Group, str],
+    links: Links,
+    triaged: bool,
+    gate: str | None = None,
 ) -> str:
     parts = []
     for group in groups:
         anchor = anchors[group]
-        rows = "".join(_row(f"{anchor}-{i}", r, links.get((r.case, r.ep)), gate) for i, r in enumerate(group.results))
+        rows = "".join(
+            _row(f"{anchor}-{i}", r, links.get((r.case, r.ep)), gate, triaged) for i, r in enumerate(group.results)
+        )
         parts.append(_group(group, anchor, opened, rows))
     return "".join(parts)
 
@@ -482,7 +584,7 @@ def _unexpected(found: Findings, gate: Gate | None, anchors: Mapping[Group, str]
     title = "Unexpected failures" if gate is not None else "Failures"
     why = "" if gate is not None else "<p>No waiver file was given: every failure counts.</p>"
     body = (
-        _groups(found.unexpected, True, anchors, links, "unexpected" if gate is not None else None)
+        _groups(found.unexpected, True, anchors, links, found.triaged, "unexpected" if gate is not None else None)
         if found.unexpected
         else "<p>None.</p>"
     )
@@ -503,9 +605,10 @@ def _waived(found: Findings, gate: Gate, anchors: Mapping[Group, str], links: Li
         f"<li><code>{escape(w.case)}</code> on {escape(w.ep)} ({escape(str(w.pos))})</li>" for w in gate.stale
     )
     stale_part = f"<p>Stale waivers ({len(gate.stale)}): {escape(STALE_WHY)}.</p><ul>{stale}</ul>" if stale else ""
+    groups = _groups(found.waived, False, anchors, links, found.triaged, "known")
     return (
         f'<details class="waived" id="waived"><summary>Known failures, waived: {plural(results, "known failure")} in '
-        f"{plural(len(found.waived), 'group')}</summary>{_groups(found.waived, False, anchors, links, 'known')}"
+        f"{plural(len(found.waived), 'group')}</summary>{groups}"
         f"{stale_part}</details>"
     )
 
@@ -515,7 +618,7 @@ def _warnings(found: Findings, anchors: Mapping[Group, str], links: Links) -> st
         return ""
     return (
         f"<h2 id=warnings>Warnings ({_counted(found.warnings)})</h2><p>Behaviour the spec leaves open that differs "
-        f"from the oracle's choice: not a failure.</p>{_groups(found.warnings, False, anchors, links)}"
+        f"from the oracle's choice: not a failure.</p>{_groups(found.warnings, False, anchors, links, found.triaged)}"
     )
 
 
@@ -558,6 +661,72 @@ def _packed(differences: Sequence[str]) -> str:
     )
 
 
+def _by_whose(found: Findings, gated: bool) -> str:
+    """How many failures each owner has, where triage judged any: the verdict (a link that filters the page on
+    it), what it means, and the unexpected and known counts."""
+    counts = found.by_whose
+    if not counts:
+        return ""
+    rows = [
+        [
+            f'<a href="?whose={escape(count.verdict.value)}">{escape(count.verdict.value)}</a>',
+            escape(count.meaning),
+            *((str(count.unexpected), str(count.known)) if gated else (str(count.unexpected),)),
+        ]
+        for count in counts
+    ]
+    headers = ["whose", "meaning", *(("unexpected", "known") if gated else ("failures",))]
+    return "<h2 id=whose>Whose failures: triage's verdicts</h2>" + _table(headers, rows, raw=True)
+
+
+Passes = Mapping[tuple[Status, str, str], Sequence[Result]]  # (status, operator, EP) -> its passing results
+PassAnchors = Mapping[tuple[Status, str, str], str]
+
+
+def _passed(results: Sequence[Result]) -> dict[tuple[Status, str, str], list[Result]]:
+    """PASS and INVALID (a negative case rejected as it should be), by status, operator and EP."""
+    passed: dict[tuple[Status, str, str], list[Result]] = defaultdict(list)
+    for r in results:
+        if r.status in OK:
+            passed[(r.status, r.operator, r.ep)].append(r)
+    return dict(sorted(passed.items(), key=lambda item: (item[0][1], item[0][2], severity(item[0][0]))))
+
+
+def _ids(results: Sequence[Result]) -> str:
+    """The results' case names, one short row each, in one list per case file (its path said once, by the list's
+    data-path, which the filter searches with each name)."""
+    by_file: dict[str, list[str]] = defaultdict(list)
+    for r in results:
+        path, separator, name = r.case.partition("::")
+        by_file[path if separator else ""].append(name if separator else r.case)
+    return "".join(
+        f'<ul class="ids"{f" data-path={chr(34)}{escape(path)}{chr(34)}" if path else ""}>'
+        + "".join(f"<li data-row>{escape(name)}</li>" for name in names)
+        + "</ul>"
+        for path, names in by_file.items()
+    )
+
+
+def _passes(passed: Passes, anchors: PassAnchors) -> str:
+    """Every pass, so that the filter finds any result: a closed group per status, operator and EP, holding each
+    case's name alone (no details: a pass has none worth a look)."""
+    total = sum(len(members) for members in passed.values())
+    if not passed:
+        return "<h2 id=passes>Passes</h2><p>None.</p>"
+    sections = "".join(
+        f'<section class="group passes" id="{anchors[key]}" data-status="{escape(key[0].value)}" '
+        f'data-ep="{escape(key[2])}" data-n="{len(members)}" style="--c:{_colour(key[0])}"><details><summary>'
+        f"{_status(key[0])} {escape(key[1])} · {escape(key[2])} "
+        f'<span class="muted">— <span class="part"></span>{plural(len(members), "result")}</span></summary>'
+        f"{_ids(members)}</details></section>"
+        for key, members in passed.items()
+    )
+    return (
+        f"<h2 id=passes>Passes ({plural(total, 'result')})</h2><p>Each result that passed, and each negative case "
+        f"rejected as it should be (INVALID), by operator and EP; the filter above finds any of them.</p>{sections}"
+    )
+
+
 def render_html(
     summary: Summary, results: Sequence[Result], gate: Gate | None = None, artifacts: Links | None = None
 ) -> str:
@@ -568,17 +737,21 @@ def render_html(
     found = findings(results, gate)
     anchors = _anchors(found)
     declined = _declined_groups(results)
+    passed = _passed(results)
+    pass_anchors = {key: f"p{index}" for index, key in enumerate(passed)}
     parts = [
-        _header(summary, verdict, gate, found),
+        _header(summary, verdict, gate, found, sum(len(members) for members in passed.values())),
         _incomplete(summary),
         _runner_deaths(summary),
-        _matrix(summary, found, anchors),
-        _facet_values(found, declined, gate is not None),
+        _matrix(summary, found, anchors, pass_anchors),
+        _by_whose(found, gate is not None),
+        _facet_values(found, declined, passed, gate is not None),
         _unexpected(found, gate, anchors, links),
         _waived(found, gate, anchors, links) if gate is not None else "",
         _warnings(found, anchors, links),
         _declined(declined),
         _packed(summary.packed_differences),
+        _passes(passed, pass_anchors),
     ]
     title = "DirectML conformance: " + verdict.headline
     return (

@@ -4,9 +4,10 @@ Jenkins all read, so a conformance run shows up per case in a CI's test tab.
 One <testsuite> per (operator, EP), one <testcase> per Result. FAIL and ERROR turn CI red unless waived as known
 failures (then skipped, with the waiver's reason); a known failure that passes now is a failure, as the gate says;
 NOT_SUPPORTED and NOT_EXPRESSIBLE are skipped; PASS, INVALID (a negative case rejected as it should be) and
-QUALITY_WARNING pass, the last with its message kept in <system-out>. A run that is incomplete (interrupted, case
-files skipped with --keep-going, an EP that executed nothing) gets one more testcase, an error saying so: a CI's test
-tab must not show a partial run green.
+QUALITY_WARNING pass, the last with its message kept in <system-out>. A failure triage judged says whose it is
+first ("[whose: driver] ..."), and why in its text. A run that is incomplete (interrupted, case files skipped with
+--keep-going, an EP that executed nothing) gets one more testcase, an error saying so: a CI's test tab must not show
+a partial run green.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from conformance.gate.summary import NO_VERDICT, Summary, death_reason, fails_the_run
+from conformance.gate.verdict import whose_label
 from conformance.gate.waivers import Gate, Waiver, near_miss_keys, waived_keys
 from conformance.model import Status
 from conformance.problems import first_line
@@ -53,8 +55,16 @@ def _element(parent: ET.Element, tag: str, text: str | None = None, **attributes
 
 
 def _detail(r: Result) -> str:
-    """The whole message, then the command that reproduces it."""
-    return r.message + (f"\n\nrepro: {r.repro}" if r.repro else "")
+    """Whose the failure is and why (where triage judged it), the whole message, then the command that reproduces
+    it."""
+    owner = f"{whose_label(r)}: {r.triage.why}\n\n" if r.triage is not None else ""
+    return owner + r.message + (f"\n\nrepro: {r.repro}" if r.repro else "")
+
+
+def _owned(r: Result, message: str) -> str:
+    """``message`` opened by whose the failure is ("[whose: driver] ..."), where triage judged it."""
+    label = whose_label(r)
+    return f"[{label}] {message}" if label else message
 
 
 @dataclass
@@ -94,7 +104,7 @@ def _testcase(
     headline = first_line(r.message, _MESSAGE_LIMIT)
     if r.status in FAILING and waiver is not None:
         # A known failure must not turn CI red, yet stays visible: skipped, with the failure text kept.
-        _element(case, "skipped", message=f"known failure: {waiver}")
+        _element(case, "skipped", message=_owned(r, f"known failure: {waiver}"))
         _element(case, "system-out", f"{r.status.value} ({r.failure_kind or 'no kind'}): {_detail(r)}")
         counts.skipped += 1
     elif r.status in FAILING:
@@ -103,7 +113,7 @@ def _testcase(
         why = f"outside its waiver: {outside}" if outside else ""
         text = f"{why}\n\n{_detail(r)}" if why else _detail(r)
         message = f"{why}; {headline}" if why else headline
-        _element(case, tag, text, message=message, type=r.failure_kind or r.status.value)
+        _element(case, tag, text, message=_owned(r, message), type=r.failure_kind or r.status.value)
         counts.failures += r.status in _WRONG_ANSWER
         counts.errors += r.status not in _WRONG_ANSWER
     elif r.status in NO_VERDICT:

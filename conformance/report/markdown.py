@@ -1,4 +1,5 @@
-"""summary.md: short enough to paste into a pull request, rendered from a Summary."""
+"""summary.md: short enough to paste into a pull request, rendered from a Summary; where triage judged failures,
+whose each is (a column, and the count each owner has)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from conformance.gate.summary import (
     fails_the_run,
     severity,
 )
-from conformance.gate.verdict import decide
+from conformance.gate.verdict import decide, findings, whose, whose_order
 from conformance.gate.waivers import STALE_WHY, Gate, near_miss_keys, waived_keys
 from conformance.problems import first_line
 from conformance.report.text import cell, code, code_cell, table
+from conformance.results import Result
 
 MAX_ROWS = 40  # rows per list: GitHub refuses comments over 65,536 characters
 MAX_COMMAND = 500  # characters of the command line shown (a run over thousands of named files has a long one)
@@ -87,34 +89,61 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
     rows = [[cell(op), cell(ep), *(counts.get(s, 0) for s in statuses)] for op, ep, counts in summary.by_operator]
     lines.append(table(rows, ["operator", "EP", *statuses], text=False))
     # What a reader acts on (the failures, each with the command that reproduces it) before what describes the run.
-    sections = [*_failures(summary, gate), *_reached(summary), *_differing(summary), *_declined(summary)]
+    sections = [
+        *_by_whose(summary, gate),
+        *_failures(summary, gate),
+        *_reached(summary),
+        *_differing(summary),
+        *_declined(summary),
+    ]
     return "\n".join([*lines, *sections, *_stale_lines(gate)]) + "\n"
+
+
+def _by_whose(summary: Summary, gate: Gate | None) -> list[str]:
+    """How many failures each owner has, where triage judged any (unexpected and known apart with a waiver file)."""
+    counts = findings(summary.notable, gate).by_whose
+    if not counts:
+        return []
+    gated = gate is not None
+    rows = [
+        [c.verdict.value, cell(c.meaning), *((c.unexpected, c.known) if gated else (c.unexpected,))] for c in counts
+    ]
+    headers = ["whose", "meaning", *(("unexpected", "known") if gated else ("failures",))]
+    return ["", "## Whose failures: triage's verdicts", "", table(rows, headers, text=False)]
 
 
 def _failures(summary: Summary, gate: Gate | None) -> list[str]:
     """Failures and warnings, unexpected ones first (so that the rows cut at MAX_ROWS are the known failures, which
-    say they are known), each with its message's first line and its reproduction command."""
+    say they are known), by owner where triage judged them (a whose column then), each with its message's first
+    line and its reproduction command."""
     known = waived_keys(gate) if gate is not None else {}
     outside = {key: f"outside its waiver: {why}; " for key, why in (near_miss_keys(gate) if gate else {}).items()}
     failing = sorted(
         (r for r in summary.notable if r.status not in NO_VERDICT),
-        key=lambda r: ((r.case, r.ep) in known, severity(r.status)),
+        key=lambda r: ((r.case, r.ep) in known, whose_order(whose(r)), severity(r.status)),
     )
     if not failing:
         return []
+    triaged = any(whose(r) is not None for r in failing)
     rows = [
         [
             cell(r.case),
             cell(r.ep),
             r.status.value + (" (known)" if (r.case, r.ep) in known else ""),
             cell(r.failure_kind or ""),
+            *([_whose_cell(r)] if triaged else []),
             cell(outside.get((r.case, r.ep), "") + first_line(r.message, 100)),
             code_cell(r.repro),
         ]
         for r in failing[:MAX_ROWS]
     ]
-    header = ["", "## Failures and warnings", ""]
-    return [*header, table(rows, ["case", "EP", "status", "kind", "message", "repro"]), *_more(len(failing))]
+    headers = ["case", "EP", "status", "kind", *(["whose"] if triaged else []), "message", "repro"]
+    return ["", "## Failures and warnings", "", table(rows, headers), *_more(len(failing))]
+
+
+def _whose_cell(result: Result) -> str:
+    verdict = whose(result)
+    return verdict.value if verdict is not None else ""
 
 
 def _reached(summary: Summary) -> list[str]:
