@@ -40,9 +40,11 @@ def _run(tmp_path: Path, kind: str) -> tuple[subprocess.CompletedProcess[str], P
 
 
 def test_a_waiver_for_one_failure_kind_does_not_hide_another(chain_ready: None, tmp_path: Path) -> None:
-    done, _ = _run(tmp_path, "tolerance")
+    done, folder = _run(tmp_path, "tolerance")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "waived for tolerance; failed by non_finite" in done.stdout
+    for report in ("report.html", "junit.xml", "summary.md"):  # every report says why (Markdown escapes the _)
+        assert "waived for tolerance; failed by non" in (folder / report).read_text(encoding="utf-8"), report
     assert "FAILED" in done.stdout.splitlines()[-1]
 
 

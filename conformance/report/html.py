@@ -34,7 +34,7 @@ from conformance.gate.summary import (
     severity,
 )
 from conformance.gate.verdict import Findings, Group, Verdict, decide, findings, whose
-from conformance.gate.waivers import STALE_WHY, Gate, Waiver
+from conformance.gate.waivers import STALE_WHY, Gate, Waiver, near_miss_keys
 from conformance.model import Status
 from conformance.problems import first_line
 from conformance.report.svg import mismatch_map, ulp_histogram
@@ -589,6 +589,12 @@ def _unexpected(found: Findings, gate: Gate | None, anchors: Mapping[Group, str]
         else "<p>None.</p>"
     )
     part = f"<h2 id=unexpected>{title} ({_counted(found.unexpected)})</h2>{why}{body}"
+    outside = near_miss_keys(gate) if gate is not None else {}
+    if outside:  # a waiver names the case and EP, but not this failure: why not, beside the groups above
+        rows = [[escape(case), escape(ep), escape(text)] for (case, ep), text in outside.items()]
+        part += f"<h3>Failures outside their waiver's signature ({len(rows)})</h3>" + _table(
+            ["case", "EP", "why the waiver does not cover it"], rows, raw=True
+        )
     if found.unexpected_passes:
         rows = [
             [escape(r.case), escape(r.ep), _waiver_note(w.reason, w.tracking, [w])] for r, w in found.unexpected_passes
