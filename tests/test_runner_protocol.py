@@ -25,6 +25,7 @@ TWINS = {
     "ST_": PROTOCOL,  # reply statuses
     "PROFILE_": PROTOCOL,  # whether a run's profile follows
     "DISPATCH_": PROTOCOL,  # a dispatch request's flags
+    "ADAPTER_": PROTOCOL,  # adapter indices with a meaning of their own (WARP)
     "SESSION_": RULES,  # every session's settings
 }
 ELEMENT = "ET_"  # ONNX element types: onnx.proto's names, protocol.ELEMENT_TYPES's codes, element_size's sizes

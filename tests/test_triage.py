@@ -244,3 +244,19 @@ def test_triage_refuses_results_from_another_adapter(
     done = _dmlconf("triage", str(tmp_path / "results.json"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"ran on {GPU}; here it runs on {LAVAPIPE}" in done.stderr
+
+
+def test_the_reference_adapter_is_warp_natively_and_lavapipe_s_runner_under_wine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On Windows the reference is WARP, an adapter no EnumAdapters1 index names (the runner's ADAPTER_WARP); under
+    Wine it is the one adapter of lavapipe's own runner. (No Windows machine here: the runner's side compiles and its
+    constant is pinned by test_runner_protocol.py.)"""
+    from conformance.ep.wine import protocol, session
+
+    reference = parse_ep("dmlop:reference=1")
+    assert session.adapter_index(reference) == 0
+    monkeypatch.setattr(session.sys, "platform", "win32")
+    assert session.adapter_index(reference) == protocol.ADAPTER_WARP == 65535
+    assert session.provider_options(parse_ep("dml:reference=1,device_id=1")) == {"device_id": "65535"}
+    assert session.provider_options(parse_ep("dml:device_id=1")) == {"device_id": "1"}

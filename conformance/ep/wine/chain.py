@@ -12,7 +12,8 @@ Where each piece comes from (docs/directml-on-linux.md says why each is needed):
   machine without network is given them in ``$DMLCONF_CACHE/wheels``).
 - ``DISPLAY``: Wine reaches Vulkan through its X11 driver, so an X server (Xvfb will do) must be there.
 - ``WINEPREFIX``: default, a prefix in the cache, made with ``wineboot -i`` on first use.
-- ``DMLCONF_REFERENCE_ICD``: the reference adapter's Vulkan driver (``--ep dmlop:reference=1``, triage's first rung):
+- ``DMLCONF_REFERENCE_ICD``: under Wine, the reference adapter's Vulkan driver (``--ep dmlop:reference=1``, triage's
+  first rung; natively the reference is WARP, session.py):
   lavapipe's ICD json; default ``DMLWINE_LAVAPIPE_ICD`` (which ../shared/dml-wine's env scripts export). Its runner
   gets ``VK_DRIVER_FILES`` naming it and a Wine prefix of its own (``DMLCONF_REFERENCE_PREFIX``, default the prefix's
   path with ``-reference`` added): one prefix shows Wine's DXGI only its first Vulkan device.
@@ -766,12 +767,6 @@ def find_native_chain(
     onnxruntime-directml's DLLs (``capi``, else its capi folder). A build other than the installed one is refused
     before this (dml_here), so ``build`` is only the runner's key."""
     env = os.environ if environ is None else environ
-    if build.reference:
-        raise ChainMissing(
-            "reference=1 on Windows would be WARP (IDXGIFactory4::EnumWarpAdapter), which the runner does not make "
-            "its device on yet: pick the adapter DXGI lists as Microsoft Basic Render Driver with device_id=N "
-            "(dmlconf doctor lists the adapters)"
-        )
     cache = make_cache(env)
     found = installed_capi(capi)
     compiler = find_compiler(env)

@@ -147,6 +147,9 @@ enum { PROFILE_NONE = 0, PROFILE_FOLLOWS = 1, PROFILE_MISSING = 2 };
  * logged (failures come back as statuses; ORT's own log would only repeat them). */
 enum { SESSION_EXECUTION_MODE = 0, SESSION_LOG_SEVERITY = 4 };
 enum { MAX_SESSIONS = 64, MAX_NAMES = 4096, MAX_DIMS = 16 };
+/* The adapter index that names WARP, the software adapter every Windows machine has (IDXGIFactory4::EnumWarpAdapter),
+ * not in EnumAdapters1's list: the reference adapter natively (protocol.py's ADAPTER_WARP; docs/triage.md). */
+enum { ADAPTER_WARP = 65535 };
 
 static HANDLE in_handle, out_handle;
 
@@ -348,6 +351,19 @@ static void (*proc_address(HMODULE module, const char *name))(void) {
   return (void (*)(void))GetProcAddress(module, name);
 }
 
+/* DXGI adapter ``index`` of ``factory``: EnumAdapters1's, or WARP's for ADAPTER_WARP. */
+static HRESULT find_adapter(IDXGIFactory1 *factory, UINT index, IDXGIAdapter1 **found) {
+  IDXGIFactory4 *warp = NULL;
+  HRESULT hr;
+  if (index != ADAPTER_WARP) return IDXGIFactory1_EnumAdapters1(factory, index, found);
+  hr = IDXGIFactory1_QueryInterface(factory, &IID_IDXGIFactory4, (void **)&warp);
+  if (SUCCEEDED(hr)) {
+    hr = IDXGIFactory4_EnumWarpAdapter(warp, &IID_IDXGIAdapter1, (void **)found);
+    IDXGIFactory4_Release(warp);
+  }
+  return hr;
+}
+
 /* A D3D12 device on DXGI adapter ``index`` (as onnxruntime's device_id path makes one: feature level 11_0); the
  * adapter is returned too where ``adapter`` is given. The HRESULT says why there is none. */
 static HRESULT make_device(UINT index, IDXGIAdapter1 **adapter, ID3D12Device **device) {
@@ -357,7 +373,7 @@ static HRESULT make_device(UINT index, IDXGIAdapter1 **adapter, ID3D12Device **d
   IDXGIFactory1 *factory = NULL;
   IDXGIAdapter1 *found = NULL;
   HRESULT hr = cf && create ? cf(&IID_IDXGIFactory1, (void **)&factory) : E_NOINTERFACE;
-  if (SUCCEEDED(hr)) hr = IDXGIFactory1_EnumAdapters1(factory, index, &found);
+  if (SUCCEEDED(hr)) hr = find_adapter(factory, index, &found);
   if (SUCCEEDED(hr)) hr = create((IUnknown *)found, D3D_FEATURE_LEVEL_11_0, &IID_ID3D12Device, (void **)device);
   if (factory) IDXGIFactory1_Release(factory);
   if (found && adapter && SUCCEEDED(hr)) *adapter = found;
@@ -455,6 +471,25 @@ static const char *d3d_level_text(D3D_FEATURE_LEVEL level) {
 /* describe: the DXGI adapters, the D3D12 device on adapter ``index`` (feature level, shader model), DirectML's own
  * highest feature level on it, and the file versions of the DLLs; a JSON object. A step that fails says so in an
  * "error" member and the later steps are skipped. */
+
+/* One adapter of describe's list, as JSON: its index (``index``), description, ids, memory and flags. */
+static void json_adapter(Out *j, IDXGIAdapter1 *a, UINT index, int first_in_list) {
+  DXGI_ADAPTER_DESC1 d;
+  int inner = 1;
+  IDXGIAdapter1_GetDesc1(a, &d);
+  if (!first_in_list) put(j, ",", 1);
+  put(j, "{", 1);
+  json_num(j, "index", index, &inner);
+  json_wide(j, "description", d.Description, &inner);
+  json_num(j, "vendor_id", d.VendorId, &inner);
+  json_num(j, "device_id", d.DeviceId, &inner);
+  json_num(j, "revision", d.Revision, &inner);
+  json_num(j, "dedicated_video_memory_mib", (double)(d.DedicatedVideoMemory >> 20), &inner);
+  json_num(j, "shared_system_memory_mib", (double)(d.SharedSystemMemory >> 20), &inner);
+  json_num(j, "flags", d.Flags, &inner);
+  put(j, "}", 1);
+}
+
 static void describe(Frame *f) {
   uint32_t index = get_u32(f);
   Out j = {0};
@@ -472,23 +507,15 @@ static void describe(Frame *f) {
   put(&j, "[", 1);
   if (cf && SUCCEEDED(cf(&IID_IDXGIFactory1, (void **)&factory))) {
     IDXGIAdapter1 *a;
-    for (UINT i = 0; IDXGIFactory1_EnumAdapters1(factory, i, &a) == S_OK; i++) {
-      DXGI_ADAPTER_DESC1 d;
-      int inner = 1;
-      IDXGIAdapter1_GetDesc1(a, &d);
-      if (i) put(&j, ",", 1);
-      put(&j, "{", 1);
-      json_num(&j, "index", i, &inner);
-      json_wide(&j, "description", d.Description, &inner);
-      json_num(&j, "vendor_id", d.VendorId, &inner);
-      json_num(&j, "device_id", d.DeviceId, &inner);
-      json_num(&j, "revision", d.Revision, &inner);
-      json_num(&j, "dedicated_video_memory_mib", (double)(d.DedicatedVideoMemory >> 20), &inner);
-      json_num(&j, "shared_system_memory_mib", (double)(d.SharedSystemMemory >> 20), &inner);
-      json_num(&j, "flags", d.Flags, &inner);
-      put(&j, "}", 1);
+    UINT i = 0;
+    for (; IDXGIFactory1_EnumAdapters1(factory, i, &a) == S_OK; i++) {
+      json_adapter(&j, a, i, i == 0);
       if (i == index) chosen = a;
       else IDXGIAdapter1_Release(a);
+    }
+    if (index == ADAPTER_WARP && SUCCEEDED(find_adapter(factory, index, &a))) { /* listed where asked for */
+      json_adapter(&j, a, ADAPTER_WARP, i == 0);
+      chosen = a;
     }
   }
   put(&j, "]", 1);

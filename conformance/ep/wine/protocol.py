@@ -53,6 +53,7 @@ ST_EP = 2  # the EP could not be appended: its device was not created
 ST_BAD = 3  # a request the runner could not serve
 ST_D3D = 4  # a D3D12 or DirectML step after the operator's compile failed
 DISPATCH_CREATE_ONLY = 1  # a dispatch's request flag: ask CreateOperator alone
+ADAPTER_WARP = 65535  # the adapter index that names WARP natively (EnumWarpAdapter): the reference adapter
 PROFILE_NONE, PROFILE_FOLLOWS, PROFILE_MISSING = 0, 1, 2  # after a run's outputs: whether its profile follows
 
 # ONNX element types (onnx.proto's TensorProto.DataType) <-> NumPy: what crosses the pipe.

@@ -12,6 +12,7 @@ makes a device per session (dmlrunner.c says why the shared device is the defaul
 from __future__ import annotations
 
 import json
+import sys
 import weakref
 from collections.abc import Mapping, Sequence
 
@@ -41,6 +42,10 @@ def provider_options(ep: EpSpec) -> dict[str, str]:
     harness's own options (which DLLs, which adapter's runner) stay out, since they chose the runner, not the EP's
     behaviour."""
     options = ep_options(ep)
+    if sys.platform == "win32" and build_of(ep.options).reference:  # WARP, which no EnumAdapters1 index names
+        return {key: value for key, value in options.items() if key not in ADAPTER_OPTIONS} | {
+            "device_id": str(protocol.ADAPTER_WARP)
+        }
     if not any(key in options for key in ADAPTER_OPTIONS):
         options["device_id"] = "0"
     return options
