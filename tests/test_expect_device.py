@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from conformance.environment import Environment
 from conformance.ep.directml import DirectML
 from conformance.ep.providers import parse_ep
+from conformance.results import read_results, write_results
 from conformance.run.expect import UnexpectedDevice, check_devices
 
 REPO = Path(__file__).resolve().parent.parent
@@ -75,14 +77,27 @@ def _dmlconf(*args: str) -> subprocess.CompletedProcess[str]:
 CASE = "cases/top_k1/spec_examples.yaml"
 
 
-def test_a_lavapipe_run_expecting_nvidia_stops_before_its_first_case(chain_ready: None, tmp_path: Path) -> None:
+@pytest.mark.parametrize("ep", ["dmlop", "dml"])
+def test_a_lavapipe_run_expecting_nvidia_stops_before_its_first_case(
+    chain_ready: None, tmp_path: Path, ep: str
+) -> None:
     folder = tmp_path / "run"
-    done = _dmlconf("run", CASE, "--ep", "dmlop", "--expect-device", "NVIDIA*", "--report-dir", str(folder))
+    done = _dmlconf("run", CASE, "--ep", ep, "--expect-device", "NVIDIA*", "--report-dir", str(folder))
     assert done.returncode == 2, done.stdout + done.stderr
     lines = [line for line in done.stderr.splitlines() if "expected a device" in line]
-    assert len(lines) == 1 and "'NVIDIA*'" in lines[0] and "llvmpipe" in lines[0]
-    assert "Traceback" not in done.stderr
-    assert not (folder / "results.jsonl").exists() and not (folder / "results.json").exists()
+    assert len(lines) == 1 and f"expected a device matching 'NVIDIA*': {ep} reports llvmpipe" in lines[0]
+    assert "Traceback" not in done.stderr and "running" not in done.stdout  # not even announced
+    assert not folder.exists()  # no report folder, no results.jsonl: nothing to --resume, nothing to report
+
+
+def test_results_json_reads_the_expectation_back_and_an_older_file_without_it(tmp_path: Path) -> None:
+    written = tmp_path / "results.json"
+    write_results(str(written), Environment(expect_device="NVIDIA H100*").to_json(whole=True), [])
+    assert read_results(str(written)).environment.expect_device == "NVIDIA H100*"
+    older = json.loads(written.read_text(encoding="utf-8"))
+    del older["environment"]["expect_device"]
+    written.write_text(json.dumps(older), encoding="utf-8")
+    assert read_results(str(written)).environment.expect_device is None
 
 
 def test_a_lavapipe_run_expecting_lavapipe_runs_and_records_it(chain_ready: None, tmp_path: Path) -> None:

@@ -52,8 +52,8 @@ from conformance.gate.summary import Summary, summarize
 from conformance.gate.waiver_file import WaiverFile
 from conformance.gate.waivers import Gate, apply_waivers
 from conformance.report.console import render_console
-from conformance.results import FAILING, Result, verdict_text, write_results
-from conformance.run.again import rerun_failures
+from conformance.results import Result, verdict_text, write_results
+from conformance.run.again import worth_running_again
 from conformance.run.command_line import Option, whole_number
 from conformance.run.expect import UnexpectedDevice, check_devices
 from conformance.run.identity import RunFacts, environment, skipped_files
@@ -69,10 +69,12 @@ from conformance.run.options import (
     MAX_NODES,
     PACK,
     REPEAT,
+    RERUN_FAILURES,
     WAIVERS,
     RunOptions,
     run_options,
 )
+from conformance.survive.again import rerun_failures
 from conformance.survive.faults import RunLog
 from conformance.survive.interrupt import Interrupts, interrupts_stop_the_run
 from conformance.survive.lock import FolderLock
@@ -88,14 +90,6 @@ JOBS = Option(
     "run in N worker processes; a worker that crashes or hangs costs only its case (default 1; "
     "0: in this process, unprotected)",
     default=1,
-    metavar="N",
-    check=whole_number(0),
-)
-RERUN_FAILURES = Option(
-    ("--rerun-failures",),
-    "run each unexpected failure (each failure without --waivers) again up to N times before it fails the gate; "
-    "one that passes on a re-run is FLAKY (default 0: none)",
-    default=0,
     metavar="N",
     check=whole_number(0),
 )
@@ -227,13 +221,14 @@ def _run_suite(
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
     stream, done = open_stream(args, suite, eps, options, digest, directml)
     planned = len(suite.entries) * len(eps)
-    ran = _run_pairs(args, suite, eps, options, directml, supervisor, stream, done)
+    run_log = RunLog()  # the run's: its runs again (--rerun-failures) add to what its cases taught it
+    ran = _run_pairs(args, suite, eps, options, directml, supervisor, stream, done, run_log)
+    if args.rerun_failures and not ran.interrupted and ran.stopped is None:  # in the workers, before the triage
+        ran = _again(args, suite.entries, eps, options, directml, supervisor, run_log, ran, waivers)
     if supervisor is not None:  # no more tasks: the workers exit while the reports are written (closed after)
         supervisor.stop()
-    entries = {entry.id: entry for entry in suite.entries}
-    if args.rerun_failures and not ran.interrupted:  # before the triage: a failure that passes again is FLAKY
-        ran = replace(ran, results=tuple(_again(args, eps, options, directml, ran.results, entries, waivers)))
     if args.triage and not ran.interrupted:  # the failures re-run on the ladder before any report is written
+        entries = {entry.id: entry for entry in suite.entries}
         ran = replace(ran, results=tuple(triage_run(ran.results, entries, options, args.quiet)))
     if ran.stopped is not None:
         log.error("%s", ran.stopped)
@@ -250,26 +245,32 @@ def _run_suite(
 
 def _again(
     args: argparse.Namespace,
+    entries: Sequence[Entry],
     eps: Sequence[EpSpec],
     options: RunOptions,
     directml: Mapping[str, DirectML],
-    results: Sequence[Result],
-    entries: Mapping[str, Entry],
+    supervisor: Supervisor | None,
+    log: RunLog,
+    ran: Ran,
     waivers: WaiverFile | None,
-) -> list[Result]:
-    """--rerun-failures: the run's unexpected failures (every failure without a waiver file) run again."""
+) -> Ran:
+    """--rerun-failures: the run's unexpected failures (every failure without a waiver file; with one, those the
+    gate does not expect) run again in the run's workers; a FLAKY one is not run again."""
     if waivers is not None:  # the gate on the machine as results.json will record it
         machine = environment(eps, options, [], directml)
-        failing: Sequence[Result] = apply_waivers(machine, results, waivers.entries).unexpected_failures
+        failing: Sequence[Result] = apply_waivers(machine, ran.results, waivers.entries).unexpected_failures
     else:
-        failing = [r for r in results if r.status in FAILING]
-    if not failing:
-        return list(results)
+        failing = ran.results
+    chosen = {(r.case, r.ep) for r in failing if worth_running_again(r)}
+    if not chosen:
+        return ran
     if not args.quiet:
-        say(f"--rerun-failures {args.rerun_failures}: running {len(failing)} failure(s) again")
+        say(f"--rerun-failures {args.rerun_failures}: running {len(chosen)} failure(s) again")
     told = None if args.quiet else lambda r: say(f"  {verdict_text(r.status, r.failure_kind)} {r.case} [{r.ep}]")
-    chosen = {(r.case, r.ep) for r in failing}
-    return rerun_failures(results, chosen, entries, args.rerun_failures, options, told)
+    again = rerun_failures(ran, chosen, entries, eps, args.rerun_failures, options, args.jobs, supervisor, log, told)
+    if again.interrupted and not ran.interrupted:
+        warn("interrupted while failures ran again: those not run again keep their verdicts")
+    return again
 
 
 def _run_pairs(
@@ -281,14 +282,14 @@ def _run_pairs(
     supervisor: Supervisor | None,
     stream: Stream,
     done: dict[int, Result],
+    run_log: RunLog,
 ) -> Ran:
     """The run announced and the pairs not ``done`` run, each result streamed to results.jsonl as it comes; a Ctrl-C
     or a full disk ends the run with what finished so far. The stream and the progress line are closed whatever
-    happens."""
+    happens. ``run_log`` is the run's, given so that every way out of it keeps its runner deaths and lost devices."""
     planned = len(suite.entries) * len(eps)
     progress = Progress(planned - len(done))
     finished = dict(done)
-    run_log = RunLog()  # here, so that every way out of the run below keeps its runner deaths and lost devices
 
     def record(pair: int, result: Result) -> None:
         finished[pair] = result

@@ -74,6 +74,7 @@ PLUGIN_OPTIONS = (
     run_settings.REPEAT,
     run_settings.WAIVERS,
     run_settings.EXPECT_DEVICE,
+    run_settings.RERUN_FAILURES,
 )
 
 
@@ -87,6 +88,7 @@ class _Settings:
     options: RunOptions
     in_process: bool
     known: KnownFailures | None = None  # --waivers
+    rerun_failures: int = 0  # --rerun-failures: each unexpected failure run again up to this many times
 
 
 _SETTINGS = pytest.StashKey[_Settings]()
@@ -124,7 +126,8 @@ def pytest_configure(config: pytest.Config) -> None:
     known = None
     if waivers is not None:
         known = KnownFailures(waiver_file, waivers, partial(_machine, config, eps, options, directml))
-    config.stash[_SETTINGS] = _Settings(tuple(eps), options, in_process, known)
+    rerun = int(values[run_settings.RERUN_FAILURES.dest])
+    config.stash[_SETTINGS] = _Settings(tuple(eps), options, in_process, known, rerun)
     if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (xdist.py)
         config.pluginmanager.register(CaseFileCollectionStop(config), "dml_conformance_xdist")
         if known is not None:  # where every report arrives
@@ -321,9 +324,13 @@ class CaseItem(pytest.Item):
         from conformance.results import FAILING, ep_not_started
 
         result = _run(self.config, self.entry, self.ep, self.options)
-        self.user_properties += [(CASE, result.case), (EP, result.ep), (STATUS, result.status.value)]
-        known = self.config.stash[_SETTINGS].known
+        settings = self.config.stash[_SETTINGS]
+        known = settings.known
         reason = known.reason(result) if known is not None else None
+        if reason is None and settings.rerun_failures:  # an unexpected failure: FLAKY where it passes again
+            result = self._again(result, settings.rerun_failures)
+            reason = known.reason(result) if known is not None else None  # a FLAKY the flaky: section lists
+        self.user_properties += [(CASE, result.case), (EP, result.ep), (STATUS, result.status.value)]
         if reason is not None:  # a FAILING status a waiver names: an expected failure, as for run --waivers
             pytest.xfail(f"{verdict_text(result.status, result.failure_kind)}: {reason}")
         if result.status in FAILING or ep_not_started(result):
@@ -332,6 +339,18 @@ class CaseItem(pytest.Item):
             _skip(f"{result.status.value}: {result.message}")
         if result.status == Status.QUALITY_WARNING:
             warnings.warn(ConformanceWarning(f"{self.entry.id} [{self.ep.text}]: {result.message}"), stacklevel=1)
+
+    def _again(self, first: Result, times: int) -> Result:
+        """--rerun-failures: ``first`` run again, each time as it ran (the session's worker), up to ``times`` times
+        or until it passes; run/again.py's ``settled`` says what the runs make of it."""
+        from conformance.run.again import passed, settled, worth_running_again
+
+        if not worth_running_again(first):
+            return first
+        again: list[Result] = []
+        while len(again) < times and not (again and passed(again[-1])):
+            again.append(_run(self.config, self.entry, self.ep, replace(self.options, repeat=1)))
+        return settled(first, again, times)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailure):

@@ -112,6 +112,14 @@ REPEAT = Option(
     metavar="N",
     check=whole_number(1),
 )
+RERUN_FAILURES = Option(
+    ("--rerun-failures",),
+    "run each unexpected failure (each failure without --waivers) again up to N times before it fails the gate; "
+    "one that passes on a re-run is FLAKY (default 0: none)",
+    default=0,
+    metavar="N",
+    check=whole_number(0),
+)
 ARTIFACTS = Option(
     ("--artifacts",),
     "for each FAIL, save the ONNX model, inputs, expected and actual outputs (.onnx, .npy) under DIR",

@@ -24,7 +24,7 @@ VERDICTS_DIFFER = "verdicts_differ"
 OUTPUTS_DIFFER = "outputs_differ"
 
 
-def _runs(results: Sequence[Result]) -> tuple[Repeat, ...]:
+def recorded_runs(results: Sequence[Result]) -> tuple[Repeat, ...]:
     """Each run's Repeat: its verdict and its outputs' hashes (``Result.outputs_sha256``; none where the EP returned
     none, or a harness error replaced the verdict)."""
     return tuple(Repeat(r.status, r.failure_kind, r.outputs_sha256) for r in results)
@@ -58,7 +58,7 @@ def _messages(results: Sequence[Result], verdicts: Sequence[str]) -> list[str]:
 def merged(results: Sequence[Result], planned: int, prepared_seconds: float = 0.0) -> Result:
     """The result of a (case, EP)'s runs, in order: fewer than ``planned`` where a fault ended them.
     ``prepared_seconds``: the preparation each run's time counts, counted once here."""
-    runs = _runs(results)
+    runs = recorded_runs(results)
     seconds = round(sum(r.seconds for r in results) - prepared_seconds * (len(results) - 1), 6)
     packed = next((r.packed for r in results if r.packed), "")  # a run whose verdict packed differed from alone
     fault = next((r for r in results if r.status in FAULTS), None)

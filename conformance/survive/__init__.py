@@ -6,7 +6,7 @@ talk in ``messages``' frozen dataclasses; ``workers`` is the supervisor's view o
 its stderr);
 ``faults`` words a CRASH, TIMEOUT or DEVICE_LOST and keeps a run's log of its EPs (a device lost without a word, the
 DirectML runner's deaths); ``stream`` writes results.jsonl for ``--resume``; ``lock`` keeps a report folder to one
-run at a time.
+run at a time; ``again`` runs a run's failures again (``--rerun-failures``) as the run ran its cases.
 
 May import: the core, run, ep, cases.
 """

@@ -36,6 +36,7 @@ FATAL = "Fatal Python error:"  # how faulthandler's dump on a fatal signal begin
 STDERR_LINES = 12  # the last lines of a dead worker's stderr that its result keeps
 TEST_FAULT = "DMLCONF_TEST_FAULT"  # tests only: "KIND:TEXT" provokes KIND in the worker running a case id with TEXT
 TEST_UNPLUG = "DMLCONF_TEST_UNPLUG"  # tests only: the file ``unplug`` removes (a copy of the Vulkan driver's, say)
+TEST_ONCE = "DMLCONF_TEST_ONCE"  # tests only: the file a ``*_once`` fault removes, so that it happens once in a run
 JUDGING_SECONDS = 3.0  # tests only: how long ``slow_judging`` takes
 
 
@@ -177,10 +178,18 @@ def provoke(case_ids: Sequence[str], runners: Runners | None = None, judging: bo
     take the device away (``unplug``: remove the file that ``DMLCONF_TEST_UNPLUG`` names, the Vulkan driver's or the
     Wine loader's, then kill the runner, so that the next one starts without it). ``judging`` (read once the EP
     answered, as the harness starts judging): hang there (``hang_judging``), or take JUDGING_SECONDS over it
-    (``slow_judging``), as a harness's own slow work would. Everything after it is the production path."""
+    (``slow_judging``), as a harness's own slow work would. A kind ending ``_once`` (``segv_once``) happens the first
+    time only, in whichever worker removes the file ``DMLCONF_TEST_ONCE`` names: a flaky fault, for
+    --rerun-failures. Everything after it is the production path."""
     kind, text = _test_fault()
     if not kind or not any(text in case_id for case_id in case_ids):
         return
+    if kind.endswith("_once"):
+        try:
+            os.remove(os.environ[TEST_ONCE])
+        except FileNotFoundError:  # it happened already
+            return
+        kind = kind.removesuffix("_once")
     if judging != kind.endswith("_judging"):
         return
     if kind == "slow_judging":
