@@ -205,8 +205,8 @@ def test_the_pytest_plugin_gates_directml_on_the_waiver_file(chain_ready: None, 
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert (
-        "XFAIL cases/found/top_k1.yaml::nan-position[FLOAT32-DECREASING] - FAIL (wrong_elements): DirectML TopK "
-        "with NaN in the input selects the wrong elements" in "\n".join(lines)
+        "XFAIL cases/found/top_k1.yaml::nan-position[FLOAT32-DECREASING] - FAIL (wrong_elements): directml: "
+        "DirectML TopK with NaN in the input selects the wrong elements" in "\n".join(lines)
     )
     assert f"{SPEC_EXAMPLES[0]}::example-1 - [XPASS(strict)] passes" in "\n".join(lines)
     assert lines[-1].startswith("1 failed, ") and ", 1 xfailed" in lines[-1]

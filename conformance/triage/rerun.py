@@ -36,8 +36,9 @@ GOLDENS_EP = "goldens"  # a Rerun's ``ep`` for the goldens rung, which runs on n
 
 
 def triageable(result: Result) -> bool:
-    """Whether triage re-runs ``result``: a failure on a DirectML path (an EP text that does not parse is none)."""
-    if result.status not in FAILING:
+    """Whether triage re-runs ``result``: a failure on a DirectML path (an EP text that does not parse is none). A
+    FLAKY result is not: it passed when run again (--repeat, --rerun-failures), so no re-run can say whose it is."""
+    if result.status not in FAILING or result.status is Status.FLAKY:
         return False
     try:
         return uses_directml(parse_ep(result.ep))
