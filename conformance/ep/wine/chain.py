@@ -83,6 +83,11 @@ _BUILD_SECONDS = 600  # zig's first build also compiles the MinGW C runtime into
 _VERSION_SECONDS = 30
 
 
+# What a user without the chain runs first: the script that installs and starts every piece (Debian 12, as root) and
+# exports what the harness reads; each missing piece's line names it before the piece's own remedy.
+SET_UP = "source .ci/dml-chain.sh sets up the whole chain (Debian 12, as root; docs/directml-on-linux.md)"
+
+
 class ChainMissing(ValueError):
     """A piece of the chain is absent or unusable: one line naming it and what to do."""
 
@@ -223,8 +228,8 @@ def find_wine(environ: Mapping[str, str]) -> str:
         if found is not None:
             return found
     raise ChainMissing(
-        "Wine is not installed (no wine64 or wine on PATH, DMLCONF_WINE unset): "
-        "apt-get install wine wine64 (Wine 8 or newer)"
+        f"Wine is not installed (no wine64 or wine on PATH, DMLCONF_WINE unset): {SET_UP}; "
+        "or apt-get install wine wine64 (Wine 8 or newer)"
     )
 
 
@@ -254,8 +259,8 @@ def find_vkd3d_proton(environ: Mapping[str, str]) -> Path:
     given = environ.get("DMLCONF_VKD3D_PROTON")
     if not given:
         raise ChainMissing(
-            "DMLCONF_VKD3D_PROTON is not set: name a folder holding vkd3d-proton's x64 d3d12.dll and d3d12core.dll "
-            "(docs/directml-on-linux.md#vkd3d-proton: .ci/vkd3d-proton/build.sh builds the one for Wine 8)"
+            f"DMLCONF_VKD3D_PROTON is not set: {SET_UP}; or name a folder holding vkd3d-proton's x64 d3d12.dll "
+            "and d3d12core.dll (docs/directml-on-linux.md#vkd3d-proton: .ci/vkd3d-proton/build.sh builds it for Wine 8)"
         )
     folder = Path(given)
     missing = [name for name in VKD3D_DLLS if not (folder / name).is_file()]
@@ -272,8 +277,8 @@ def find_display(environ: Mapping[str, str]) -> str:
     display = environ.get("DISPLAY", "")
     if not display:
         raise ChainMissing(
-            "DISPLAY is not set: Wine reaches Vulkan through X11; start one (Xvfb :93 -screen 0 640x480x24 &) and "
-            "export DISPLAY=:93"
+            f"DISPLAY is not set: Wine reaches Vulkan through X11; {SET_UP}, or start one "
+            "(Xvfb :93 -screen 0 640x480x24 &) and export DISPLAY=:93"
         )
     return display
 
