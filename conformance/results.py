@@ -161,6 +161,10 @@ class Result:
     # harness error replaced the verdict, for a FLAKY result (whose runs returned different bytes: each run's are
     # in ``repeats``), and in results.json files written before the field existed.
     outputs_sha256: Mapping[str, str] = field(default_factory=dict)
+    # Each output's value hash (fingerprint.value_hashes): its logical elements, integers as int64, so equal values hash
+    # alike on every path (DirectML's padded, strided UINT32 buffers and onnxruntime's packed int64 arrays); what
+    # ``dmlconf diff`` compares where both runs have it. Empty where outputs_sha256 is, and in older files.
+    values_sha256: Mapping[str, str] = field(default_factory=dict)
     # Each run's verdict and output hashes, in order, where --repeat ran the case more than once (run/repeat.py);
     # empty for a case run once, and for one that was not executed (INVALID, NOT_SUPPORTED before a session, ...).
     repeats: tuple[Repeat, ...] = ()
@@ -182,6 +186,7 @@ class Result:
         data["parameters"] = dict(self.parameters)
         data["inputs_sha256"] = dict(self.inputs_sha256)
         data["outputs_sha256"] = dict(self.outputs_sha256)
+        data["values_sha256"] = dict(self.values_sha256)
         # Written only where there are some: a run without --repeat (or --ep dmlop) writes what readers before the
         # fields read.
         del data["repeats"], data["directml"], data["triage"]

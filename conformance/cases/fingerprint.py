@@ -51,3 +51,21 @@ def tensor_hashes(tensors: Mapping[str, np.ndarray]) -> dict[str, str]:
     left out rather than raising: recording hashes must not replace the verdict an EP's outputs already got."""
     arrays = {name: np.asarray(array) for name, array in tensors.items()}
     return {name: tensor_sha256(array) for name, array in arrays.items() if array.dtype.kind in _NUMERIC_KINDS}
+
+
+def value_hashes(tensors: Mapping[str, np.ndarray]) -> dict[str, str]:
+    """Each output's value hash, keyed by its DML tensor name: the ``tensor_sha256`` of its logical elements in C
+    order as one row, integers as int64 and booleans as uint8, so that the same values give the same digest on every
+    execution path whatever buffer, shape or index type carried them (onnxruntime's int64 TopK indices and DirectML's
+    UINT32 ones, a DirectML buffer's padding and strides read away). ``dmlconf diff`` compares these where both runs
+    recorded them (gate/diff.py)."""
+    found = {}
+    for name, array in tensors.items():
+        values = np.ascontiguousarray(np.asarray(array)).reshape(-1)
+        if values.dtype.kind in "iu":
+            values = values.astype(np.int64)
+        elif values.dtype.kind == "b":
+            values = values.astype(np.uint8)
+        if values.dtype.kind in _NUMERIC_KINDS:
+            found[name] = tensor_sha256(values)
+    return found

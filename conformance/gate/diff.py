@@ -20,9 +20,12 @@ Beside these, a (case, EP) whose inputs' hashes (``Result.inputs_sha256``) are r
 listed under inputs differ: its two verdicts were reached on different data (another generator, or a NumPy that
 broke generation's promise of the same bytes everywhere), so a change there is not the EP's alone. Runs written
 before the hashes existed record none, and nothing is listed for them. A (case, EP) given the same inputs whose
-outputs' hashes (``Result.outputs_sha256``) differ is listed under outputs differ, whatever its verdicts: the EP
-returned other bits (a DirectML release whose MVN rounds otherwise still passes within the tolerance), which no
-verdict shows. Neither list is a regression by itself.
+outputs' hashes differ is listed under outputs differ, whatever its verdicts: the EP returned other values (a
+DirectML release whose MVN rounds otherwise still passes within the tolerance), which no verdict shows. The hashes
+compared are the value hashes (``Result.values_sha256``: the logical elements, integers as int64) where both runs
+recorded them, so that ``dml`` against ``dmlop`` (``--match case``) counts only values that differ; else the hashes of
+what each EP returned (``Result.outputs_sha256``: on ``dmlop`` its whole buffers), as older files have them.
+Neither list is a regression by itself.
 
 A regression whose new result a ``flaky:`` entry tolerates (the new run's waiver file: recorded, or ``--waivers``;
 gate/recorded.py) is listed apart as flaky, and is no regression: such a case fails some runs and passes others.
@@ -197,9 +200,18 @@ def differing_inputs(old: Result, new: Result) -> tuple[str, ...]:
     return _differing(old.inputs_sha256, new.inputs_sha256)
 
 
+def compared_hashes(old: Result, new: Result) -> tuple[Mapping[str, str], Mapping[str, str]]:
+    """The output hashes ``diff`` compares: the value hashes where both results recorded them (the same values on any
+    path hash alike: ``dml``'s int64 indices and ``dmlop``'s UINT32 ones in its padded buffer), else the hashes of
+    what each EP returned (results.json files written before value hashes existed)."""
+    if old.values_sha256 and new.values_sha256:
+        return old.values_sha256, new.values_sha256
+    return old.outputs_sha256, new.outputs_sha256
+
+
 def differing_outputs(old: Result, new: Result) -> tuple[str, ...]:
-    """The output tensors whose hashes differ between two results that both recorded them."""
-    return _differing(old.outputs_sha256, new.outputs_sha256)
+    """The output tensors whose hashes (``compared_hashes``) differ between two results that both recorded them."""
+    return _differing(*compared_hashes(old, new))
 
 
 def _number(value: object) -> float | None:
@@ -282,7 +294,7 @@ class _Pairs:
             self.drift.append(Drift(was, now, grown))
         if differing_inputs(was, now):
             self.inputs.append(Changed(was, now))
-        elif was.outputs_sha256 and now.outputs_sha256:
+        elif all(compared_hashes(was, now)):
             self.bits += 1
             if differing_outputs(was, now):
                 self.outputs.append(Changed(was, now))

@@ -45,6 +45,7 @@ def settled(first: Result, again: Sequence[Result], times: int) -> Result:
         message=f"{note}\n{first.message}" if first.message else note,
         repeats=runs,
         outputs_sha256={},  # no one run's outputs stand for the result
+        values_sha256={},
         # a crash's result proves no placement: the passing run's shows where the case ran
         placement=first.placement or again[-1].placement,
     )

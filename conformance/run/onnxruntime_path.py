@@ -12,7 +12,7 @@ from typing import assert_never
 
 import numpy as np
 
-from conformance.cases.fingerprint import tensor_hashes
+from conformance.cases.fingerprint import tensor_hashes, value_hashes
 from conformance.cases.layouts import packed_note
 from conformance.compare.outputs import compare
 from conformance.ep.dml_operators import expected_dml_operators
@@ -120,6 +120,7 @@ def _judged(prepared: Prepared, execution: Execution, ep: EpSpec, options: RunOp
         metrics=dict(verdict.metrics),
         details=dict(verdict.details),
         placement=dict(execution.placement),
+        values_sha256=value_hashes(execution.outputs),
     )
     if options.artifacts is not None and result.status is Status.FAIL and isinstance(prepared.lowering, Lowering):
         low = prepared.lowering

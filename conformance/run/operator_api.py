@@ -17,7 +17,7 @@ from typing import assert_never
 import numpy as np
 
 from conformance.cases.decisions import WHERE
-from conformance.cases.fingerprint import tensor_hashes
+from conformance.cases.fingerprint import tensor_hashes, value_hashes
 from conformance.cases.layouts import Layout, input_layouts, output_layouts
 from conformance.cases.validate import validate
 from conformance.compare.canary import (
@@ -199,6 +199,7 @@ def judge(
         directml=directml,
         # Where it ran, by construction: the operator DirectML's CreateOperator returned, dispatched on its device.
         placement={outcome.operator: ep.name},
+        values_sha256=value_hashes(outputs),
     )
     if artifacts is not None and result.status is Status.FAIL:
         try:

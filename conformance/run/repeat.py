@@ -79,4 +79,4 @@ def merged(results: Sequence[Result], planned: int, prepared_seconds: float = 0.
         kind, head = OUTPUTS_DIFFER, [f"{outputs} ({listed})"]
     message = "\n".join([*head, *_messages(results, verdicts)])
     # No one run's outputs stand for the result: a diff would compare whichever bytes repeat 1 happened to return.
-    return replace(first, status=Status.FLAKY, failure_kind=kind, message=message, outputs_sha256={})
+    return replace(first, status=Status.FLAKY, failure_kind=kind, message=message, outputs_sha256={}, values_sha256={})
