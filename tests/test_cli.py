@@ -46,6 +46,7 @@ RESULT_KEYS = {
     "packed",
     "inputs_sha256",
     "outputs_sha256",
+    "values_sha256",
     "message",
     "metrics",
     "placement",
