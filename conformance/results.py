@@ -24,6 +24,10 @@ SCHEMA_VERSION = 1
 _GZIP_MAGIC = b"\x1f\x8b"
 # Statuses that make a run fail (exit code 1). INVALID is a negative case rejected as expected.
 FAILING = frozenset({Status.FAIL, Status.FLAKY, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.DEVICE_LOST})
+# Statuses of an answer that does not fail: the outputs match the oracle (PASS), or differ only where the spec leaves
+# the behaviour open (QUALITY_WARNING). A known failure that runs to one no longer fails; a run again that gives one
+# makes its failure FLAKY; a triage re-run that gives one passes its rung.
+PASSING = frozenset({Status.PASS, Status.QUALITY_WARNING})
 # Statuses of a result its EP executed: a session was created and ran, and its outputs were judged. An EP with none
 # never started (the gate fails it); one with some that later cannot create a session has lost its device (survive).
 EXECUTED = frozenset({Status.PASS, Status.FAIL, Status.FLAKY, Status.QUALITY_WARNING})
@@ -412,6 +416,16 @@ def parse_results(text: str) -> ResultsFile:
     environment = environment_from_json({} if document.get("environment") is None else document["environment"])
     results = read_value(document["results"], tuple[Result, ...], "results")
     return ResultsFile(environment, results)
+
+
+def gzipped(path: str) -> bool:
+    """Whether the file at ``path`` is gzip-compressed (results.json.gz), told by its first bytes; False where it
+    cannot be read (the reader that follows says why)."""
+    try:
+        with open(path, "rb") as raw:
+            return raw.read(2) == _GZIP_MAGIC
+    except OSError:
+        return False
 
 
 def read_results(path: str) -> ResultsFile:

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.parse import Entry
 from conformance.cli.output import say
+from conformance.cli.reports import read_run
 from conformance.cli.shared import EXIT_OK, UsageError, collect_paths
 from conformance.environment import Environment
-from conformance.results import Result, parse_results, write_results
+from conformance.results import Result, gzipped, write_results
 from conformance.run.command_line import Option
 from conformance.run.options import CASE_TIMEOUT, RunOptions
 from conformance.whose import Whose
@@ -71,17 +72,9 @@ def triage_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from conformance.triage.rerun import Elsewhere, triage_results, triageable
 
     path = args.results
-    try:
-        with open(path, "rb") as raw:
-            data = raw.read()
-    except OSError as error:
-        raise UsageError(f"{path}: {error.strerror or error}") from None
-    if data[:2] == b"\x1f\x8b":
+    if gzipped(path):
         raise UsageError(f"{path}: gzip-compressed: triage writes its records back into the file; gunzip it first")
-    try:
-        document = parse_results(data.decode("utf-8"))
-    except ValueError as error:
-        raise UsageError(f"{path}: not a readable results.json: {error}") from None
+    document = read_run(path)  # one line naming the file and what is wrong
     chosen = [r for r in document.results if triageable(r)]
     if not chosen:
         say(f"{path}: no failing result of a DirectML path: nothing to triage")

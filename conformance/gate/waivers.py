@@ -32,14 +32,13 @@ from conformance.gate.waiver_file import WaiverFile as WaiverFile
 from conformance.gate.waiver_file import is_tracking as is_tracking
 from conformance.gate.waiver_file import load_waiver_file as load_waiver_file
 from conformance.gate.waiver_file import load_waivers as load_waivers
-from conformance.model import Status
-from conformance.results import FAILING, Result
+from conformance.results import FAILING, PASSING, Result
 
-# A waived case that now runs to PASS or QUALITY_WARNING no longer fails: the known failure is fixed (or moved).
-# NOT_SUPPORTED, NOT_EXPRESSIBLE and INVALID are in neither set on purpose: the EP gave no verdict on the case (it
-# declined it, ONNX cannot express it, or the validator rejected a negative case before any EP ran), so such a
-# result says nothing about whether the known failure still happens; it neither uses up nor clears the waiver.
-_NOT_FAILING = frozenset({Status.PASS, Status.QUALITY_WARNING})
+# A waived case that now runs to PASS or QUALITY_WARNING (results.PASSING) no longer fails: the known failure is
+# fixed (or moved). NOT_SUPPORTED, NOT_EXPRESSIBLE and INVALID are in neither PASSING nor FAILING on purpose: the EP
+# gave no verdict on the case (it declined it, ONNX cannot express it, or the validator rejected a negative case
+# before any EP ran), so such a result says nothing about whether the known failure still happens; it neither uses
+# up nor clears the waiver.
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,7 @@ def apply_waivers(
             continue
         matching = [(index, waiver) for index, waiver in known if _matches(waiver, result)]
         matched.update(index for index, _ in matching)
-        if result.status in FAILING or result.status in _NOT_FAILING:
+        if result.status in FAILING or result.status in PASSING:
             decided.update(index for index, _ in matching)
         if result.status in FAILING:
             still_failing.update((index, result.ep) for index, _ in matching)
@@ -138,7 +137,7 @@ def apply_waivers(
             if matching:
                 first = matching[0][1]
                 near.append(NearMiss(result, first, outside(first, result) or ""))
-        elif result.status in _NOT_FAILING:
+        elif result.status in PASSING:
             for index, _ in matching:
                 passing.setdefault((index, result.ep), []).append(result)
     # Per (entry, EP): the entry's results on one EP are passes only where none of them still fails there.

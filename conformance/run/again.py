@@ -13,10 +13,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from conformance.model import Status
-from conformance.results import FAILING, Result, verdict_text
+from conformance.results import FAILING, PASSING, Result, verdict_text
 from conformance.run.repeat import recorded_runs
-
-PASSING = frozenset({Status.PASS, Status.QUALITY_WARNING})
 
 
 def worth_running_again(result: Result) -> bool:

@@ -38,7 +38,20 @@ from conformance.run.execution_path import (
 from conformance.run.options import RunOptions, repro_command
 from conformance.run.paths import path_for
 
-__all__ = ["Outcome", "Prepared", "base_result", "execute_prepared", "finish", "prepare", "run_entry"]
+__all__ = [
+    "GOLDEN_MISMATCH",
+    "HARNESS",
+    "Outcome",
+    "Prepared",
+    "base_result",
+    "execute_prepared",
+    "finish",
+    "prepare",
+    "run_entry",
+]
+
+GOLDEN_MISMATCH = "golden_mismatch"  # an ERROR's kind: the case's expected: goldens disagree with the oracle
+HARNESS = "harness"  # an ERROR's kind: the harness's own exception, not the EP's
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +111,7 @@ def _prepare(case: Case, ep: EpSpec, base: Result, options: RunOptions) -> Resul
     wrong = golden_differences(case, inputs, expected)
     if wrong:  # one self-contained line per output, so that the first (all a console shows) names where and what
         message = "\n".join(wrong.values())
-        return replace(base, inputs_sha256=hashes, status=Status.ERROR, failure_kind="golden_mismatch", message=message)
+        return replace(base, inputs_sha256=hashes, status=Status.ERROR, failure_kind=GOLDEN_MISMATCH, message=message)
     return path_for(ep).prepare(case, inputs, expected, hashes, base, ep)
 
 
@@ -122,7 +135,7 @@ def _judge(prepared: Prepared, outcome: Outcome, ep: EpSpec, options: RunOptions
             first = next(iter(outcome.text.splitlines()), outcome.kind)
             return replace(base, message=f"{base.message}\n(DirectML could not be asked: {first})")
         case HarnessFault():
-            return replace(base, status=Status.ERROR, failure_kind="harness", message=outcome.message)
+            return replace(base, status=Status.ERROR, failure_kind=HARNESS, message=outcome.message)
         case Execution() | Dispatched() | Created() | DescriptorRefused():
             return path_for(ep).judge(prepared, outcome, ep, options)
         case _:
@@ -145,7 +158,7 @@ def _harness_error(base: Result, entry: Entry, error: Exception) -> Result:
     log.debug("harness error on %s", getattr(entry, "id", "?"), exc_info=True)
     detail = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
     message = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
-    return replace(base, status=Status.ERROR, failure_kind="harness", message=message)
+    return replace(base, status=Status.ERROR, failure_kind=HARNESS, message=message)
 
 
 def prepare(entry: Entry, ep: EpSpec, options: RunOptions) -> Result | Prepared:

@@ -15,13 +15,9 @@ from collections.abc import Sequence
 from typing import TypeGuard
 
 from conformance.ep.providers import facts, parse_ep
-from conformance.model import Status
-from conformance.results import FAILING, Result, verdict_text
+from conformance.results import FAILING, PASSING, Result, verdict_text
+from conformance.run.runner import GOLDEN_MISMATCH, HARNESS
 from conformance.whose import Rerun, Rung, Whose
-
-PASSING = frozenset({Status.PASS, Status.QUALITY_WARNING})
-GOLDEN_MISMATCH = "golden_mismatch"  # runner.py's failure kind: the case's goldens disagree with the oracle
-HARNESS = "harness"  # runner.py's failure kind: the harness's own exception
 
 
 def passed(rerun: Rerun | None) -> TypeGuard[Rerun]:

@@ -24,9 +24,10 @@ from conformance.ep.sessions import Sessions
 from conformance.ep.wine.chain import ChainMissing
 from conformance.ep.wine.client import Runners
 from conformance.model import Case, DataType, Status
-from conformance.results import FAILING, Result
+from conformance.results import Result
+from conformance.run.again import worth_running_again
 from conformance.run.options import RunOptions
-from conformance.run.runner import run_entry
+from conformance.run.runner import GOLDEN_MISMATCH, run_entry
 from conformance.triage.decide import decide
 from conformance.triage.ladder import Step, steps
 from conformance.whose import Rerun, Rung, Triage, Whose
@@ -38,7 +39,7 @@ GOLDENS_EP = "goldens"  # a Rerun's ``ep`` for the goldens rung, which runs on n
 def triageable(result: Result) -> bool:
     """Whether triage re-runs ``result``: a failure on a DirectML path (an EP text that does not parse is none). A
     FLAKY result is not: it passed when run again (--repeat, --rerun-failures), so no re-run can say whose it is."""
-    if result.status not in FAILING or result.status is Status.FLAKY:
+    if not worth_running_again(result):
         return False
     try:
         return uses_directml(parse_ep(result.ep))
@@ -90,7 +91,7 @@ def _goldens(case: Case) -> Rerun:
     wrong = golden_differences(case, inputs, expected_outputs(case, inputs))
     seconds = round(time.perf_counter() - start, 6)
     if wrong:
-        return Rerun(Rung.GOLDENS, GOLDENS_EP, Status.FAIL, "golden_mismatch", message=_first_line(
+        return Rerun(Rung.GOLDENS, GOLDENS_EP, Status.FAIL, GOLDEN_MISMATCH, message=_first_line(
             next(iter(wrong.values()))), seconds=seconds)  # fmt: skip
     return Rerun(
         Rung.GOLDENS, GOLDENS_EP, Status.PASS, message=f"{len(case.expected)} golden output(s) agree", seconds=seconds
