@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from conformance.ep.directml import DIRECTML_VERSIONS, DLL_OPTIONS, Build, build_of
-from conformance.ep.providers import EpSpec, check_options, facts
-from conformance.ep_table import KNOWN_EPS, REFERENCE, ExecutesOn, Flag, KnownEp
+from conformance.ep.providers import EpSpec, check_options, facts, flag_on
+from conformance.ep.wine.session import ADAPTER_OPTIONS
+from conformance.ep_table import KNOWN_EPS, REFERENCE, ExecutesOn, KnownEp
 from conformance.whose import Rung
 
 ON, OFF = "1", "0"  # every Flag takes these; check_options gives each EP its own spelling
@@ -55,11 +56,12 @@ def previous_build(build: Build) -> Build | None:
     return Build(known[known.index(build.directml) - 1], build.onnxruntime, build.reference)
 
 
-def half_precision_on(row: KnownEp, options: Mapping[str, str], float16: bool) -> bool:
+def half_precision_on(ep: EpSpec, float16: bool) -> bool:
     """Whether the EP computes with DirectML's half-precision flag: its option set, or (onnxruntime's DirectML EP)
     on every all-float16 operator."""
+    row = facts(ep)
     if row.half_precision_option is not None:
-        return _flag_on(row, options, row.half_precision_option)
+        return flag_on(ep, row.half_precision_option)
     return row.half_precision_on_float16 and float16
 
 
@@ -71,7 +73,7 @@ def steps(ep: EpSpec, float16: bool) -> tuple[Step, ...]:
     found: list[Step] = []
     # The reference adapter: the same DLLs and flags, on the reference's own runner (which has the one adapter).
     if not build_of(plain).reference:
-        reference = _kept(row, plain, ("device_id", "performance_preference", "device_filter"))
+        reference = _kept(row, plain, ADAPTER_OPTIONS)
         found.append(Step(Rung.REFERENCE, _spec(row, reference | {REFERENCE: ON})))
     for other in other_paths(row):
         kept = _kept(other, plain, tuple(k for k in (other.half_precision_option,) if k is not None))
@@ -79,15 +81,15 @@ def steps(ep: EpSpec, float16: bool) -> tuple[Step, ...]:
     # DirectML's half-precision flag, where the failing result computed with it: off on the EP itself where an
     # option sets it; else (onnxruntime sets it, and nothing turns it off) on the other path, on, to compare with
     # that path's result without it.
-    if half_precision_on(row, plain, float16) and row.half_precision_option is not None:
+    if half_precision_on(ep, float16) and row.half_precision_option is not None:
         found.append(Step(Rung.HALF_PRECISION, _spec(row, plain | {row.half_precision_option: OFF})))
-    elif half_precision_on(row, plain, float16):
+    elif half_precision_on(ep, float16):
         for other in other_paths(row):
             if other.half_precision_option is not None:
                 kept = _kept(other, plain) | {other.half_precision_option: ON}
                 found.append(Step(Rung.HALF_PRECISION, _spec(other, kept)))
     off = row.metacommands_off_option
-    if off is not None and not _flag_on(row, plain, off):
+    if off is not None and not flag_on(ep, off):
         found.append(Step(Rung.METACOMMANDS, _spec(row, plain | {off: ON})))
     earlier = previous_build(build_of(plain))
     if earlier is not None:
@@ -98,8 +100,3 @@ def steps(ep: EpSpec, float16: bool) -> tuple[Step, ...]:
     if cpu is not None:
         found.append(Step(Rung.CPU, _spec(cpu, {})))
     return tuple(found)
-
-
-def _flag_on(row: KnownEp, options: Mapping[str, str], key: str) -> bool:
-    flag = row.options.get(key)
-    return isinstance(flag, Flag) and options.get(key) == flag.on
