@@ -22,6 +22,7 @@ pytest plugin's import can read it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -77,6 +78,14 @@ WHOLE_NUMBER = "a non-negative whole number"
 ANY_TEXT = "any text"  # the EP checks the value itself, and refuses a bad one when the session starts
 DIRECTML_DLL = "a DirectML.dll version"  # ep/directml.py's DIRECTML_VERSIONS: the builds the runner can load
 ONNXRUNTIME_DLL = "an onnxruntime.dll version"  # ep/directml.py's ONNXRUNTIME_DLL_VERSIONS
+# A buffer offset DirectML takes for a tensor: DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT.
+MULTIPLE_OF_16 = "a multiple of 16"
+# The mode that hands DirectML the operators' constant inputs (model.CONSTANT_INPUTS) to own.
+OWNED_BY_DML = "owned_by_dml"
+# How many dispatches one command list records: at most BATCH_MAX, the runner's DISPATCH_BATCH_MAX
+# (tests/test_modes.py pins the two equal).
+BATCH_MAX = 64
+BATCH_SIZE = f"a whole number from 1 to {BATCH_MAX}"
 # The harness's own DirectML option that runs the EP on the reference adapter, with the same DLLs: WARP on Windows,
 # lavapipe under Wine (a runner of its own: ep/wine/chain.py). Triage's first rung (docs/triage.md).
 REFERENCE = "reference"
@@ -87,6 +96,19 @@ EXPECT_DEVICE = "expect_device"
 # runner, which adapter is expected.
 HARNESS_OPTIONS = ("directml", "ort", REFERENCE, EXPECT_DEVICE)
 OptionValues = tuple[str, ...] | str | Flag
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One execution mode of an EP: an option each of whose values executes a case another way, and all of which must
+    give a case bit-equal outputs (run/modes.py compares them; docs/execution-providers.md#execution-modes says what
+    each exercises in a driver). ``default`` is the EP's way where the option is not given; ``others`` are the
+    values ``--modes`` runs besides it, one mode changed at a time."""
+
+    option: str
+    default: str
+    others: tuple[str, ...]
+    exercises: str
 
 
 @dataclass(frozen=True)
@@ -152,6 +174,8 @@ class KnownEp:
     metacommands_off_option: str | None = None
     # The option that picks the EP's adapter by its index in the OS's GPU list (None: it picks none, or another way).
     device_index_option: str | None = None
+    # Its execution modes (each an option of ``options``): what --modes runs and run/modes.py holds equal.
+    modes: tuple[Mode, ...] = ()
 
 
 CPU = KnownEp(
@@ -261,6 +285,11 @@ DMLOP = KnownEp(
             "device_id": WHOLE_NUMBER,  # an IDXGIFactory::EnumAdapters1 index
             "disable_metacommands": ONE_ZERO,  # DML_EXECUTION_FLAG_DISABLE_META_COMMANDS
             "allow_half_precision": ONE_ZERO,  # DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION
+            "queue": ("direct", "compute"),  # the D3D12 command queue's type (modes below)
+            "compile": ("operator", "graph"),  # CompileOperator, or a one-node graph through CompileGraph
+            OWNED_BY_DML: ONE_ZERO,  # DML_TENSOR_FLAG_OWNED_BY_DML on the operator's constant inputs
+            "binding_offset": MULTIPLE_OF_16,  # each tensor's offset in its buffer (the canary before it)
+            "batch": BATCH_SIZE,  # up to this many cases' dispatches in one command list
             "directml": DIRECTML_DLL,
             "ort": ONNXRUNTIME_DLL,
             REFERENCE: ONE_ZERO,
@@ -271,6 +300,36 @@ DMLOP = KnownEp(
     half_precision_option="allow_half_precision",
     metacommands_off_option="disable_metacommands",
     device_index_option="device_id",
+    modes=(
+        Mode("queue", "direct", ("compute",), "a COMPUTE command queue and list instead of a DIRECT one"),
+        Mode(
+            "compile",
+            "operator",
+            ("graph",),
+            "a one-node DML_GRAPH_DESC compiled by IDMLDevice1::CompileGraph, where DirectML may pick other kernels",
+        ),
+        Mode(
+            OWNED_BY_DML,
+            "0",
+            ("1",),
+            "the constant inputs (MVN1's ScaleTensor and BiasTensor) flagged DML_TENSOR_FLAG_OWNED_BY_DML, bound to "
+            "the operator initializer alone and read from the persistent resource",
+        ),
+        Mode(
+            "binding_offset",
+            "64",
+            ("16",),
+            "every tensor bound that many bytes into its buffer, the canary before it: 16 is "
+            "DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT, the least DirectML takes",
+        ),
+        Mode(
+            "batch",
+            "1",
+            ("8",),
+            "up to that many cases' dispatches recorded in one command list, UAV barriers between them, one fence "
+            "wait: a workload's many dispatches per submission, each output still canary-checked",
+        ),
+    ),
 )
 _CACHE_MODES = ("disabled", "lazyRelease", "simple", "bucket")
 # webgpu_provider_options.h (the short names: onnxruntime prefixes them with "ep.webgpuexecutionprovider.").
@@ -318,6 +377,33 @@ WEBGPU = KnownEp(
 )
 
 KNOWN_EPS: tuple[KnownEp, ...] = (CPU, CUDA, DML, DMLOP, WEBGPU)  # in the order --ep's help lists them
+
+
+def checked_value(accepted: OptionValues, text: str) -> str:
+    """``text`` as an option that takes ``accepted`` reads it (a flag in its own spelling); ValueError saying what it
+    expects. A kind checked elsewhere (a DLL version: providers.py maps it to the builds) takes any text here."""
+    if isinstance(accepted, Flag):
+        spelt = accepted.spelt(text)
+        if spelt is None:
+            raise ValueError("expected 0, 1, true or false")
+        return spelt
+    if isinstance(accepted, tuple):
+        if text not in accepted:
+            raise ValueError(f"expected one of {', '.join(accepted)}")
+        return text
+    if accepted == WHOLE_NUMBER and not re.fullmatch(r"[0-9]+", text):
+        raise ValueError(f"expected {WHOLE_NUMBER}")
+    if accepted == MULTIPLE_OF_16 and not (re.fullmatch(r"[0-9]{1,9}", text) and int(text) % 16 == 0):
+        raise ValueError(f"expected {MULTIPLE_OF_16} (0, 16, 32, ...)")
+    if accepted == BATCH_SIZE and not (re.fullmatch(r"[0-9]{1,2}", text) and 1 <= int(text) <= BATCH_MAX):
+        raise ValueError(f"expected {BATCH_SIZE}")
+    return text
+
+
+def mode_options() -> dict[str, OptionValues]:
+    """Every execution mode's option, of every EP that has modes, and the values it takes: what a case's ``modes``
+    may say."""
+    return {mode.option: ep.options[mode.option] for ep in KNOWN_EPS for mode in ep.modes}
 
 
 def known_ep(name: str) -> KnownEp | None:

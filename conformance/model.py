@@ -237,6 +237,9 @@ class Case:
     expect_invalid: str | None = None
     positions: Mapping[str, SourcePos] = field(default_factory=dict)
     outputs: Mapping[str, OutputDesc] = field(default_factory=dict)
+    # The execution modes it runs in on an EP that has them, unless the EP's options say (ep_table.Mode): what it
+    # needs exercised, e.g. {"binding_offset": "16"}.
+    modes: Mapping[str, str] = field(default_factory=dict)
     layouts: CaseLayouts = field(kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
@@ -333,6 +336,15 @@ DML_ACCEPTED_DECISION = "dml_accepted_decision"
 # (compare/canary.py). It ranks above every operator's own kinds (gate/diff.py): memory the operator does not own.
 OUT_OF_BOUNDS_WRITE = "out_of_bounds_write"
 
+# FAIL's failure kind where a case's outputs in one execution mode of an EP (ep_table.Mode: the queue, the compile,
+# who owns the constants, the binding offsets) differ bit for bit from its outputs in another (run/modes.py),
+# whatever each is against the oracle: an operator's output must not depend on how it was bound or scheduled.
+MODE_MISMATCH = "mode_mismatch"
+
+# A result's details key: what an EP fed packed left out of a case with layouts (cases/layouts.packed_note), which
+# every report says (gate/summary.py's unexercised_line).
+LAYOUTS_NOT_EXERCISED = "layouts_not_exercised"
+
 # TOP_K1's failure kinds, most severe first: a sequence's kind is the first that applies (compare/top_k1.py), and a
 # kind that moves up this order between two runs is a regression (gate/diff.py).
 TOP_K1_FAILURE_KINDS = (
@@ -351,6 +363,14 @@ BIAS_TENSOR = "BiasTensor"
 OUTPUT_TENSOR = "OutputTensor"
 OUTPUT_VALUE_TENSOR = "OutputValueTensor"
 OUTPUT_INDEX_TENSOR = "OutputIndexTensor"
+
+# The inputs a workload gives as constants (weights), which DirectML may own (DML_TENSOR_FLAG_OWNED_BY_DML:
+# ``--ep dmlop:owned_by_dml=1``, ep/dml_descriptor.py; what coverage counts for that mode).
+CONSTANT_INPUTS: Mapping[Operator, tuple[str, ...]] = {
+    Operator.TOP_K1: (),
+    Operator.MEAN_VARIANCE_NORMALIZATION1: (SCALE_TENSOR, BIAS_TENSOR),
+    Operator.SLICE1: (),
+}
 
 OUTPUT_NAMES: Mapping[Operator, tuple[str, ...]] = {
     Operator.TOP_K1: (OUTPUT_VALUE_TENSOR, OUTPUT_INDEX_TENSOR),

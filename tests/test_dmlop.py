@@ -18,17 +18,22 @@ import pytest
 
 from conformance.cases.suite import collect
 from conformance.ep import dml_abi as abi
-from conformance.ep.dml_descriptor import Inexpressible
+from conformance.ep.dml_descriptor import DmlOperator, Inexpressible
 from conformance.ep.dmlop import Created
 from conformance.ep.providers import parse_ep
 from conformance.ep.wine import protocol
 from conformance.model import Case, Status
 from conformance.results import Result
-from conformance.run.operator_api import describe as describe_operator
+from conformance.run.operator_api import describe
 from conformance.run.options import RunOptions
 from conformance.run.runner import Prepared, finish, prepare
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def describe_operator(case: Case) -> DmlOperator:
+    """The case's descriptor as ``--ep dmlop`` makes it, in its default modes."""
+    return describe(case, parse_ep("dmlop"))
 
 
 def _case(path: str, name: str) -> Case:

@@ -20,7 +20,7 @@ INPUT = "    InputTensor: {Sizes: [1, 1, 2, 2], DataType: FLOAT32, Data: [1, 2, 
 SCALE_ONLY = "    ScaleTensor: {Sizes: [1, 1, 1, 1], DataType: FLOAT32, Data: [2]}\n"
 GOOD_MVN = "  - id: a\n" + INPUT + "    Axes: [2, 3]\n"
 MVN_KEYS = (
-    "id, description, feature_level, expected, tolerance, expect, reason, matrix, InputTensor, ScaleTensor, "
+    "id, description, feature_level, expected, tolerance, modes, expect, reason, matrix, InputTensor, ScaleTensor, "
     "BiasTensor, Axes, NormalizeVariance, Epsilon, FusedActivation, OutputTensor"
 )
 BIAS_REQUIRED = "ScaleTensor: BiasTensor is required when ScaleTensor is used (the spec pairs them)"

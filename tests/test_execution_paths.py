@@ -21,7 +21,14 @@ from conformance.run.operator_api import OperatorApiPath
 from conformance.run.paths import PATHS, path_for
 
 REPO = Path(__file__).resolve().parent.parent
-KINDS = (ep_table.WHOLE_NUMBER, ep_table.ANY_TEXT, ep_table.DIRECTML_DLL, ep_table.ONNXRUNTIME_DLL)
+KINDS = (
+    ep_table.WHOLE_NUMBER,
+    ep_table.ANY_TEXT,
+    ep_table.DIRECTML_DLL,
+    ep_table.ONNXRUNTIME_DLL,
+    ep_table.MULTIPLE_OF_16,
+    ep_table.BATCH_SIZE,
+)
 
 
 def test_every_path_of_the_table_has_its_implementation() -> None:

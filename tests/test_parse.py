@@ -78,7 +78,8 @@ def test_unknown_case_field(tmp_path: Path) -> None:
     path, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK + "    Bogus: 1\n")
     assert lines == [
         f"{path}:8:5: Bogus: unknown field (expected one of: id, description, feature_level, expected, "
-        "tolerance, expect, reason, matrix, InputTensor, Axis, K, AxisDirection, OutputValueTensor, OutputIndexTensor)"
+        "tolerance, modes, expect, reason, matrix, InputTensor, Axis, K, AxisDirection, OutputValueTensor, "
+        "OutputIndexTensor)"
     ]
 
 
@@ -86,7 +87,7 @@ def test_a_misspelt_field_is_named_with_the_field_it_is_near(tmp_path: Path) -> 
     path, lines = rejected(tmp_path, TOPK_HEADER + GOOD_TOPK.replace("Axis:", "Axiz:"))
     assert lines[0] == (
         f"{path}:6:5: Axiz: unknown field, did you mean Axis? (expected one of: id, description, feature_level, "
-        "expected, tolerance, expect, reason, matrix, InputTensor, Axis, K, AxisDirection, OutputValueTensor, "
+        "expected, tolerance, modes, expect, reason, matrix, InputTensor, Axis, K, AxisDirection, OutputValueTensor, "
         "OutputIndexTensor)"
     )
     assert lines[1] == f"{path}:4:5: Axis: missing required field"

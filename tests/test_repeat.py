@@ -27,7 +27,7 @@ from conformance.gate.summary import summarize
 from conformance.gate.waivers import Waiver, apply_waivers, overall_failed
 from conformance.model import OUTPUT_INDEX_TENSOR, OUTPUT_VALUE_TENSOR, Case, SourcePos, Status
 from conformance.results import Repeat, Result, read_results, result_from_json, write_results
-from conformance.run import batch, onnxruntime_path
+from conformance.run import onnxruntime_path
 from conformance.run.batch import Unwatched, run_batch
 from conformance.run.options import RunOptions, repro_command
 from conformance.run.repeat import merged
@@ -186,7 +186,7 @@ def test_repeats_of_a_packed_case_run_the_pack_again_each_in_a_new_session(
     path.write_text(MVN, encoding="utf-8")
     entries, _ = read_file(str(path))
     opened: list[str] = []
-    real_open, real_run = batch.open_session, batch.run_session
+    real_open, real_run = onnxruntime_path.open_session, onnxruntime_path.run_session
     runs: list[int] = []
 
     def open_session(lowering: Any, ep: Any, **settings: Any) -> Any:
@@ -200,8 +200,8 @@ def test_repeats_of_a_packed_case_run_the_pack_again_each_in_a_new_session(
             outputs["p0_OutputTensor"] = _changed(outputs["p0_OutputTensor"], ONE_ULP)
         return outputs
 
-    monkeypatch.setattr(batch, "open_session", open_session)
-    monkeypatch.setattr(batch, "run_session", run_session)
+    monkeypatch.setattr(onnxruntime_path, "open_session", open_session)
+    monkeypatch.setattr(onnxruntime_path, "run_session", run_session)
     first, second = run_batch(entries, CPU, RunOptions(repeat=3), Sessions())
     assert len(opened) == 3 and len(runs) == 3  # one packed session per run, each opened anew
     assert first.status is Status.FLAKY and first.failure_kind == "outputs_differ"
@@ -357,7 +357,8 @@ def test_a_lost_device_is_told_at_once_not_after_the_round(monkeypatch: pytest.M
         calls.append(1)
         return lost() if len(calls) == 1 else real(lowering, ep, sessions, threads)
 
-    monkeypatch.setattr(batch, "run_session", lost)  # the packed session loses the device: each case runs alone
+    # The packed session loses the device: each case runs alone.
+    monkeypatch.setattr(onnxruntime_path, "run_session", lost)
     monkeypatch.setattr(onnxruntime_path, "execute", execute)  # and the first alone loses it too
     entries, _ = read_file(str(TOPK_EXAMPLES))
     watch = Events()

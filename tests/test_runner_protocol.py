@@ -25,6 +25,7 @@ TWINS = {
     "ST_": PROTOCOL,  # reply statuses
     "PROFILE_": PROTOCOL,  # whether a run's profile follows
     "DISPATCH_": PROTOCOL,  # a dispatch request's flags
+    "INPUT_": PROTOCOL,  # how a dispatch's input is bound
     "ADAPTER_": PROTOCOL,  # adapter indices with a meaning of their own (WARP)
     "SESSION_": RULES,  # every session's settings
 }
@@ -166,8 +167,8 @@ def _edit(root: Path, path: Path, old: str, new: str) -> None:
     [
         (
             RUNNER,
-            "OP_DISPATCH = 5 }",
-            "OP_DISPATCH = 5, OP_COMPILE = 6 }",
+            "OP_DISPATCH_BATCH = 6 }",
+            "OP_DISPATCH_BATCH = 6, OP_COMPILE = 7 }",
             "conformance/ep/wine/protocol.py: no OP_COMPILE",
         ),
         (RUNNER, "OP_RUN = 3", "OP_RUN = 7", "OP_RUN: dmlrunner.c 7, conformance/ep/wine/protocol.py 3"),
@@ -185,8 +186,8 @@ def _edit(root: Path, path: Path, old: str, new: str) -> None:
         (RUNNER, "MAX_DIMS = 16 }", "MAX_DIMS = 16, CHUNK_BYTES = 4096 }", "CHUNK_BYTES is neither pinned"),
         (
             PROTOCOL,
-            "OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE, OP_DISPATCH = 1, 2, 3, 4, 5",
-            "OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE, OP_DISPATCH, OP_SPARE = 1, 2, 3, 4, 5, 9",
+            "OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE, OP_DISPATCH, OP_DISPATCH_BATCH = 1, 2, 3, 4, 5, 6",
+            "OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE, OP_DISPATCH, OP_DISPATCH_BATCH, OP_SPARE = 1, 2, 3, 4, 5, 6, 9",
             "dmlrunner.c: no OP_SPARE",
         ),
         (PROTOCOL, "ST_EP = 2", "ST_EP = 5", "ST_EP: dmlrunner.c 2, conformance/ep/wine/protocol.py 5"),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from conformance.cases.generate_kinds import GENERATOR_KINDS
+from conformance.ep_table import mode_options
 from conformance.model import ACTIVATION_PARAMS, OUTPUT_NAMES, DataType, Operator
 
 
@@ -41,6 +42,7 @@ class Kind(enum.Enum):
     GENERATOR = "generator"  # GENERATOR_KEYS plus the Kind's parameters (GENERATOR_KINDS)
     ACTIVATION = "activation"  # ACTIVATION_TYPE plus the Type's parameters (activation_keys)
     TOLERANCE = "tolerance"  # TOLERANCE_KEYS
+    MODES = "modes"  # MODE_KEYS: execution modes, each read as TEXT and checked as its EP option (ep_table.py)
     EXPECTED = "expected"  # the operator's output names (OUTPUT_NAMES), each VALUES
     MATRIX = "matrix"  # sweep.py: dotted key paths to lists of values, and each/each_* lists of mappings
     CASES = "cases"  # a list of cases
@@ -105,6 +107,12 @@ CASE_KEYS = (
     Key("feature_level", Kind.FEATURE_LEVEL, "The DML_FEATURE_LEVEL this case targets (default: the file's)."),
     Key("expected", Kind.EXPECTED, "Golden outputs the oracle must reproduce, nested like their Sizes."),
     Key("tolerance", Kind.TOLERANCE, "Overrides the data type's default comparison tolerance."),
+    Key(
+        "modes",
+        Kind.MODES,
+        "The execution modes the case runs in on an EP that has them, unless the EP's options say "
+        "(docs/execution-providers.md#execution-modes): what it needs exercised, e.g. binding_offset: 16.",
+    ),
     Key(
         "expect",
         Kind.CHOICE,
@@ -198,6 +206,9 @@ ACTIVATION_KEYS: Mapping[str, str] = MappingProxyType(
         "SigmoidInputScale": "sigmoid_input_scale",
     }
 )
+
+# A case's modes: each execution mode's option (ep_table.mode_options), its value checked as the EP checks it.
+MODE_KEYS = tuple(Key(option, Kind.TEXT, f"The {option} execution mode.") for option in mode_options())
 
 TOLERANCE_KEYS = (
     Key("max_ulp", Kind.ULP, "The largest error allowed, in units in the last place."),

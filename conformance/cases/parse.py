@@ -19,6 +19,7 @@ from conformance.cases.keys import (
     EXPECT_VALID,
     FILE_KEYS,
     MAX_ULP,
+    MODE_KEYS,
     OPERATOR_PREFIX,
     TOLERANCE_KEYS,
     Key,
@@ -29,6 +30,7 @@ from conformance.cases.load import Document
 from conformance.cases.operators import OPERATORS
 from conformance.cases.parse_tensor import read_outputs, read_values
 from conformance.cases.sweep import Budget, expand
+from conformance.ep_table import checked_value, mode_options
 from conformance.model import (
     OUTPUT_NAMES,
     Case,
@@ -120,6 +122,24 @@ def _tolerance(f: Fields | None) -> Tolerance | None:
     return Tolerance(max_ulp=max_ulp, atol=atol)
 
 
+def _modes(f: Fields | None) -> dict[str, str]:
+    """A case's execution modes: each a mode's option and a value that option takes (as its EP reads it)."""
+    if f is None:
+        return {}
+    f.check_known(names(MODE_KEYS))
+    accepted = mode_options()
+    modes = {}
+    for key in MODE_KEYS:
+        if not f.has(key.name):
+            continue
+        text = f.text(key.name)
+        try:
+            modes[key.name] = checked_value(accepted[key.name], text)
+        except ValueError as error:
+            f.problem(key.name, str(error))
+    return modes
+
+
 def _expected(f: Fields | None, operator: Operator) -> tuple[dict[str, tuple[float, ...]], dict[str, tuple[int, ...]]]:
     values: dict[str, tuple[float, ...]] = {}
     shapes: dict[str, tuple[int, ...]] = {}
@@ -157,6 +177,7 @@ def _case(
     descriptor = OPERATORS[operator].read(f, outputs)
     expected, shapes = _expected(f.sub("expected", required=False), operator)
     tolerance = _tolerance(f.sub("tolerance", required=False))
+    modes = _modes(f.sub("modes", required=False))
     if descriptor is None and not problems:  # every reader records why it gave up; this is a safety net
         f.problem("", "the descriptor could not be read")
     case = None
@@ -174,6 +195,7 @@ def _case(
             expect_invalid=reason,
             positions=positions,
             outputs=outputs,
+            modes=modes,
             layouts=case_layouts(operator, descriptor, outputs),
         )
     if problems or case is None:

@@ -36,6 +36,7 @@ from conformance.cases.keys import (
     GENERATOR_PARAMETER_HELP,
     MATRIX,
     MAX_ULP,
+    MODE_KEYS,
     OUTPUT_KEYS,
     SEED_MAX,
     SEEDLESS_KINDS,
@@ -74,7 +75,7 @@ class Mode(enum.Enum):
 # Mappings whose key names parse*.py check; each may be left empty when optional (Fields.sub(required=False) reads
 # that as the key left out). A generator's are checked too, once its Kind is known (its parameters are the Kind's),
 # but a generator left empty is not read as left out: _CHECKED_WHEN_NEGATIVE adds it where only key names count.
-_CHECKED = {Kind.TENSOR, Kind.OUTPUT, Kind.ACTIVATION, Kind.TOLERANCE, Kind.EXPECTED}
+_CHECKED = {Kind.TENSOR, Kind.OUTPUT, Kind.ACTIVATION, Kind.TOLERANCE, Kind.MODES, Kind.EXPECTED}
 _CHECKED_WHEN_NEGATIVE = _CHECKED | {Kind.GENERATOR}
 _TYPED_WHEN_NEGATIVE = {Kind.ID, Kind.MATRIX}  # read before the case itself: by parse_document and sweep.py
 _EACH_KEY = rf"^{EACH}(?:_[\s\S]*)?$"
@@ -264,6 +265,7 @@ def _children(kind: Kind, operator: Operator) -> tuple[Key, ...]:
         Kind.GENERATOR: _generator_keys(_params_of(_GENERATOR_PARAMS)),
         Kind.ACTIVATION: _activation_keys(_params_of(_ACTIVATION_PARAMS)),
         Kind.TOLERANCE: TOLERANCE_KEYS,
+        Kind.MODES: MODE_KEYS,
         Kind.EXPECTED: expected_keys(operator),
     }
     return children.get(kind, ())
@@ -404,6 +406,7 @@ def _definitions() -> Schema:
         definitions[f"tensor.{mode.value}"] = _tensor(mode)
         definitions[f"output.{mode.value}"] = _mapping(OUTPUT_KEYS, mode)
         definitions[f"tolerance.{mode.value}"] = _mapping(TOLERANCE_KEYS, mode)
+        definitions[f"modes.{mode.value}"] = _mapping(MODE_KEYS, mode)
         definitions[f"activation.{mode.value}"] = _by_variant(
             ACTIVATION_TYPE, _ACTIVATION_PARAMS, _activation_keys, mode
         )

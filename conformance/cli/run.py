@@ -51,12 +51,14 @@ from conformance.gate.recorded import record
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.waiver_file import WaiverFile
 from conformance.gate.waivers import Gate, apply_waivers
+from conformance.problems import first_line
 from conformance.report.console import render_console
-from conformance.results import Result, verdict_text, write_results
+from conformance.results import NotOurFile, Result, own_folder, verdict_text, write_results
 from conformance.run.again import worth_running_again
 from conformance.run.command_line import Option, whole_number
 from conformance.run.expect import UnexpectedDevice, check_devices
 from conformance.run.identity import RunFacts, environment, skipped_files
+from conformance.run.modes import VALUES_FOLDER, has_family, mode_equality, prune_values, with_modes
 from conformance.run.options import (
     ARTIFACTS,
     CASE_TIMEOUT,
@@ -67,6 +69,7 @@ from conformance.run.options import (
     MAX_ELEMENTS,
     MAX_FILE_BYTES,
     MAX_NODES,
+    MODES,
     PACK,
     REPEAT,
     RERUN_FAILURES,
@@ -108,6 +111,7 @@ MAX_RUN_ELEMENTS = Option(
 )
 RUN_OPTIONS = (
     EP,
+    MODES,
     FEATURE_LEVEL,
     MAX_ELEMENTS,
     MAX_CASE_BYTES,
@@ -163,6 +167,8 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 def _run_command(args: argparse.Namespace, argv: Sequence[str], interrupts: Interrupts) -> int:
     start = _Start(datetime.now(UTC), time.monotonic(), interrupts)
     eps = chosen_eps(args.ep)  # an EP that is not installed is a usage error, as is
+    if args.modes:  # each EP's execution modes, as EPs of their own (run/modes.py)
+        eps = with_modes(eps)
     existing(args.paths or ["cases"])  # a wrong path, before the workers start: it costs nothing
     with contextlib.ExitStack() as held:  # the report folder's lock, once _run_suite takes it, until the reports
         if args.jobs < 1:
@@ -217,6 +223,8 @@ def _run_suite(
     digest, files = cases_hash(suite)
     options = run_options(vars(args), directml)
     make_folders(args, suite, eps)
+    if has_family(eps):  # two modes of one EP: their outputs kept, for mode equality to name where they differ
+        options = replace(options, values_dir=values_folder(args.report_dir))
     lock = held.enter_context(locked(args.report_dir, "--report-dir"))  # a second run: refused before it writes
     waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
     stream, done = open_stream(args, suite, eps, options, digest, directml)
@@ -227,6 +235,8 @@ def _run_suite(
         ran = _again(args, suite.entries, eps, options, directml, supervisor, run_log, ran, waivers)
     if supervisor is not None:  # no more tasks: the workers exit while the reports are written (closed after)
         supervisor.stop()
+    if options.values_dir is not None:  # before the triage: a mode mismatch is a failure of its own
+        ran = _modes_equal(ran, options.values_dir, args.quiet)
     if args.triage and not ran.interrupted:  # the failures re-run on the ladder before any report is written
         entries = {entry.id: entry for entry in suite.entries}
         ran = replace(ran, results=tuple(triage_run(ran.results, entries, options, args.quiet)))
@@ -241,6 +251,29 @@ def _run_suite(
         warn(f"{why} (listed above and in results.json): exit code 2")
         return EXIT_USAGE
     return code
+
+
+def values_folder(report_dir: str) -> str:
+    """Where the run keeps each mode's outputs (run/modes.py), made now: never reached through a planted link."""
+    folder = os.path.join(report_dir, VALUES_FOLDER)
+    try:
+        own_folder(folder)
+    except NotOurFile as error:
+        raise UsageError(f"--report-dir: {error}") from None
+    return folder
+
+
+def _modes_equal(ran: Ran, folder: str, quiet: bool) -> Ran:
+    """Mode equality over the run's results (run/modes.py): the mismatches said, their outputs kept as evidence."""
+    results, evidence = mode_equality(ran.results, folder)
+    kept = prune_values(folder, evidence)
+    mismatches = [r for r, before in zip(results, ran.results, strict=True) if r is not before]
+    if mismatches and not quiet:
+        say(f"mode equality: {len(mismatches)} (case, mode) result(s) differ bit for bit from another mode's")
+        for result in mismatches:
+            say(f"  {result.case} [{result.ep}]: {first_line(result.message)}")
+        say(f"  their outputs: {kept} file(s) in {folder}")
+    return replace(ran, results=tuple(results))
 
 
 def _again(

@@ -15,7 +15,9 @@ element of 1, 2 or 4 bytes sees the same bytes at every position):
 
 GUARD_BYTES is 64 bytes: four 16-byte vector stores (DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT) before the start and past
 the end (the buffers of one dispatch are slices of one pool in the runner: a stray write before an output's start
-would otherwise land in another binding, unseen).
+would otherwise land in another binding, unseen). The guard before the binding is its ``lead``: GUARD_BYTES unless a
+binding offset is chosen (``--ep dmlop:binding_offset=16``: 16 bytes before it, a multiple of 16 and of the
+pattern's 4 bytes, so that the binding still sees the pattern from its first byte).
 """
 
 from __future__ import annotations
@@ -39,17 +41,17 @@ def canary_bytes(size: int) -> bytes:
     return (CANARY * (size // len(CANARY) + 1))[:size]
 
 
-def initial_output_bytes(buffer_bytes: int) -> bytes:
-    """An output buffer's bytes before the operator runs: the canary over GUARD_BYTES before it, its ``buffer_bytes``
-    (its TotalTensorSizeInBytes) and GUARD_BYTES past them. Bind ``[GUARD_BYTES, GUARD_BYTES + buffer_bytes)``; a
-    guard lies on each side (GUARD_BYTES is a multiple of 16 and of the pattern's 4 bytes, so the binding is aligned
+def initial_output_bytes(buffer_bytes: int, lead: int = GUARD_BYTES) -> bytes:
+    """An output buffer's bytes before the operator runs: the canary over ``lead`` bytes before it, its
+    ``buffer_bytes`` (its TotalTensorSizeInBytes) and GUARD_BYTES past them. Bind ``[lead, lead + buffer_bytes)``; a
+    guard lies on each side (``lead`` is a multiple of 16 and of the pattern's 4 bytes, so the binding is aligned
     and sees the pattern from its first byte)."""
-    return canary_bytes(GUARD_BYTES + buffer_bytes + GUARD_BYTES)
+    return canary_bytes(lead + buffer_bytes + GUARD_BYTES)
 
 
-def binding_bytes(read_back: bytes, buffer_bytes: int) -> bytes:
+def binding_bytes(read_back: bytes, buffer_bytes: int, lead: int = GUARD_BYTES) -> bytes:
     """The binding's bytes out of a read back buffer with its guards (``initial_output_bytes``'s layout)."""
-    return read_back[GUARD_BYTES : GUARD_BYTES + buffer_bytes]
+    return read_back[lead : lead + buffer_bytes]
 
 
 def _differs(raw: np.ndarray) -> np.ndarray:
@@ -69,34 +71,35 @@ def stray_writes(
     strides: Sequence[int] | None,
     element_size: int,
     buffer_bytes: int,
+    lead: int = GUARD_BYTES,
 ) -> str:
-    """What changed in ``read_back`` (the whole buffer with its guards, ``initial_output_bytes``'s layout, after the
-    operator ran) that no element of ``name`` addresses through ``strides``: one message, "" when nothing did.
-    Offsets are from the binding's start (a guard byte before it is negative)."""
+    """What changed in ``read_back`` (the whole buffer with its guards, ``initial_output_bytes``'s layout for
+    ``lead``, after the operator ran) that no element of ``name`` addresses through ``strides``: one message, ""
+    when nothing did. Offsets are from the binding's start (a guard byte before it is negative)."""
     raw = np.frombuffer(read_back, dtype=np.uint8) if isinstance(read_back, bytes | bytearray) else read_back
     raw = np.ascontiguousarray(raw)
-    expected_size = GUARD_BYTES + buffer_bytes + GUARD_BYTES
+    expected_size = lead + buffer_bytes + GUARD_BYTES
     if raw.size != expected_size:
         return f"{name}: read back {raw.size} bytes, the buffer and its guards hold {expected_size}"
     # A few passes over the bytes, none per element in Python and no offsets listed: which bytes differ from the
     # pattern, then the bytes the output's elements own cleared through their strides.
     differs = _differs(raw)
-    addressed_view(differs[GUARD_BYTES : GUARD_BYTES + buffer_bytes], sizes, strides, element_size)[...] = 0
+    addressed_view(differs[lead : lead + buffer_bytes], sizes, strides, element_size)[...] = 0
     changed = np.flatnonzero(differs)
     if not changed.size:
         return ""
-    before = changed[changed < GUARD_BYTES]
-    inside = changed[(changed >= GUARD_BYTES) & (changed < GUARD_BYTES + buffer_bytes)]
-    after = changed[changed >= GUARD_BYTES + buffer_bytes]
+    before = changed[changed < lead]
+    inside = changed[(changed >= lead) & (changed < lead + buffer_bytes)]
+    after = changed[changed >= lead + buffer_bytes]
     parts = []
     if before.size:
-        parts.append(f"{before.size} of the {GUARD_BYTES} guard byte(s) before its start")
+        parts.append(f"{before.size} of the {lead} guard byte(s) before its start")
     if inside.size:
         parts.append(f"{inside.size} byte(s) no element addresses in its {buffer_bytes}-byte buffer")
     if after.size:
         parts.append(f"{after.size} of the {GUARD_BYTES} guard byte(s) past its end")
     first = ", ".join(
-        f"{int(offset) - GUARD_BYTES} (0x{int(raw[offset]):02x}, was 0x{CANARY[offset % len(CANARY)]:02x})"
+        f"{int(offset) - lead} (0x{int(raw[offset]):02x}, was 0x{CANARY[offset % len(CANARY)]:02x})"
         for offset in changed[:SHOWN]
     )
     more = ", ..." if changed.size > SHOWN else ""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 from conformance.cases.generate import case_inputs
+from conformance.cases.layouts import input_layouts
 from conformance.cases.limits import DEFAULT_MAX_ELEMENTS
 from conformance.cases.parse import Entry
 from conformance.cases.suite import Suite
@@ -21,7 +22,8 @@ from conformance.coverage.clauses import Clause, all_clauses
 from conformance.coverage.facts import ANY
 from conformance.coverage.layouts import LAYOUT_FACETS, REJECTED, breaks_layout, layout_facets
 from conformance.coverage.operators import OPERATORS
-from conformance.model import Case, Operator
+from conformance.ep_table import KNOWN_EPS, OWNED_BY_DML
+from conformance.model import CONSTANT_INPUTS, Case, Operator
 
 NEGATIVE = "rejected"  # the item a negative case gives its clauses in the quick selection's cover
 
@@ -35,6 +37,7 @@ class CaseCoverage:
     negative: frozenset[str]
     layouts: frozenset[str] = frozenset()  # coverage/layouts.py's facets: what its tensors' layouts show
     operator: str = ""
+    constants: bool = False  # a valid case that gives a constant input (model.CONSTANT_INPUTS): owned_by_dml's
 
     def items(self) -> set[tuple[str, str]]:
         """(clause id, facet) pairs, with (clause id, NEGATIVE) for each clause it is a negative case of, and
@@ -56,12 +59,25 @@ class ClauseCoverage:
 
 
 @dataclass(frozen=True)
+class ModeCoverage:
+    """One execution mode (ep_table.Mode's other value): what it exercises in a driver, the valid cases of each
+    operator it changes how they execute, and how many clauses those cases exercise."""
+
+    ep: str
+    mode: str  # "queue=compute"
+    exercises: str
+    cases: Mapping[str, int]  # operator -> valid cases
+    clauses: int
+
+
+@dataclass(frozen=True)
 class CoverageMap:
     clauses: tuple[ClauseCoverage, ...]
     cases: int
     unknown: tuple[str, ...]  # clause ids cited by a rule or the validator that no catalogue has (a bug)
     # (operator, layout facet) -> the cases that show it, for every operator and facet (coverage/layouts.py)
     layouts: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    modes: tuple[ModeCoverage, ...] = ()  # each execution mode's reach (mode_coverage)
 
     @property
     def uncovered(self) -> tuple[ClauseCoverage, ...]:
@@ -82,7 +98,32 @@ def case_coverage(entry: Entry, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Cas
     prefix = f"{operator}."
     facets = OPERATORS[entry.operator].exercised(entry, case_inputs(entry))
     positive = {prefix + name: frozenset(seen) for name, seen in facets.items()}
-    return CaseCoverage(entry.id, positive, frozenset(), layout_facets(entry), operator)
+    constants = bool(set(CONSTANT_INPUTS[entry.operator]) & set(input_layouts(entry)))
+    return CaseCoverage(entry.id, positive, frozenset(), layout_facets(entry), operator, constants)
+
+
+def mode_coverage(coverages: Sequence[CaseCoverage], operators: Iterable[Operator]) -> tuple[ModeCoverage, ...]:
+    """Each execution mode of each EP that has modes (the EP table's): the valid cases it reaches, by operator (every
+    valid case, but owned_by_dml's: those that give a constant input, whose tensors DirectML then owns), and the
+    clauses those cases exercise."""
+    wanted = set(operators)
+    names = [op.value for op in Operator if op in wanted]
+    valid = [c for c in coverages if c.positive and c.operator in names]
+    found = []
+    for ep in KNOWN_EPS:
+        for mode in ep.modes:
+            reached = [c for c in valid if c.constants] if mode.option == OWNED_BY_DML else valid
+            for value in mode.others:
+                found.append(
+                    ModeCoverage(
+                        ep.alias,
+                        f"{mode.option}={value}",
+                        mode.exercises,
+                        {name: sum(1 for c in reached if c.operator == name) for name in names},
+                        len({cid for c in reached for cid in c.positive}),
+                    )
+                )
+    return tuple(found)
 
 
 def required_facets() -> dict[str, frozenset[str]]:
@@ -126,7 +167,7 @@ def build_map(coverages: Sequence[CaseCoverage], operators: Iterable[Operator] =
         if op in wanted
         for facet in LAYOUT_FACETS
     }
-    return CoverageMap(rows, len(coverages), tuple(sorted(unknown)), layouts)
+    return CoverageMap(rows, len(coverages), tuple(sorted(unknown)), layouts, mode_coverage(coverages, wanted))
 
 
 def quick_selection(coverages: Sequence[CaseCoverage], always: Iterable[str] = ()) -> list[str]:

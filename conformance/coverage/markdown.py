@@ -63,7 +63,25 @@ def render_coverage(coverage: CoverageMap, title: str, command: str) -> str:
         done = sum(r.covered for r in rows)
         lines += [f"## {operator.value}", "", f"{done} of {len(rows)} clause(s) covered.", ""]
         lines += [tabulate([_row(r) for r in rows], headers=headers, tablefmt="github"), ""]
-    return "\n".join(lines + _layouts(coverage))
+    return "\n".join(lines + _layouts(coverage) + _modes(coverage))
+
+
+def _modes(coverage: CoverageMap) -> list[str]:
+    """The execution modes section: each mode, what it exercises, and the valid cases it reaches."""
+    if not coverage.modes:
+        return []
+    operators = list(coverage.modes[0].cases)
+    rows = [[f"{m.ep}:{m.mode}", m.exercises, *(m.cases[op] for op in operators), m.clauses] for m in coverage.modes]
+    return [
+        "## Execution modes",
+        "",
+        "How DirectML's operator API executes a case, each mode against the defaults (docs/execution-providers.md",
+        "#execution-modes; `dmlconf run --ep dmlop --modes`): the valid cases each reaches and the clauses they",
+        "exercise, every one of which must give the defaults' outputs bit for bit.",
+        "",
+        tabulate(rows, headers=["mode", "what it exercises", *operators, "clauses"], tablefmt="github"),
+        "",
+    ]
 
 
 def _layouts(coverage: CoverageMap) -> list[str]:

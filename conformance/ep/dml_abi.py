@@ -52,6 +52,7 @@ DATA_TYPES: Mapping[DataType, int] = {
     DataType.INT8: 8,
 }
 TENSOR_TYPE_BUFFER = 1  # DML_TENSOR_TYPE_BUFFER
+TENSOR_FLAG_NONE, TENSOR_FLAG_OWNED_BY_DML = 0, 1  # DML_TENSOR_FLAGS
 AXIS_DIRECTION = DmlEnum("DML_AXIS_DIRECTION", {"INCREASING": 0, "DECREASING": 1})
 # DML_EXECUTION_FLAGS by DirectML.h's names (a DxDispatch model names them so too).
 EXECUTION_FLAGS: Mapping[str, int] = {

@@ -32,7 +32,7 @@ from conformance.ep.dml_fields import (
     bindings,
 )
 from conformance.ep.operators import OPERATORS
-from conformance.model import OUTPUT_NAMES, Case
+from conformance.model import CONSTANT_INPUTS, OUTPUT_NAMES, Case
 
 # run/runner.py takes Inexpressible from here, where describe_operator raises it.
 __all__ = ["DmlOperator", "Inexpressible", "desc_struct", "describe_operator"]
@@ -49,6 +49,7 @@ class DmlOperator:
     desc_at: int
     inputs: tuple[TensorLayout | None, ...]
     outputs: tuple[TensorLayout, ...]
+    owned: frozenset[str] = frozenset()  # the inputs whose descs are flagged DML_TENSOR_FLAG_OWNED_BY_DML
 
 
 def _c_type(field: Field) -> Any:
@@ -66,12 +67,12 @@ def _c_type(field: Field) -> Any:
             assert_never(field)
 
 
-def _tensor(block: abi.Block, layout: TensorLayout | None) -> int:
+def _tensor(block: abi.Block, layout: TensorLayout | None, owned: frozenset[str]) -> int:
     if layout is None:
         return 0
     desc = abi.BufferTensorDesc(
         DataType=abi.DATA_TYPES[layout.data_type],
-        Flags=0,
+        Flags=abi.TENSOR_FLAG_OWNED_BY_DML if layout.name in owned else abi.TENSOR_FLAG_NONE,
         DimensionCount=len(layout.sizes),
         Sizes=block.uints(layout.sizes),
         Strides=block.uints(layout.strides) if layout.strides is not None else 0,
@@ -117,16 +118,20 @@ def desc_struct(operator: abi.OperatorType, fields: Sequence[Field]) -> type[cty
     return abi.struct(operator.name, [(field.name, _c_type(field)) for field in fields])
 
 
-def describe_operator(case: Case, layouts: Mapping[str, TensorLayout]) -> DmlOperator:
+def describe_operator(case: Case, layouts: Mapping[str, TensorLayout], owned_by_dml: bool = False) -> DmlOperator:
     """The case's DML operator descriptor over its tensors' ``layouts`` (by DML name; an optional input absent);
     Inexpressible where a field cannot hold the case's value. The block holds the tensors' descs first, in the
-    desc's order, then what the other fields point to, then the desc and its DML_OPERATOR_DESC."""
+    desc's order, then what the other fields point to, then the desc and its DML_OPERATOR_DESC. ``owned_by_dml``:
+    the operator's constant inputs that the case gives (model.CONSTANT_INPUTS) flagged
+    DML_TENSOR_FLAG_OWNED_BY_DML."""
     entry = OPERATORS[case.operator]
     fields = entry.dml_fields(case.descriptor, layouts)
     inputs, outputs = bindings(fields, OUTPUT_NAMES[case.operator])
+    given = {layout.name for layout in inputs if layout is not None}
+    owned = frozenset(given & set(CONSTANT_INPUTS[case.operator])) if owned_by_dml else frozenset()
     block = abi.Block()
-    tensors = {f.name: _tensor(block, f.layout) for f in fields if isinstance(f, Tensor | OptionalTensor)}
+    tensors = {f.name: _tensor(block, f.layout, owned) for f in fields if isinstance(f, Tensor | OptionalTensor)}
     values = {f.name: _value(block, f, tensors) for f in fields}
     desc = block.add(desc_struct(entry.dml_operator, fields)(**values))
     at = block.add(abi.OperatorDesc(Type=entry.dml_operator.value, Desc=desc))
-    return DmlOperator(entry.dml_operator.name, bytes(block.data), block.relocations(), at, inputs, outputs)
+    return DmlOperator(entry.dml_operator.name, bytes(block.data), block.relocations(), at, inputs, outputs, owned)

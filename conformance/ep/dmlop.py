@@ -3,6 +3,9 @@
 flags, an IDMLOperatorInitializer, a binding table over the case's buffers, IDMLCommandRecorder::RecordDispatch on the
 runner's D3D12 queue, readback. The runner's one D3D12 and DirectML device per adapter serves both paths.
 
+The EP's execution modes (ep_table.DMLOP.modes, ``DispatchMode``) change how, never what: the queue's type, a
+one-node graph compiled instead of the operator, the constant inputs owned by DirectML, each binding's offset.
+
 Each output buffer starts filled with a canary pattern over its whole size plus a guard region past its end; what
 the output's elements do not cover must come back unchanged. A negative case that a descriptor can say is shown to
 CreateOperator alone, which must refuse it.
@@ -10,18 +13,19 @@ CreateOperator alone, which must refuse it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from conformance.ep import dml_abi as abi
 from conformance.ep.directml import build_of
 from conformance.ep.dml_descriptor import DmlOperator
 from conformance.ep.errors import ExecutionError, NotSupported
-from conformance.ep.providers import EpSpec, flag_on
+from conformance.ep.providers import EpSpec, flag_on, modes_of
 from conformance.ep.rules import one_line
 from conformance.ep.wine import protocol
 from conformance.ep.wine.client import Runners
 from conformance.ep.wine.session import adapter_index
+from conformance.ep_table import ONE_ZERO, OWNED_BY_DML
 from conformance.model import EP_NOT_STARTED
 
 # The --ep dmlop options that set a DML_EXECUTION_FLAG: the flags that change results (DESCRIPTORS_VOLATILE does not).
@@ -43,6 +47,41 @@ def execution_flags(ep: EpSpec) -> int:
     for name in execution_flag_names(ep):
         flags |= abi.EXECUTION_FLAGS[name]
     return flags
+
+
+@dataclass(frozen=True)
+class DispatchMode:
+    """How the runner executes a descriptor: the EP's execution modes (ep_table.DMLOP.modes) as it reads them."""
+
+    compute_queue: bool  # a COMPUTE queue and list, else DIRECT ones
+    graph: bool  # a one-node graph through IDMLDevice1::CompileGraph, else CompileOperator
+    owned_by_dml: bool  # the operator's constant inputs flagged DML_TENSOR_FLAG_OWNED_BY_DML
+    binding_offset: int  # each tensor's binding this many bytes into its buffer
+    batch: int  # up to this many cases' dispatches recorded in one command list
+
+    @property
+    def compile_step(self) -> str:
+        return "CompileGraph" if self.graph else "CompileOperator"
+
+    @property
+    def request(self) -> int:
+        """The dispatch request's flags for these modes (protocol.DISPATCH_*)."""
+        return (protocol.DISPATCH_COMPUTE_QUEUE if self.compute_queue else 0) | (
+            protocol.DISPATCH_COMPILE_GRAPH if self.graph else 0
+        )
+
+
+def dispatch_mode(ep: EpSpec, case_modes: Mapping[str, str] | None = None) -> DispatchMode:
+    """The modes ``ep`` runs a descriptor in: its options', else the case's own (``case_modes``: a case's
+    ``modes``), else each mode's default."""
+    modes = modes_of(ep, case_modes)
+    return DispatchMode(
+        compute_queue=modes["queue"] == "compute",
+        graph=modes["compile"] == "graph",
+        owned_by_dml=modes[OWNED_BY_DML] == ONE_ZERO.on,
+        binding_offset=int(modes["binding_offset"]),
+        batch=int(modes["batch"]),
+    )
 
 
 # The HRESULTs by which DirectML refuses a descriptor (its validation): E_INVALIDARG, and DXGI_ERROR_UNSUPPORTED for
@@ -83,23 +122,31 @@ class Dispatched:
     buffers: Mapping[str, bytes]
     reply: protocol.DispatchReply
     operator: str
+    owned: frozenset[str] = frozenset()  # the inputs DirectML owned (bound to its initializer alone)
+    in_list: int = 1  # the dispatches recorded in its command list (dispatch_batch's: the batch's)
 
 
 def _request(
     op: DmlOperator,
     ep: EpSpec,
-    create_only: bool,
+    mode: DispatchMode | None,
     inputs: Mapping[str, bytes],
     outputs: Mapping[str, bytes],
-    lead: int = 0,
-) -> protocol.Frame:
-    """The dispatch frame: each input's buffer bound at its layout's size, each output's initial bytes (a guard
-    region, the binding from ``lead`` on, a guard region) bound at its layout's size; CreateOperator alone binds
-    nothing."""
+) -> protocol.DispatchRequest:
+    """The dispatch in ``mode`` (None: CreateOperator alone, which binds nothing): each buffer (an input's bytes,
+    an output's initial ones) bound at its layout's size from the mode's binding offset on (the canary before and
+    after), an input the descriptor flags owned by DirectML bound to the initializer alone."""
+    create_only = mode is None
+    lead = 0 if mode is None else mode.binding_offset
     feeds = [
         protocol.DispatchBuffer(b"", 0, bound=False)
         if layout is None
-        else protocol.DispatchBuffer(inputs.get(layout.name, b""), 0 if create_only else layout.buffer_bytes)
+        else protocol.DispatchBuffer(
+            inputs.get(layout.name, b""),
+            0 if create_only else layout.buffer_bytes,
+            lead=0 if create_only else lead,
+            owned=layout.name in op.owned,
+        )
         for layout in op.inputs
     ]
     written = [
@@ -108,8 +155,9 @@ def _request(
         )
         for layout in op.outputs
     ]
-    return protocol.dispatch_request(
-        adapter_index(ep), execution_flags(ep), create_only, op.block, op.pointers, op.desc_at, feeds, written
+    request = protocol.DISPATCH_CREATE_ONLY if mode is None else mode.request
+    return protocol.DispatchRequest(
+        adapter_index(ep), execution_flags(ep), request, op.block, op.pointers, op.desc_at, feeds, written
     )
 
 
@@ -127,7 +175,7 @@ def create_only(op: DmlOperator, ep: EpSpec, runners: Runners) -> Created:
     ExecutionError where it failed for another reason than refusing the descriptor (``refused``)."""
     runner = runners.get(build_of(ep.options))
     try:
-        hresult = runner.dispatch(_request(op, ep, True, {}, {}), create_only=True).create_hresult
+        hresult = runner.dispatch(_request(op, ep, None, {}, {})).create_hresult
     except protocol.Refused as error:
         raise _not_asked(op, error) from None
     if protocol.failed(hresult) and not refused(hresult):
@@ -141,21 +189,61 @@ def dispatch(
     runners: Runners,
     inputs: Mapping[str, bytes],
     outputs: Mapping[str, bytes],
-    lead: int = 0,
+    mode: DispatchMode,
 ) -> Dispatched | DescriptorRefused:
     """The operator created, compiled, initialized and dispatched on the ``inputs`` buffers, its ``outputs``
-    starting with the bytes given (by DML tensor name; each binding ``lead`` bytes in); DescriptorRefused where
-    CreateOperator or CompileOperator refused it; ExecutionError raised where a step failed otherwise (RunnerDied
-    where the runner died)."""
+    starting with the bytes given (by DML tensor name; each binding the mode's binding offset in, inputs and outputs
+    alike), in ``mode``; DescriptorRefused where CreateOperator or the compile (CompileOperator, CompileGraph) refused
+    it; ExecutionError raised where a step failed otherwise (RunnerDied where the runner died)."""
     runner = runners.get(build_of(ep.options))
     try:
-        reply = runner.dispatch(_request(op, ep, False, inputs, outputs, lead), create_only=False)
+        reply = runner.dispatch(_request(op, ep, mode, inputs, outputs))
     except protocol.Refused as error:
         raise _not_asked(op, error) from None
-    for step, hresult in (("CreateOperator", reply.create_hresult), ("CompileOperator", reply.compile_hresult)):
+    return _answered(op, mode, reply)
+
+
+def _answered(op: DmlOperator, mode: DispatchMode, reply: protocol.DispatchReply) -> Dispatched | DescriptorRefused:
+    """A dispatch's reply as its outcome: DescriptorRefused where CreateOperator or the compile refused the
+    descriptor, ExecutionError raised where either failed otherwise, else the output buffers."""
+    for step, hresult in (("CreateOperator", reply.create_hresult), (mode.compile_step, reply.compile_hresult)):
         if hresult is not None and protocol.failed(hresult):
             if refused(hresult):
                 return DescriptorRefused(step, hresult)
             raise ExecutionError(f"{step} failed on {op.operator}: HRESULT 0x{hresult:08X}")
     buffers = {layout.name: data for layout, data in zip(op.outputs, reply.outputs, strict=True)}
-    return Dispatched(buffers, reply, op.operator)
+    return Dispatched(buffers, reply, op.operator, op.owned)
+
+
+@dataclass(frozen=True)
+class Batched:
+    """One dispatch of a batch: its operator and its buffers (``dispatch``'s ``inputs`` and ``outputs``)."""
+
+    op: DmlOperator
+    inputs: Mapping[str, bytes]
+    outputs: Mapping[str, bytes]
+
+
+def dispatch_batch(
+    batch: Sequence[Batched], ep: EpSpec, runners: Runners, mode: DispatchMode
+) -> list[Dispatched | DescriptorRefused | ExecutionError]:
+    """The batch's operators created and compiled, those that compiled dispatched in one command list, UAV barriers
+    between them, and waited for once; each one's outcome in order (an ExecutionError where its own step failed).
+    ExecutionError raised where a step after the compiles failed, which fails the whole batch (RunnerDied where the
+    runner died); each case then runs alone to find out which."""
+    runner = runners.get(build_of(ep.options))
+    asked = [_request(b.op, ep, mode, b.inputs, b.outputs) for b in batch]
+    try:
+        replies = runner.dispatch_batch(asked)
+    except protocol.Refused as error:
+        raise _not_asked(batch[0].op, error) from None
+    outcomes: list[Dispatched | DescriptorRefused | ExecutionError] = []
+    for b, reply in zip(batch, replies, strict=True):
+        try:
+            answer = _answered(b.op, mode, reply)
+        except ExecutionError as error:
+            outcomes.append(error)
+            continue
+        in_list = sum(1 for r in replies if r.outputs)  # those that compiled were recorded
+        outcomes.append(replace(answer, in_list=in_list) if isinstance(answer, Dispatched) else answer)
+    return outcomes

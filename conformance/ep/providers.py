@@ -124,18 +124,11 @@ def _accepted(known: KnownEp, key: str, value: str) -> str:
     """``value`` as the EP ``known`` reads its option ``key`` (a boolean in its own spelling); ValueError (one
     line) where it does not take it."""
     accepted = known.options[key]
-    label = known.label
-    if isinstance(accepted, table.Flag):
-        spelt = accepted.spelt(value)
-        if spelt is None:
-            raise ValueError(f"{label} option {key}={value!r}: expected 0, 1, true or false")
-        return spelt
-    accepted = _BUILDS.get(accepted, accepted) if isinstance(accepted, str) else accepted
-    if accepted == WHOLE_NUMBER and not re.fullmatch(r"[0-9]+", value):
-        raise ValueError(f"{label} option {key}={value!r}: expected {WHOLE_NUMBER}")
-    if isinstance(accepted, tuple) and value not in accepted:
-        raise ValueError(f"{label} option {key}={value!r}: expected one of {', '.join(accepted)}")
-    return value
+    builds = _BUILDS.get(accepted) if isinstance(accepted, str) else None
+    try:
+        return table.checked_value(builds or accepted, value)
+    except ValueError as error:
+        raise ValueError(f"{known.label} option {key}={value!r}: {error}") from None
 
 
 def check_options(name: str, options: Mapping[str, str]) -> dict[str, str]:
@@ -177,6 +170,16 @@ def flag_on(ep: EpSpec, key: str) -> bool:
     flag = facts(ep).options.get(key)
     value = ep.options.get(key)
     return isinstance(flag, table.Flag) and value is not None and flag.spelt(value) == flag.on
+
+
+def modes_of(ep: EpSpec, case_modes: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The execution modes ``ep`` runs in (its row's ``modes``): each mode's option and its value, given in the EP's
+    options, else in ``case_modes`` (a case's own ``modes``, which the EP's options override), else the mode's
+    default; {} for an EP without modes."""
+    case_modes = case_modes or {}
+    return {
+        mode.option: ep.options.get(mode.option, case_modes.get(mode.option, mode.default)) for mode in facts(ep).modes
+    }
 
 
 def uses_directml(ep: EpSpec) -> bool:

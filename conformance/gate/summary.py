@@ -6,13 +6,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from conformance import ep_table
 from conformance.environment import (
     Environment,
     RunnerDeath,
     SkippedFile,
 )
 from conformance.gate.header import identity_lines, run_lines
-from conformance.model import Status
+from conformance.model import LAYOUTS_NOT_EXERCISED, MODE_MISMATCH, Status
 from conformance.results import EXECUTED, FAILING, Result, ep_not_started
 
 STATUS_ORDER = tuple(Status)
@@ -137,6 +138,60 @@ class Placement:
 
 
 @dataclass(frozen=True)
+class ModeColumn:
+    """One EP of a run that ran an EP in several execution modes (run/modes.py): the mode matrix's column."""
+
+    ep: str  # its --ep text
+    modes: str  # the modes apart from the EP's defaults, in words ("compile=graph"); "defaults" for none
+    executed: int  # results with outputs to compare
+    mismatched: int  # of them, FAIL mode_mismatch: bit-different from the defaults' outputs
+    verdicts: Mapping[Status, int]  # every result's verdict (a mode_mismatch counted as its FAIL)
+
+    @property
+    def base(self) -> bool:
+        """The defaults: what the other modes are compared with."""
+        return self.modes == DEFAULT_MODES
+
+
+DEFAULT_MODES = "defaults"
+
+
+def _modes_apart(result: Result) -> str | None:
+    """The result's execution modes apart from its EP's defaults, in words (None: an EP without modes)."""
+    recorded = (result.directml or {}).get("modes")
+    known = ep_table.known_ep(result.ep.split(":", 1)[0])
+    if not isinstance(recorded, dict) or known is None or not known.modes:
+        return None
+    defaults = {mode.option: mode.default for mode in known.modes}
+    apart = [f"{key}={value}" for key, value in recorded.items() if defaults.get(key) != value]
+    return ", ".join(apart) or DEFAULT_MODES
+
+
+def mode_columns(results: Sequence[Result]) -> tuple[ModeColumn, ...]:
+    """The mode matrix: a column per EP that ran in an execution mode, where the run has several; () otherwise."""
+    modes: dict[str, str] = {}
+    for r in results:
+        apart = _modes_apart(r)
+        if apart is not None:
+            modes.setdefault(r.ep, apart)
+    if len(modes) < 2:
+        return ()
+    columns = []
+    for ep, apart in modes.items():
+        mine = [r for r in results if r.ep == ep]
+        columns.append(
+            ModeColumn(
+                ep,
+                apart,
+                executed=sum(1 for r in mine if r.values_sha256),
+                mismatched=sum(1 for r in mine if r.failure_kind == MODE_MISMATCH),
+                verdicts=dict(Counter(r.status for r in mine)),
+            )
+        )
+    return tuple(columns)
+
+
+@dataclass(frozen=True)
 class Summary:
     environment: Environment
     totals: Mapping[Status, int]
@@ -151,6 +206,9 @@ class Summary:
     packed_differences: tuple[str, ...] = ()  # "case [ep]: FAIL when packed ..., PASS alone: ..." (Result.packed)
     # (operator, data type, EP, counts): the report's matrix, a row per operator and data type
     by_data_type: tuple[tuple[str, str, str, Mapping[Status, int]], ...] = ()
+    modes: tuple[ModeColumn, ...] = ()  # the mode matrix (mode_columns)
+    # (EP, results): the results whose case has layouts that the EP was fed packed (model.LAYOUTS_NOT_EXERCISED)
+    unexercised: tuple[tuple[str, int], ...] = ()
 
     @property
     def run(self) -> tuple[tuple[str, str], ...]:
@@ -276,4 +334,18 @@ def summarize(environment: Environment, results: Sequence[Result]) -> Summary:
         placement=placement_proof(environment, results),
         packed_differences=tuple(f"{r.case} [{r.ep}]: {r.packed}" for r in results if r.packed),
         by_data_type=data_type_counts(results),
+        modes=mode_columns(results),
+        unexercised=tuple(Counter(r.ep for r in results if r.details.get(LAYOUTS_NOT_EXERCISED)).items()),
+    )
+
+
+def unexercised_line(summary: Summary) -> str:
+    """One line, every report's: how many results on each EP had layouts that it was fed packed; "" for none."""
+    if not summary.unexercised:
+        return ""
+    counts = ", ".join(f"{count} on {ep}" for ep, count in summary.unexercised)
+    return (
+        f"layouts not exercised: {counts} result(s) of cases with strides or padding were fed to the EP packed "
+        "through onnxruntime, so those layouts were not checked there (--ep dmlop binds each tensor as the case "
+        "lays it out)"
     )

@@ -9,7 +9,15 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from conformance.gate.summary import NO_VERDICT, STATUS_ORDER, Summary, death_reason, death_verdict, plural
+from conformance.gate.summary import (
+    NO_VERDICT,
+    STATUS_ORDER,
+    Summary,
+    death_reason,
+    death_verdict,
+    plural,
+    unexercised_line,
+)
 from conformance.gate.verdict import whose, whose_label, whose_order
 from conformance.gate.waivers import Gate, Waiver, near_miss_keys, waived_keys
 from conformance.model import Status
@@ -162,6 +170,8 @@ def render_console(
         parts.append(plain(completeness.skipped_line))
     if summary.placement is not None:
         parts.append(f"placement: {summary.placement.line}")
+    if unexercised := unexercised_line(summary):
+        parts.append(plain(unexercised))
     if summary.packed_differences:
         lines = [plain(line) for line in summary.packed_differences[:max_listed]]
         parts.append(

@@ -32,6 +32,7 @@ from conformance.gate.summary import (
     fails_the_run,
     plural,
     severity,
+    unexercised_line,
 )
 from conformance.gate.verdict import Findings, Group, Verdict, decide, findings, whose
 from conformance.gate.waivers import STALE_WHY, Gate, Waiver, near_miss_keys
@@ -237,6 +238,8 @@ def _header(summary: Summary, verdict: Verdict, gate: Gate | None, found: Findin
     reasons = f" — {escape(verdict.because)}" if verdict.reasons else ""
     totals = _totals(summary, gate)
     placement = f"<p>{escape(summary.placement.line)}</p>" if summary.placement else ""
+    if summary.unexercised:
+        placement += f"<p>{escape(unexercised_line(summary))}</p>"
     links = [("matrix", "matrix")]
     if found.triaged:
         links.append(("whose", "whose"))
@@ -339,6 +342,23 @@ def _matrix(summary: Summary, found: Findings, anchors: Mapping[Group, str], pas
             row.append(" ".join(badges) or "—")
         rows.append(row)
     return "<h2 id=matrix>Operator, data type and EP</h2>" + _table(["operator", "data type", *summary.eps], rows, True)
+
+
+def _mode_matrix(summary: Summary) -> str:
+    """The execution modes (gate/summary.py's mode_columns): each mode's outputs against the defaults' bit for bit,
+    and its verdicts against the oracle."""
+    if not summary.modes:
+        return ""
+    rows = []
+    for column in summary.modes:
+        equal = "the reference" if column.base else str(column.executed - column.mismatched)
+        mismatched = "—" if column.base else str(column.mismatched)
+        badges = " ".join(
+            _status(s, f"{column.verdicts[s]} {s.value}", None, "") for s in sorted(column.verdicts, key=severity)
+        )
+        rows.append([escape(column.ep), escape(column.modes), str(column.executed), equal, mismatched, badges])
+    head = ["EP", "modes", "executed", "bit-equal to the defaults", "mode_mismatch", "verdicts"]
+    return "<h2 id=modes>Execution modes</h2>" + _table(head, rows, True)
 
 
 def _facet_order(facet: str) -> Callable[[tuple[str, int]], Any]:
@@ -755,6 +775,7 @@ def render_html(
         _unexpected(found, gate, anchors, links),
         _waived(found, gate, anchors, links) if gate is not None else "",
         _warnings(found, anchors, links),
+        _mode_matrix(summary),
         _declined(declined),
         _packed(summary.packed_differences),
         _passes(passed, pass_anchors),

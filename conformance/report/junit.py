@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from conformance.gate.summary import NO_VERDICT, Summary, death_reason, fails_the_run
 from conformance.gate.verdict import whose_label
 from conformance.gate.waivers import Gate, Waiver, near_miss_keys, waived_keys
-from conformance.model import Status
+from conformance.model import LAYOUTS_NOT_EXERCISED, Status
 from conformance.problems import first_line
 from conformance.results import FAILING, Result
 
@@ -101,6 +101,9 @@ def _testcase(
     case = _element(suite, "testcase", name=r.case, classname=classname, time=_seconds(r.seconds))
     counts.tests += 1
     counts.seconds += r.seconds if math.isfinite(r.seconds) and r.seconds > 0 else 0.0
+    unexercised = r.details.get(LAYOUTS_NOT_EXERCISED)
+    if unexercised:  # a PASS too: what it did not check
+        _element(_element(case, "properties"), "property", name=LAYOUTS_NOT_EXERCISED, value=_clean(unexercised))
     headline = first_line(r.message, _MESSAGE_LIMIT)
     if r.status in FAILING and waiver is not None:
         # A known failure must not turn CI red, yet stays visible: skipped, with the failure text kept.

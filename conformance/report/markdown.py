@@ -15,6 +15,7 @@ from conformance.gate.summary import (
     death_verdict,
     fails_the_run,
     severity,
+    unexercised_line,
 )
 from conformance.gate.verdict import decide, findings, whose, whose_order
 from conformance.gate.waivers import STALE_WHY, Gate, near_miss_keys, waived_keys
@@ -79,6 +80,7 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
         *_incomplete_lines(summary.completeness),
         *_death_lines(summary),
         *_packed_lines(summary.packed_differences),
+        *([f"- {cell(unexercised_line(summary))}"] if summary.unexercised else []),
         "",
         "## Totals",
         "",
@@ -94,6 +96,7 @@ def render_markdown(summary: Summary, gate: Gate | None = None) -> str:
         *_failures(summary, gate),
         *_reached(summary),
         *_differing(summary),
+        *_mode_matrix(summary),
         *_declined(summary),
     ]
     return "\n".join([*lines, *sections, *_stale_lines(gate)]) + "\n"
@@ -165,6 +168,27 @@ def _differing(summary: Summary) -> list[str]:
     if not rows:
         return [*lines, f"none: each of the {len(summary.matrix)} cases has the same verdict on every EP"]
     return [*lines, table(rows, ["case", *(cell(ep) for ep in summary.eps)]), *_more(len(differing))]
+
+
+def _mode_matrix(summary: Summary) -> list[str]:
+    """Each execution mode's outputs against the defaults' (bit for bit) and its verdicts against the oracle."""
+    if not summary.modes:
+        return []
+    statuses = [s for s in STATUS_ORDER if any(column.verdicts.get(s) for column in summary.modes)]
+    rows = [
+        [
+            cell(column.ep),
+            cell(column.modes),
+            column.executed,
+            "(the reference)" if column.base else column.executed - column.mismatched,
+            "—" if column.base else column.mismatched,
+            *(column.verdicts.get(s, 0) for s in statuses),
+        ]
+        for column in summary.modes
+    ]
+    head = ["EP", "modes", "executed", "bit-equal to the defaults", "mode_mismatch", *(s.value for s in statuses)]
+    said = "Each mode's outputs against the defaults' bit for bit, and its verdicts against the oracle."
+    return ["", "## Execution modes", "", said, "", table(rows, head, text=False)]
 
 
 def _declined(summary: Summary) -> list[str]:

@@ -37,26 +37,12 @@ from functools import partial
 from typing import Protocol
 
 from conformance.cases.parse import Entry
-from conformance.ep.errors import InfrastructureError, ProcessDied, device_lost
-from conformance.ep.execute import Execution, open_session, run_session
-from conformance.ep.pack import (
-    Unattributed,
-    compile_cost,
-    elements,
-    named_cases,
-    pack,
-    pack_spans,
-    signature,
-    small,
-    unpack,
-)
 from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.model import Status
 from conformance.problems import first_line
 from conformance.results import Result
-from conformance.run.execution_path import failure_of
-from conformance.run.onnxruntime_path import onnx_model
+from conformance.run.execution_path import Regroup
 from conformance.run.options import RunOptions
 from conformance.run.paths import path_for
 from conformance.run.repeat import FAULTS, merged
@@ -110,52 +96,18 @@ class Split:
     lost: str = ""  # the packed session's error, where it says the device was lost
 
 
-def _blamed(group: Sequence[Prepared], named: set[int]) -> frozenset[int]:
-    """The cases a refusal names, and every case of the same signature."""
-    signatures = [signature(onnx_model(p)) for p in group]
-    refused = {signatures[place] for place in named}
-    return frozenset(place for place, sig in enumerate(signatures) if sig in refused)
-
-
 def _packed(
     group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions, answered: Callable[[], None]
 ) -> Split:
-    """The group run in one packed session: the clean PASSes kept, and how the rest runs again; ``answered`` is
-    called once the session ran, before the harness judges its outputs."""
+    """The group run as one pack (its path's ``run_pack``): the clean PASSes kept, and how the rest runs again;
+    ``answered`` is called once the pack ran, before the harness judges its outputs."""
     start = time.perf_counter()
-    lowerings = [onnx_model(p) for p in group]
-    half = Split(apart=frozenset(range(len(group) // 2)))
-    try:
-        packed = pack(lowerings)
-        opened = sessions.open(
-            packed,
-            ep,
-            partial(
-                open_session,
-                threads=options.session_threads(all(small(low) for low in lowerings)),
-                runners=sessions.runners,
-            ),
-        )
-        outputs = run_session(opened, packed)  # before the record: the DirectML runner's comes with the first run
-        executions = unpack(lowerings, outputs, opened.records, opened.ep_name)
-    except Unattributed as error:
-        log.debug("a pack of %d failed: %s", len(group), error)
-        return Split(apart=error.suspects) if 0 < len(error.suspects) < len(group) else half
-    except InfrastructureError:  # no case's fault: the run stops
-        raise
-    except Exception as error:  # any failure of the pack: the cases it names run alone, or the halves again
-        log.debug("a pack of %d failed: %s", len(group), error)
-        lost = str(error) if device_lost(str(error)) else ""
-        if lost or isinstance(error, ProcessDied):
-            # Halves on a dead context would blame the cases that run first; a runner that died under the pack is
-            # pinned, as a worker's death is, on the case that kills it again alone (at the cost of one more death).
-            return Split(alone=frozenset(range(len(group))), lost=lost)
-        named = named_cases(str(error), len(group))
-        return Split(alone=_blamed(group, named)) if named else half
+    outcomes = path_for(ep).run_pack(group, ep, options, sessions)
+    if isinstance(outcomes, Regroup):
+        return Split(alone=outcomes.alone, apart=outcomes.apart, lost=outcomes.lost)
     answered()
     share = (time.perf_counter() - start) / len(group)
     quiet = replace(options, artifacts=None)  # a FAIL here runs again alone, and that run keeps the artifacts
-    outcomes = [done if isinstance(done, Execution) else failure_of(done) for done in executions]
     results = [finish(p, outcome, ep, quiet, share) for p, outcome in zip(group, outcomes, strict=True)]
     kept = {place: result for place, result in enumerate(results) if result.status is Status.PASS}
     tried = {place: result for place, result in enumerate(results) if place not in kept}
@@ -264,9 +216,10 @@ def _repeated(
 
 
 def _pack_group(prepared: Prepared, ep: EpSpec, options: RunOptions) -> tuple[tuple[str, int], ...] | None:
-    """The pack the case waits for (its EP's path says which cases may share a session: onnxruntime's, by opset);
-    None: it runs at once, alone."""
-    return path_for(ep).pack_group(prepared) if options.pack > 1 else None
+    """The pack the case waits for (its EP's path says which cases may be packed: onnxruntime's, by opset, up to
+    --pack a session; DirectML's operator API's, up to its batch option a command list); None: it runs at once,
+    alone."""
+    return path_for(ep).pack_group(prepared, ep, options)
 
 
 def run_batch(
@@ -289,10 +242,7 @@ def run_batch(
         else:
             results[index] = _repeated([prepared], [index], ep, options, sessions, watch)[0]
     for members in waiting.values():
-        lowerings = [onnx_model(p) for _, p in members]
-        costs = [compile_cost(low, ep) for low in lowerings]
-        spans = pack_spans(costs, [elements(low) for low in lowerings], options.pack)
-        for span in spans:
+        for span in path_for(ep).pack_spans([p for _, p in members], ep, options):
             chunk = members[span.start : span.stop]
             places = [index for index, _ in chunk]
             group_results = _repeated([p for _, p in chunk], places, ep, options, sessions, watch)

@@ -14,7 +14,9 @@ steps:
 - ``execute``: the prepared case executed, returning one of ``Answer``; an EP's failure is raised as ep/errors.py's
   exceptions, which the runner turns into a ``Failure`` (``failure_of``), the same for every path;
 - ``judge``: the verdict on an answer, and ``outputs_sha256`` the hashes --repeat compares run by run;
-- ``pack_group``: which packed session a prepared case may share (None: it runs in a session of its own).
+- ``pack_group``: which pack a prepared case may share (None: it runs alone); ``pack_spans`` cuts a group into
+  packs; ``run_pack`` runs one pack at once (onnxruntime's: one packed session; DirectML's operator API's: one
+  command list of dispatches), each case's outcome, or how to run its cases again (``Regroup``).
 """
 
 from __future__ import annotations
@@ -103,6 +105,16 @@ Failure = Died | Unsupported | Failed | HarnessFault
 Outcome = Answer | Failure
 
 
+@dataclass(frozen=True)
+class Regroup:
+    """A pack that gave no outcome per case: its cases run again, ``alone`` one by one, ``apart`` as a pack of their
+    own and the others as another; ``lost``: the error that said the device was lost (batch.py's Watch is told)."""
+
+    alone: frozenset[int] = frozenset()
+    apart: frozenset[int] = frozenset()
+    lost: str = ""
+
+
 def failure_of(error: Exception) -> Failure:
     """An execution's exception as its typed outcome (InfrastructureError is no case's outcome: never given here)."""
     if isinstance(error, ProcessDied):  # an ExecutionError too: told apart first
@@ -149,6 +161,18 @@ class ExecutionPath(Protocol):
         """Each output's hash, as --repeat compares them run by run; None where the answer holds no outputs."""
         ...
 
-    def pack_group(self, prepared: Prepared) -> tuple[tuple[str, int], ...] | None:
-        """The group of cases that may share one packed session with this one; None: it runs in its own."""
+    def pack_group(self, prepared: Prepared, ep: EpSpec, options: RunOptions) -> tuple[tuple[str, int], ...] | None:
+        """The group of cases that may be packed with this one (run at once: one packed session, one command list);
+        None: it runs alone."""
+        ...
+
+    def pack_spans(self, group: Sequence[Prepared], ep: EpSpec, options: RunOptions) -> list[range]:
+        """A group's packs, in order."""
+        ...
+
+    def run_pack(
+        self, group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions
+    ) -> list[Outcome] | Regroup:
+        """One pack run at once: each case's outcome in order, or how its cases run again; InfrastructureError
+        raised where no case is at fault."""
         ...

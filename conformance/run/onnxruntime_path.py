@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import assert_never
 
 import numpy as np
@@ -17,16 +18,29 @@ from conformance.cases.layouts import packed_note
 from conformance.compare.outputs import compare
 from conformance.ep.dml_operators import expected_dml_operators
 from conformance.ep.dmlop import Created, DescriptorRefused, Dispatched
-from conformance.ep.execute import Execution, execute
+from conformance.ep.errors import InfrastructureError, ProcessDied, device_lost
+from conformance.ep.execute import Execution, execute, open_session, run_session
 from conformance.ep.lower import Lowering, NotExpressible, lower, same_for_every_ep
-from conformance.ep.pack import opset_of, packable, small
+from conformance.ep.pack import (
+    Unattributed,
+    compile_cost,
+    elements,
+    named_cases,
+    opset_of,
+    pack,
+    pack_spans,
+    packable,
+    signature,
+    small,
+    unpack,
+)
 from conformance.ep.providers import DML, EpSpec, facts, uses_directml
 from conformance.ep.sessions import Sessions
-from conformance.model import Case, Status
+from conformance.model import LAYOUTS_NOT_EXERCISED, Case, Status
 from conformance.problems import Problem
 from conformance.results import Result
 from conformance.run.artifacts import save_artifacts
-from conformance.run.execution_path import Answer, Prepared
+from conformance.run.execution_path import Answer, Outcome, Prepared, Regroup, failure_of
 from conformance.run.options import RunOptions
 
 log = logging.getLogger(__name__)
@@ -100,9 +114,61 @@ class OnnxruntimePath:
     def outputs_sha256(self, answer: Answer) -> dict[str, str] | None:
         return tensor_hashes(answer.outputs) if isinstance(answer, Execution) else None
 
-    def pack_group(self, prepared: Prepared) -> tuple[tuple[str, int], ...] | None:
+    def pack_group(self, prepared: Prepared, ep: EpSpec, options: RunOptions) -> tuple[tuple[str, int], ...] | None:
+        """Small cases up to --pack to a session (1: none), grouped by opset."""
         lowering = onnx_model(prepared)
-        return opset_of(lowering) if packable(lowering) else None
+        return opset_of(lowering) if options.pack > 1 and packable(lowering) else None
+
+    def pack_spans(self, group: Sequence[Prepared], ep: EpSpec, options: RunOptions) -> list[range]:
+        """At most --pack cases a session, within pack.PACK_MAX_COST and PACK_MAX_TOTAL (pack_spans)."""
+        lowerings = [onnx_model(p) for p in group]
+        costs = [compile_cost(low, ep) for low in lowerings]
+        return pack_spans(costs, [elements(low) for low in lowerings], options.pack)
+
+    def run_pack(
+        self, group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions
+    ) -> list[Outcome] | Regroup:
+        """The group's models packed into one session (ep/pack.py) and run once; where the session fails: the cases
+        its refusal names alone (with every case of their signature), halves where it names none, each case alone
+        where the device was lost or the runner died."""
+        lowerings = [onnx_model(p) for p in group]
+        half = Regroup(apart=frozenset(range(len(group) // 2)))
+        try:
+            packed = pack(lowerings)
+            opened = sessions.open(
+                packed,
+                ep,
+                partial(
+                    open_session,
+                    threads=options.session_threads(all(small(low) for low in lowerings)),
+                    runners=sessions.runners,
+                ),
+            )
+            outputs = run_session(opened, packed)  # before the record: the DirectML runner's comes with the first run
+            executions = unpack(lowerings, outputs, opened.records, opened.ep_name)
+        except Unattributed as error:
+            log.debug("a pack of %d failed: %s", len(group), error)
+            return Regroup(apart=error.suspects) if 0 < len(error.suspects) < len(group) else half
+        except InfrastructureError:  # no case's fault: the run stops
+            raise
+        except Exception as error:  # any failure of the pack: the cases it names run alone, or the halves again
+            log.debug("a pack of %d failed: %s", len(group), error)
+            lost = str(error) if device_lost(str(error)) else ""
+            if lost or isinstance(error, ProcessDied):
+                # Halves on a dead context would blame the cases that run first; a runner that died under the pack
+                # is pinned, as a worker's death is, on the case that kills it again alone (at the cost of one more
+                # death).
+                return Regroup(alone=frozenset(range(len(group))), lost=lost)
+            named = named_cases(str(error), len(group))
+            return Regroup(alone=_blamed(lowerings, named)) if named else half
+        return [done if isinstance(done, Execution) else failure_of(done) for done in executions]
+
+
+def _blamed(lowerings: Sequence[Lowering], named: set[int]) -> frozenset[int]:
+    """The cases a refusal names, and every case of the same signature."""
+    signatures = [signature(low) for low in lowerings]
+    refused = {signatures[place] for place in named}
+    return frozenset(place for place, sig in enumerate(signatures) if sig in refused)
 
 
 def _judged(prepared: Prepared, execution: Execution, ep: EpSpec, options: RunOptions) -> Result:
@@ -118,7 +184,7 @@ def _judged(prepared: Prepared, execution: Execution, ep: EpSpec, options: RunOp
         failure_kind=verdict.failure_kind,
         message="\n".join(part for part in (verdict.message, note) if part),
         metrics=dict(verdict.metrics),
-        details=dict(verdict.details),
+        details={**verdict.details, **({LAYOUTS_NOT_EXERCISED: note} if note else {})},
         placement=dict(execution.placement),
         values_sha256=value_hashes(execution.outputs),
     )

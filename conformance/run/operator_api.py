@@ -9,6 +9,7 @@ stage does not import: their meeting place is here.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -22,8 +23,8 @@ from conformance.cases.layouts import Layout, input_layouts, output_layouts
 from conformance.cases.validate import validate
 from conformance.compare.canary import (
     CANARY,
-    GUARD_BYTES,
     binding_bytes,
+    canary_bytes,
     canary_verdict,
     initial_output_bytes,
     stray_writes,
@@ -31,8 +32,9 @@ from conformance.compare.canary import (
 from conformance.compare.outputs import compare
 from conformance.ep import dmlop
 from conformance.ep.dml_descriptor import DmlOperator, Inexpressible, describe_operator
+from conformance.ep.errors import InfrastructureError, device_lost
 from conformance.ep.execute import Execution
-from conformance.ep.providers import EpSpec
+from conformance.ep.providers import EpSpec, modes_of
 from conformance.ep.sessions import Sessions
 from conformance.ep.wine.client import Runners
 from conformance.ep.wine.protocol import failed
@@ -47,8 +49,11 @@ from conformance.model import (
 from conformance.problems import Problem
 from conformance.results import Result
 from conformance.run.artifacts import save_operator_artifacts
-from conformance.run.execution_path import Answer, Prepared
+from conformance.run.execution_path import Answer, Outcome, Prepared, Regroup, failure_of
+from conformance.run.modes import keep_values
 from conformance.run.options import RunOptions
+
+log = logging.getLogger(__name__)
 
 # Fields whose problems are in a case's data, goldens or level, not in its descriptor: nothing CreateOperator judges.
 _NOT_DESCRIPTOR = ("Data", "Generator", "expected", "feature_level", "tolerance")
@@ -59,9 +64,15 @@ def layouts(case: Case) -> dict[str, Layout]:
     return input_layouts(case) | output_layouts(case)
 
 
-def describe(case: Case) -> DmlOperator:
-    """The case's DML operator descriptor over its layouts; dml_descriptor.Inexpressible where it has none."""
-    return describe_operator(case, layouts(case))
+def mode_of(case: Case, ep: EpSpec) -> dmlop.DispatchMode:
+    """How ``ep`` executes ``case``: the EP's modes, the case's own where the EP's options do not say."""
+    return dmlop.dispatch_mode(ep, case.modes)
+
+
+def describe(case: Case, ep: EpSpec) -> DmlOperator:
+    """The case's DML operator descriptor over its layouts, in its modes on the EP (its constant inputs owned by
+    DirectML or not); dml_descriptor.Inexpressible where it has none."""
+    return describe_operator(case, layouts(case), mode_of(case, ep).owned_by_dml)
 
 
 def for_directml(case: Case, problems: Sequence[Problem], level: FeatureLevel | None) -> tuple[Problem, ...] | str:
@@ -136,21 +147,26 @@ def refused(base: Result, refusal: dmlop.DescriptorRefused, operator: str, ep: E
     )
 
 
-def buffers(case: Case, inputs: Mapping[str, np.ndarray]) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """The bytes DirectML is given: each input written into its buffer through its strides (the bytes no element
-    addresses hold the canary), each output's buffer and the guard regions around it filled with the canary (its
-    binding GUARD_BYTES in)."""
-    feeds = {name: layout.buffer(inputs[name], fill=CANARY) for name, layout in input_layouts(case).items()}
-    outputs = {name: initial_output_bytes(layout.buffer_bytes) for name, layout in output_layouts(case).items()}
+def buffers(case: Case, inputs: Mapping[str, np.ndarray], lead: int) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """The bytes DirectML is given, each binding ``lead`` bytes in, the canary before it: each input written into its
+    buffer through its strides (the bytes no element addresses hold the canary), each output's buffer and the guard
+    regions around it filled with the canary."""
+    feeds = {
+        name: canary_bytes(lead) + layout.buffer(inputs[name], fill=CANARY)
+        for name, layout in input_layouts(case).items()
+    }
+    outputs = {name: initial_output_bytes(layout.buffer_bytes, lead) for name, layout in output_layouts(case).items()}
     return feeds, outputs
 
 
 def dispatch(
     case: Case, operator: DmlOperator, inputs: Mapping[str, np.ndarray], ep: EpSpec, runners: Runners
 ) -> dmlop.Dispatched | dmlop.DescriptorRefused:
-    """The case's operator dispatched on its inputs' buffers (or DirectML's refusal of its descriptor)."""
-    feeds, outputs = buffers(case, inputs)
-    return dmlop.dispatch(operator, ep, runners, feeds, outputs, lead=GUARD_BYTES)
+    """The case's operator dispatched on its inputs' buffers in the EP's modes (or DirectML's refusal of its
+    descriptor)."""
+    mode = mode_of(case, ep)
+    feeds, outputs = buffers(case, inputs, mode.binding_offset)
+    return dmlop.dispatch(operator, ep, runners, feeds, outputs, mode)
 
 
 def judge(
@@ -162,25 +178,33 @@ def judge(
     ep: EpSpec,
     artifacts: str | None,
     executed_by: str | None,
+    values_dir: str | None = None,
 ) -> Result:
     """The verdict on what DirectML's operator API wrote: a byte changed that no output element addresses is FAIL
     ``out_of_bounds_write`` whatever the values; else the outputs, read through their strides, are compared as
-    every EP's are. A failure's artifacts (``artifacts``) hold the buffers and a DxDispatch model."""
+    every EP's are. A failure's artifacts (``artifacts``) hold the buffers and a DxDispatch model; ``values_dir``: where
+    the outputs are kept for mode equality (run/modes.py)."""
     found = output_layouts(case)
+    lead = mode_of(case, ep).binding_offset
     strays = [
         stray_writes(
-            name, outcome.buffers[name], layout.sizes, layout.strides, layout.element_size, layout.buffer_bytes
+            name, outcome.buffers[name], layout.sizes, layout.strides, layout.element_size, layout.buffer_bytes, lead
         )
         for name, layout in found.items()
     ]
     outputs = {
-        name: layout.read(binding_bytes(outcome.buffers[name], layout.buffer_bytes)) for name, layout in found.items()
+        name: layout.read(binding_bytes(outcome.buffers[name], layout.buffer_bytes, lead))
+        for name, layout in found.items()
     }
     verdict = canary_verdict(strays) or compare(case, inputs, expected, outputs)
     reply = outcome.reply
     flags = dmlop.execution_flag_names(ep)
     directml = {
         "execution_flags": list(flags),
+        # The execution modes it ran in, and the inputs whose descs said DML_TENSOR_FLAG_OWNED_BY_DML.
+        "modes": modes_of(ep, case.modes),
+        "owned_by_dml": sorted(outcome.owned),
+        "dispatches_in_list": outcome.in_list,  # with batch=N, the cases recorded in its command list
         "create_hresult": f"0x{reply.create_hresult:08X}",
         "compile_hresult": f"0x{reply.compile_hresult or 0:08X}",
         "descriptors": reply.descriptors,
@@ -201,6 +225,8 @@ def judge(
         placement={outcome.operator: ep.name},
         values_sha256=value_hashes(outputs),
     )
+    if values_dir is not None:
+        keep_values(values_dir, outputs, result.values_sha256 or {})
     if artifacts is not None and result.status is Status.FAIL:
         try:
             save_operator_artifacts(
@@ -229,7 +255,7 @@ class OperatorApiPath:
         judged = for_directml(case, problems, options.target_level(ep))
         if not isinstance(judged, str):
             try:
-                return Prepared(case, {}, {}, describe(case), verdict, judged=judged)
+                return Prepared(case, {}, {}, describe(case, ep), verdict, judged=judged)
             except Inexpressible as inexpressible:
                 judged = str(inexpressible)
         return replace(verdict, message=f"{verdict.message}\n(not shown to DirectML: {judged})")
@@ -244,7 +270,7 @@ class OperatorApiPath:
         ep: EpSpec,
     ) -> Result | Prepared:
         try:
-            operator = describe(case)
+            operator = describe(case, ep)
         except Inexpressible as why:
             return replace(base, inputs_sha256=inputs_sha256, status=Status.NOT_EXPRESSIBLE, message=str(why))
         return Prepared(
@@ -271,7 +297,7 @@ class OperatorApiPath:
                 return refused(base, answer, operator, ep)
             case dmlop.Dispatched():
                 p, by = prepared, options.executed_by(ep)
-                return judge(p.case, p.inputs, p.expected, base, answer, ep, options.artifacts, by)
+                return judge(p.case, p.inputs, p.expected, base, answer, ep, options.artifacts, by, options.values_dir)
             case Execution():
                 raise TypeError(f"onnxruntime's outputs on DirectML's operator API for {prepared.case.id}")
             case _:
@@ -283,6 +309,45 @@ class OperatorApiPath:
             return None
         return tensor_hashes({name: np.frombuffer(data, np.uint8) for name, data in answer.buffers.items()})
 
-    def pack_group(self, prepared: Prepared) -> tuple[tuple[str, int], ...] | None:
-        """None: each descriptor is dispatched on its own."""
-        return None
+    def pack_group(self, prepared: Prepared, ep: EpSpec, options: RunOptions) -> tuple[tuple[str, int], ...] | None:
+        """With the EP's ``batch`` option above 1, a valid case whose buffers are small waits to be dispatched with
+        others in one command list; else (and a negative case, shown to CreateOperator alone) it runs alone."""
+        mode = mode_of(prepared.case, ep)
+        if mode.batch < 2 or prepared.case.expect_invalid is not None or _buffer_bytes(prepared.case) > BATCH_MAX_BYTES:
+            return None
+        # One command list, one queue: cases whose own modes differ are batched apart.
+        return (
+            ("dispatch batch", mode.batch),
+            *((f"{key}={value}", 0) for key, value in sorted(prepared.case.modes.items())),
+        )
+
+    def pack_spans(self, group: Sequence[Prepared], ep: EpSpec, options: RunOptions) -> list[range]:
+        """The group in batches of the EP's ``batch`` option."""
+        size = mode_of(group[0].case, ep).batch  # the group's cases share their modes (pack_group)
+        return [range(start, min(start + size, len(group))) for start in range(0, len(group), size)]
+
+    def run_pack(
+        self, group: Sequence[Prepared], ep: EpSpec, options: RunOptions, sessions: Sessions
+    ) -> list[Outcome] | Regroup:
+        """The group's descriptors dispatched in one command list, UAV barriers between them and one fence wait
+        (dmlop.dispatch_batch); each case alone again where the batch failed as a whole."""
+        mode = mode_of(group[0].case, ep)  # the group's cases share their modes (pack_group)
+        batch = [dmlop.Batched(_descriptor(p), *buffers(p.case, p.inputs, mode.binding_offset)) for p in group]
+        try:
+            answers = dmlop.dispatch_batch(batch, ep, sessions.runners, mode)
+        except InfrastructureError:  # no case's fault: the run stops
+            raise
+        except Exception as error:  # the batch as a whole: each case runs alone, which says whose it is
+            log.debug("a batch of %d failed: %s", len(group), error)
+            return Regroup(alone=frozenset(range(len(group))), lost=str(error) if device_lost(str(error)) else "")
+        return [failure_of(answer) if isinstance(answer, Exception) else answer for answer in answers]
+
+
+# A case whose buffers hold more bytes than this is dispatched alone, never batched: a batch's request carries every
+# case's buffers in one frame (protocol.FRAME_LIMIT), and its pool holds them all at once.
+BATCH_MAX_BYTES = 1 << 20
+
+
+def _buffer_bytes(case: Case) -> int:
+    """The bytes of a case's buffers, inputs and outputs."""
+    return sum(layout.buffer_bytes for layout in layouts(case).values())

@@ -120,6 +120,12 @@ RERUN_FAILURES = Option(
     metavar="N",
     check=whole_number(0),
 )
+MODES = Option(
+    ("--modes",),
+    "run each EP that has execution modes (dmlop: queue, compile, owned_by_dml, binding_offset) in each of them too, "
+    "one mode changed at a time; a case whose outputs differ bit for bit between two modes is a FAIL mode_mismatch",
+    flag=True,
+)
 ARTIFACTS = Option(
     ("--artifacts",),
     "for each FAIL, save the ONNX model, inputs, expected and actual outputs (.onnx, .npy) under DIR",
@@ -185,6 +191,9 @@ class RunOptions:
     file_limits: FileLimits = DEFAULT_LIMITS  # what the case files were read under (for repro commands)
     case_timeout: float | None = None  # --case-timeout: the longest wait on the DirectML runner's answer; None: none
     expect_device: str | None = None  # --expect-device: the glob every GPU EP's adapter must match (run/expect.py)
+    # Where each execution mode's outputs are kept for mode equality to name the first differing element (run/modes.py);
+    # None: the run has no two modes of one EP.
+    values_dir: str | None = None
 
     def session_threads(self, small: bool) -> int | None:
         """A session's intra-op threads: one for small cases (pack.small, alone or in a pack of them), which a thread

@@ -386,10 +386,15 @@ class Runner:
     def run(self, session: int, feeds: Mapping[str, Array], names: Sequence[str]) -> protocol.RunReply:
         return protocol.read_run(self.request(protocol.run_request(session, feeds, names)))
 
-    def dispatch(self, frame: protocol.Frame, create_only: bool) -> protocol.DispatchReply:
-        """A DML operator created (and, unless ``create_only``, compiled and dispatched): protocol.dispatch_request's
-        ``frame``; protocol.Refused where a step after the compile failed."""
-        return protocol.read_dispatch(self.request(frame), create_only)
+    def dispatch(self, asked: protocol.DispatchRequest) -> protocol.DispatchReply:
+        """A DML operator created (and, unless only that is asked, compiled and dispatched); protocol.Refused where a
+        step after the compile failed."""
+        return protocol.read_dispatch(self.request(protocol.dispatch_request(asked)), asked.create_only)
+
+    def dispatch_batch(self, batch: Sequence[protocol.DispatchRequest]) -> list[protocol.DispatchReply]:
+        """Several DML operators, those that compile dispatched in one command list and waited for once; each one's
+        reply in order; protocol.Refused where a step after the compiles failed (for the whole batch)."""
+        return protocol.read_dispatch_batch(self.request(protocol.dispatch_batch_request(batch)), batch)
 
     def release(self, session: int) -> None:
         """Close ``session`` before the next request (safe to call from a finalizer: it only notes the number)."""

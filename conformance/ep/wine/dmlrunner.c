@@ -133,7 +133,7 @@ static const int DML_LEVELS[] = {0x6400, 0x6300, 0x6200, 0x6100, 0x6000, 0x5200,
                                  0x4100, 0x4000, 0x3100, 0x3000, 0x2100, 0x2000, 0x1000};
 
 /* ---- frames ---- */
-enum { OP_DESCRIBE = 1, OP_OPEN = 2, OP_RUN = 3, OP_CLOSE = 4, OP_DISPATCH = 5 };
+enum { OP_DESCRIBE = 1, OP_OPEN = 2, OP_RUN = 3, OP_CLOSE = 4, OP_DISPATCH = 5, OP_DISPATCH_BATCH = 6 };
 /* ST_D3D: a D3D12 or DirectML step after the operator was compiled failed (the message names it and its HRESULT). */
 enum { ST_OK = 0, ST_ORT = 1, ST_EP = 2, ST_BAD = 3, ST_D3D = 4 };
 /* ONNX element types (onnx.proto's TensorProto.DataType) that cross the pipe: protocol.py's ELEMENT_TYPES. */
@@ -393,8 +393,11 @@ typedef struct {
    * took ~290 ms under vkd3d-proton on lavapipe, nearly all of a small case's time. */
   ID3D12DescriptorHeap *heap;
   UINT heap_size;
-  ID3D12CommandAllocator *allocator;
-  ID3D12GraphicsCommandList *list;
+  /* A command allocator and list per queue type, [0] DIRECT and [1] COMPUTE (a dispatch's DISPATCH_COMPUTE_QUEUE):
+   * a list records for one type of queue; the COMPUTE queue is made on its first dispatch. */
+  ID3D12CommandQueue *compute_queue;
+  ID3D12CommandAllocator *allocators[2];
+  ID3D12GraphicsCommandList *lists[2];
   ID3D12Fence *fence;
   UINT64 fence_value;
   HANDLE event;
@@ -402,7 +405,8 @@ typedef struct {
   ID3D12Resource *pool_gpu, *pool_upload, *pool_readback; /* the buffers every dispatch's bindings are slices of */
   unsigned char *upload_map, *readback_map;
   UINT64 pool_size, staging_size; /* pool_gpu's bytes; pool_upload's and pool_readback's (the bindings' only) */
-  int list_open; /* the command list is recording (a failed step closes it) */
+  int list_open; /* lists[open_kind] is recording (a failed step closes it) */
+  int open_kind;
 } Shared;
 static Shared shared[8];
 
@@ -443,8 +447,11 @@ static void forget_device(const Shared *device) {
     if (&shared[i] != device || !shared[i].dml) continue;
     if (shared[i].recorder) ((Release_t)((void **)*(void **)shared[i].recorder)[2])(shared[i].recorder);
     if (shared[i].heap) ID3D12DescriptorHeap_Release(shared[i].heap);
-    if (shared[i].list) ID3D12GraphicsCommandList_Release(shared[i].list);
-    if (shared[i].allocator) ID3D12CommandAllocator_Release(shared[i].allocator);
+    for (int k = 0; k < 2; k++) {
+      if (shared[i].lists[k]) ID3D12GraphicsCommandList_Release(shared[i].lists[k]);
+      if (shared[i].allocators[k]) ID3D12CommandAllocator_Release(shared[i].allocators[k]);
+    }
+    if (shared[i].compute_queue) ID3D12CommandQueue_Release(shared[i].compute_queue);
     if (shared[i].fence) ID3D12Fence_Release(shared[i].fence);
     if (shared[i].event) CloseHandle(shared[i].event);
     if (shared[i].pool_gpu) ID3D12Resource_Release(shared[i].pool_gpu);
@@ -843,8 +850,10 @@ DEFINE_GUID(IID_IDMLCompiledOperator_, 0x6b15e56a, 0xbf5c, 0x4902, 0x92, 0xd8, 0
 DEFINE_GUID(IID_IDMLOperatorInitializer_, 0x427c1113, 0x435c, 0x469c, 0x86, 0x76, 0x4d, 0x5d, 0xd0, 0x72, 0xf8, 0x13);
 DEFINE_GUID(IID_IDMLBindingTable_, 0x29c687dc, 0xde74, 0x4e3b, 0xab, 0x00, 0x11, 0x68, 0xf2, 0xfc, 0x3c, 0xfc);
 DEFINE_GUID(IID_IDMLCommandRecorder_, 0xe6857a76, 0x2e3e, 0x4fdd, 0xbf, 0xf4, 0x5d, 0x2b, 0xa1, 0x0f, 0xb4, 0x53);
+DEFINE_GUID(IID_IDMLDevice1_, 0xa0884f9a, 0xd2be, 0x4355, 0xaa, 0x5d, 0x59, 0x01, 0x28, 0x1a, 0xd1, 0xd2);
 
 enum { /* vtable slots (DirectML.h) */
+  DML_SLOT_QueryInterface = 0,
   DML_SLOT_Release = 2,
   DML_SLOT_CreateOperator = 8,            /* IDMLDevice */
   DML_SLOT_CompileOperator = 9,
@@ -852,6 +861,7 @@ enum { /* vtable slots (DirectML.h) */
   DML_SLOT_CreateCommandRecorder = 11,
   DML_SLOT_CreateBindingTable = 12,
   DML_SLOT_GetDeviceRemovedReason = 15,
+  DML_SLOT_CompileGraph = 17,             /* IDMLDevice1 */
   DML_SLOT_GetBindingProperties = 8,      /* IDMLDispatchable */
   DML_SLOT_BindInputs = 8,                /* IDMLBindingTable */
   DML_SLOT_BindOutputs = 9,
@@ -860,18 +870,44 @@ enum { /* vtable slots (DirectML.h) */
   DML_SLOT_Reset = 12,
   DML_SLOT_RecordDispatch = 8,            /* IDMLCommandRecorder */
 };
-enum { DML_BINDING_NONE = 0, DML_BINDING_BUFFER = 1 }; /* DML_BINDING_TYPE */
+enum { DML_BINDING_NONE = 0, DML_BINDING_BUFFER = 1, DML_BINDING_BUFFER_ARRAY = 2 }; /* DML_BINDING_TYPE */
+enum { DML_GRAPH_NODE_TYPE_OPERATOR = 1 };
+enum { DML_GRAPH_EDGE_TYPE_INPUT = 1, DML_GRAPH_EDGE_TYPE_OUTPUT = 2 };
 enum { MAX_BINDINGS = 16 };
-/* Request flags (protocol.py's DISPATCH_*): compile nothing, only ask CreateOperator whether it takes the desc. */
-enum { DISPATCH_CREATE_ONLY = 1 };
+/* Request flags (protocol.py's DISPATCH_*): compile nothing, only ask CreateOperator whether it takes the desc; run
+ * on a COMPUTE queue (else the DIRECT one); compile a one-node graph (IDMLDevice1::CompileGraph) instead of the
+ * operator (CompileOperator). */
+enum { DISPATCH_CREATE_ONLY = 1, DISPATCH_COMPUTE_QUEUE = 2, DISPATCH_COMPILE_GRAPH = 4 };
+/* The most dispatches one dispatch_batch request holds. */
+enum { DISPATCH_BATCH_MAX = 64 };
+/* How a dispatch's input is bound (protocol.py's INPUT_*): not at all (an optional tensor left out); to the
+ * operator; or to the initializer alone, its tensor desc flagged DML_TENSOR_FLAG_OWNED_BY_DML. */
+enum { INPUT_UNBOUND = 0, INPUT_BOUND = 1, INPUT_OWNED = 2 };
 
 typedef struct { UINT RequiredDescriptorCount; UINT64 TemporaryResourceSize; UINT64 PersistentResourceSize; } DmlBindingProperties;
 typedef struct { void *Dispatchable; D3D12_CPU_DESCRIPTOR_HANDLE Cpu; D3D12_GPU_DESCRIPTOR_HANDLE Gpu; UINT Size; } DmlBindingTableDesc;
 typedef struct { int Type; const void *Desc; } DmlBindingDesc;
 typedef struct { ID3D12Resource *Buffer; UINT64 Offset; UINT64 SizeInBytes; } DmlBufferBinding;
+typedef struct { UINT BindingCount; const DmlBufferBinding *Bindings; } DmlBufferArrayBinding;
+/* DML_GRAPH_DESC and the node and edge descs of a one-node graph (DirectML.h's layouts). */
+typedef struct {
+  UINT InputCount, OutputCount, NodeCount;
+  const DmlBindingDesc *Nodes; /* {Type, Desc} as every DML_GRAPH_NODE_DESC and DML_GRAPH_EDGE_DESC */
+  UINT InputEdgeCount;
+  const DmlBindingDesc *InputEdges;
+  UINT OutputEdgeCount;
+  const DmlBindingDesc *OutputEdges;
+  UINT IntermediateEdgeCount;
+  const DmlBindingDesc *IntermediateEdges;
+} DmlGraphDesc;
+typedef struct { void *Operator; const char *Name; } DmlOperatorNodeDesc;
+typedef struct { UINT GraphInputIndex, ToNodeIndex, ToNodeInputIndex; const char *Name; } DmlInputEdgeDesc;
+typedef struct { UINT FromNodeIndex, FromNodeOutputIndex, GraphOutputIndex; const char *Name; } DmlOutputEdgeDesc;
 
 typedef HRESULT(STDMETHODCALLTYPE *CreateOperator_t)(void *, const void *desc, REFIID, void **);
 typedef HRESULT(STDMETHODCALLTYPE *CompileOperator_t)(void *, void *op, UINT flags, REFIID, void **);
+typedef HRESULT(STDMETHODCALLTYPE *CompileGraph_t)(void *, const DmlGraphDesc *, UINT flags, REFIID, void **);
+typedef HRESULT(STDMETHODCALLTYPE *QueryInterface_t)(void *, REFIID, void **);
 typedef HRESULT(STDMETHODCALLTYPE *CreateOperatorInitializer_t)(void *, UINT count, void *const *ops, REFIID, void **);
 typedef HRESULT(STDMETHODCALLTYPE *CreateCommandRecorder_t)(void *, REFIID, void **);
 typedef HRESULT(STDMETHODCALLTYPE *DmlRemovedReason_t)(void *);
@@ -893,14 +929,23 @@ static void dml_release(void *object) {
  * before and after the binding are its guard regions. */
 typedef struct { uint64_t offset, size, bound, lead; int present; } Slice;
 
-/* What one dispatch made (DirectML's objects; its buffers are slices of the device's pool), released together
- * whatever step failed. */
+/* One operator dispatch of a request (a dispatch, or one of a batch's): what it asks, what it made (DirectML's
+ * objects; its buffers are slices of the device's pool, released together whatever step failed) and what each step
+ * answered. */
 typedef struct {
+  uint32_t adapter, flags, request, desc_at;
+  unsigned char *arena; /* its descriptor block, its own copy, its pointers relocated */
   void *op, *compiled, *initializer, *init_table, *table;
   Slice inputs[MAX_BINDINGS], outputs[MAX_BINDINGS], temporary, persistent;
+  const unsigned char *in_bytes[MAX_BINDINGS], *out_bytes[MAX_BINDINGS]; /* in the request's frame */
   uint32_t n_in, n_out;
-  uint64_t total, staged; /* the pool bytes the dispatch uses; the first of them, its bindings', copied up and down */
-  int submitted;  /* its command list reached the queue */
+  int owned[MAX_BINDINGS]; /* an input bound to the initializer alone (INPUT_OWNED) */
+  int kind;                /* the queue type: 0 DIRECT, 1 COMPUTE */
+  int graph;               /* compiled as a one-node graph, whose inputs are the bound ones alone, in order */
+  HRESULT created, compiled_hr;
+  int ready;               /* created and compiled, to be initialized and dispatched */
+  DmlBindingProperties props, init_props;
+  double ms_create, ms_compile;
 } Dispatch;
 
 /* 256: DML_TEMPORARY_BUFFER_ALIGNMENT and DML_PERSISTENT_BUFFER_ALIGNMENT, a multiple of
@@ -917,6 +962,7 @@ static void release_dispatch(Dispatch *d) {
   dml_release(d->initializer);
   dml_release(d->compiled);
   dml_release(d->op);
+  free(d->arena);
 }
 
 static HRESULT make_buffer(ID3D12Device *device, D3D12_HEAP_TYPE heap, uint64_t size, D3D12_RESOURCE_STATES state,
@@ -1026,8 +1072,9 @@ static void send_step_failed(const Shared *device, const char *step, HRESULT hr,
 }
 
 /* The device's reused dispatch objects (Shared), made on first use; the heap grown to ``descriptors`` where it is
- * smaller. The command list is reset and open on return. */
-static HRESULT ready_device(Shared *device, UINT descriptors, const char **step) {
+ * smaller. The command list of queue type ``kind`` (0 DIRECT, 1 COMPUTE) is reset and open on return. */
+static HRESULT ready_device(Shared *device, UINT descriptors, int kind, const char **step) {
+  const D3D12_COMMAND_LIST_TYPE type = kind ? D3D12_COMMAND_LIST_TYPE_COMPUTE : D3D12_COMMAND_LIST_TYPE_DIRECT;
   ID3D12Device *dev = device->device;
   HRESULT hr = S_OK;
   if (!device->heap || device->heap_size < descriptors) {
@@ -1041,17 +1088,23 @@ static HRESULT ready_device(Shared *device, UINT descriptors, const char **step)
     if (FAILED(hr)) return hr;
     device->heap_size = size;
   }
-  if (!device->allocator) {
-    *step = "CreateCommandAllocator";
-    hr = ID3D12Device_CreateCommandAllocator(dev, D3D12_COMMAND_LIST_TYPE_DIRECT, &IID_ID3D12CommandAllocator,
-                                             (void **)&device->allocator);
+  if (kind && !device->compute_queue) {
+    D3D12_COMMAND_QUEUE_DESC queue_desc = {0};
+    queue_desc.Type = D3D12_COMMAND_LIST_TYPE_COMPUTE;
+    *step = "CreateCommandQueue (COMPUTE)";
+    hr = ID3D12Device_CreateCommandQueue(dev, &queue_desc, &IID_ID3D12CommandQueue, (void **)&device->compute_queue);
     if (FAILED(hr)) return hr;
   }
-  if (!device->list) {
+  if (!device->allocators[kind]) {
+    *step = "CreateCommandAllocator";
+    hr = ID3D12Device_CreateCommandAllocator(dev, type, &IID_ID3D12CommandAllocator, (void **)&device->allocators[kind]);
+    if (FAILED(hr)) return hr;
+  }
+  if (!device->lists[kind]) {
     *step = "CreateCommandList";
-    hr = ID3D12Device_CreateCommandList(dev, 0, D3D12_COMMAND_LIST_TYPE_DIRECT, device->allocator, NULL,
-                                        &IID_ID3D12GraphicsCommandList, (void **)&device->list);
-    if (SUCCEEDED(hr)) hr = ID3D12GraphicsCommandList_Close(device->list); /* made open: closed like a used one */
+    hr = ID3D12Device_CreateCommandList(dev, 0, type, device->allocators[kind], NULL, &IID_ID3D12GraphicsCommandList,
+                                        (void **)&device->lists[kind]);
+    if (SUCCEEDED(hr)) hr = ID3D12GraphicsCommandList_Close(device->lists[kind]); /* made open: closed like a used one */
     if (FAILED(hr)) return hr;
   }
   if (!device->fence) {
@@ -1068,37 +1121,44 @@ static HRESULT ready_device(Shared *device, UINT descriptors, const char **step)
     if (FAILED(hr)) return hr;
   }
   *step = "Reset (the command allocator)"; /* the last list it recorded has finished: dispatch waits for each */
-  hr = ID3D12CommandAllocator_Reset(device->allocator);
-  if (SUCCEEDED(hr)) hr = ID3D12GraphicsCommandList_Reset(device->list, device->allocator, NULL);
+  hr = ID3D12CommandAllocator_Reset(device->allocators[kind]);
+  if (SUCCEEDED(hr)) hr = ID3D12GraphicsCommandList_Reset(device->lists[kind], device->allocators[kind], NULL);
   device->list_open = SUCCEEDED(hr);
+  device->open_kind = kind;
   return hr;
 }
 
-/* Record, submit and wait for: the bindings' initial bytes uploaded, the initializer's dispatch, the operator's, the
- * bindings read back. The pool buffer is in COMMON before and after. */
-static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProperties *props,
-                               const DmlBindingProperties *init_props, const char **step) {
+/* One dispatch's recording into ``list``: its initializer (binding tables from descriptor ``*first`` on, which
+ * moves past them), a UAV barrier, the operator, a UAV barrier. Only what each dispatchable asks for is bound:
+ * DirectML removes its device on a binding it did not ask for (the Bind* methods return nothing, so a misuse is
+ * reported that way). */
+static HRESULT record_one(Shared *device, Dispatch *d, ID3D12GraphicsCommandList *list, UINT *first, const char **step) {
+  void *recorder = device->recorder;
+  const DmlBindingProperties *props = &d->props, *init_props = &d->init_props;
   UINT init_count = init_props->RequiredDescriptorCount ? init_props->RequiredDescriptorCount : 1;
   UINT op_count = props->RequiredDescriptorCount ? props->RequiredDescriptorCount : 1;
-  HRESULT hr = ready_device(device, init_count + op_count, step);
-  if (FAILED(hr)) return hr;
-  ID3D12GraphicsCommandList *list = device->list;
-  void *recorder = device->recorder;
-  transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COMMON, D3D12_RESOURCE_STATE_COPY_DEST);
-  ID3D12GraphicsCommandList_CopyBufferRegion(list, device->pool_gpu, 0, device->pool_upload, 0, d->staged);
-  transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-  ID3D12GraphicsCommandList_SetDescriptorHeaps(list, 1, &device->heap);
 
-  /* The initializer: the persistent resource is its output, its temporary its scratch. Only what each dispatchable
-   * asks for is bound: DirectML removes its device on a binding it did not ask for (the Bind* methods return
-   * nothing, so a misuse is reported that way). */
+  /* The initializer: the persistent resource is its output, its temporary its scratch. */
   DmlBufferBinding persistent = slice_binding(device, &d->persistent), temporary = slice_binding(device, &d->temporary);
   DmlBindingDesc persistent_desc = {DML_BINDING_BUFFER, &persistent}, temporary_desc = {DML_BINDING_BUFFER, &temporary};
   *step = "CreateBindingTable (initializer)";
-  hr = make_table(device, d->initializer, 0, init_count, &d->init_table);
+  HRESULT hr = make_table(device, d->initializer, *first, init_count, &d->init_table);
   if (FAILED(hr)) return hr;
   if (init_props->TemporaryResourceSize)
     DML_METHOD(d->init_table, DML_SLOT_BindTemporaryResource, BindOne_t)(d->init_table, &temporary_desc);
+  /* Its inputs, where any is owned by DirectML: one buffer array over the dispatchable's inputs, the owned ones bound
+   * (their bytes are the persistent resource's from here), the others empty. */
+  DmlBufferBinding init_inputs[MAX_BINDINGS];
+  UINT n_init = 0, any_owned = 0;
+  for (uint32_t i = 0; i < d->n_in; i++) {
+    if (d->graph && !d->inputs[i].present) continue; /* a graph's inputs are the bound ones */
+    DmlBufferBinding none = {NULL, 0, 0};
+    init_inputs[n_init++] = d->owned[i] ? slice_binding(device, &d->inputs[i]) : none;
+    any_owned |= (UINT)d->owned[i];
+  }
+  DmlBufferArrayBinding init_array = {n_init, init_inputs};
+  DmlBindingDesc init_inputs_desc = {DML_BINDING_BUFFER_ARRAY, &init_array};
+  if (any_owned) DML_METHOD(d->init_table, DML_SLOT_BindInputs, BindMany_t)(d->init_table, 1, &init_inputs_desc);
   /* The initializer's outputs: the operator's persistent resource, or an empty binding where it has none. */
   DmlBindingDesc no_persistent = {DML_BINDING_NONE, NULL};
   DML_METHOD(d->init_table, DML_SLOT_BindOutputs, BindMany_t)(d->init_table, 1,
@@ -1107,13 +1167,18 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
                                                                  d->init_table);
   uav_barrier(list);
 
-  /* The operator: its inputs and outputs as the case laid them out (an absent optional tensor: NONE). */
+  /* The operator: its inputs and outputs as the case laid them out (an absent optional tensor, and one DirectML
+   * owns: NONE; a graph has no input for an absent one). */
   DmlBufferBinding in_buffers[MAX_BINDINGS], out_buffers[MAX_BINDINGS];
   DmlBindingDesc in_descs[MAX_BINDINGS], out_descs[MAX_BINDINGS];
+  UINT n_bound = 0;
   for (uint32_t i = 0; i < d->n_in; i++) {
-    in_buffers[i] = slice_binding(device, &d->inputs[i]);
-    in_descs[i].Type = d->inputs[i].present ? DML_BINDING_BUFFER : DML_BINDING_NONE;
-    in_descs[i].Desc = d->inputs[i].present ? &in_buffers[i] : NULL;
+    if (d->graph && !d->inputs[i].present) continue;
+    int bound = d->inputs[i].present && !d->owned[i];
+    in_buffers[n_bound] = slice_binding(device, &d->inputs[i]);
+    in_descs[n_bound].Type = bound ? DML_BINDING_BUFFER : DML_BINDING_NONE;
+    in_descs[n_bound].Desc = bound ? &in_buffers[n_bound] : NULL;
+    n_bound++;
   }
   for (uint32_t i = 0; i < d->n_out; i++) {
     out_buffers[i] = slice_binding(device, &d->outputs[i]);
@@ -1121,27 +1186,58 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
     out_descs[i].Desc = &out_buffers[i];
   }
   *step = "CreateBindingTable (operator)";
-  hr = make_table(device, d->compiled, init_count, op_count, &d->table);
+  hr = make_table(device, d->compiled, *first + init_count, op_count, &d->table);
   if (FAILED(hr)) return hr;
-  DML_METHOD(d->table, DML_SLOT_BindInputs, BindMany_t)(d->table, d->n_in, in_descs);
+  *first += init_count + op_count;
+  DML_METHOD(d->table, DML_SLOT_BindInputs, BindMany_t)(d->table, n_bound, in_descs);
   DML_METHOD(d->table, DML_SLOT_BindOutputs, BindMany_t)(d->table, d->n_out, out_descs);
   if (props->TemporaryResourceSize) DML_METHOD(d->table, DML_SLOT_BindTemporaryResource, BindOne_t)(d->table, &temporary_desc);
   if (props->PersistentResourceSize) DML_METHOD(d->table, DML_SLOT_BindPersistentResource, BindOne_t)(d->table, &persistent_desc);
   DML_METHOD(recorder, DML_SLOT_RecordDispatch, RecordDispatch_t)(recorder, (ID3D12CommandList *)list, d->compiled,
                                                                  d->table);
   uav_barrier(list);
+  return S_OK;
+}
+
+/* Record, submit and wait for: every ready dispatch's bindings' initial bytes uploaded (the pool's first ``staged``
+ * bytes), then each one's initializer and operator in order, UAV barriers between them, all in one command list on
+ * the dispatches' queue, the bindings read back, one fence wait. The pool buffer is in COMMON before and after;
+ * ``*submitted`` says whether the list reached the queue. */
+static HRESULT record_and_wait(Shared *device, Dispatch *ds, uint32_t n, uint64_t staged, const char **step,
+                               int *submitted) {
+  UINT descriptors = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!ds[i].ready) continue;
+    descriptors += ds[i].init_props.RequiredDescriptorCount ? ds[i].init_props.RequiredDescriptorCount : 1;
+    descriptors += ds[i].props.RequiredDescriptorCount ? ds[i].props.RequiredDescriptorCount : 1;
+  }
+  int kind = ds[0].kind;
+  HRESULT hr = ready_device(device, descriptors, kind, step);
+  if (FAILED(hr)) return hr;
+  ID3D12GraphicsCommandList *list = device->lists[kind];
+  ID3D12CommandQueue *queue = kind ? device->compute_queue : device->queue;
+  transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COMMON, D3D12_RESOURCE_STATE_COPY_DEST);
+  ID3D12GraphicsCommandList_CopyBufferRegion(list, device->pool_gpu, 0, device->pool_upload, 0, staged);
+  transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+  ID3D12GraphicsCommandList_SetDescriptorHeaps(list, 1, &device->heap);
+  UINT first = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!ds[i].ready) continue;
+    hr = record_one(device, &ds[i], list, &first, step);
+    if (FAILED(hr)) return hr;
+  }
   transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_SOURCE);
-  ID3D12GraphicsCommandList_CopyBufferRegion(list, device->pool_readback, 0, device->pool_gpu, 0, d->staged);
+  ID3D12GraphicsCommandList_CopyBufferRegion(list, device->pool_readback, 0, device->pool_gpu, 0, staged);
   transition(list, device->pool_gpu, D3D12_RESOURCE_STATE_COPY_SOURCE, D3D12_RESOURCE_STATE_COMMON);
   *step = "Close (the command list)";
   hr = ID3D12GraphicsCommandList_Close(list);
   device->list_open = 0;
   if (FAILED(hr)) return hr;
   ID3D12CommandList *lists[1] = {(ID3D12CommandList *)list};
-  ID3D12CommandQueue_ExecuteCommandLists(device->queue, 1, lists);
-  d->submitted = 1; /* from here a failure leaves work on the GPU that nothing waits for: the device is forgotten */
+  ID3D12CommandQueue_ExecuteCommandLists(queue, 1, lists);
+  *submitted = 1; /* from here a failure leaves work on the GPU that nothing waits for: the device is forgotten */
   *step = "Signal (the queue)";
-  hr = ID3D12CommandQueue_Signal(device->queue, device->fence, ++device->fence_value);
+  hr = ID3D12CommandQueue_Signal(queue, device->fence, ++device->fence_value);
   if (FAILED(hr)) return hr;
   *step = "SetEventOnCompletion";
   hr = ID3D12Fence_SetEventOnCompletion(device->fence, device->fence_value, device->event);
@@ -1151,6 +1247,40 @@ static HRESULT record_and_wait(Shared *device, Dispatch *d, const DmlBindingProp
   return ID3D12Device_GetDeviceRemovedReason(device->device);
 }
 
+/* The dispatch's operator compiled as a one-node graph (IDMLDevice1::CompileGraph): a graph input for each bound
+ * input, in order, to that input of the node, and a graph output for each of the node's outputs. Its HRESULT is
+ * what the reply gives as the compile's. */
+static HRESULT compile_graph(void *dml, Dispatch *d, UINT flags) {
+  void *dml1 = NULL;
+  HRESULT hr = DML_METHOD(dml, DML_SLOT_QueryInterface, QueryInterface_t)(dml, &IID_IDMLDevice1_, &dml1);
+  if (FAILED(hr)) return hr;
+  DmlOperatorNodeDesc node = {d->op, "node"};
+  DmlBindingDesc nodes[1] = {{DML_GRAPH_NODE_TYPE_OPERATOR, &node}};
+  DmlInputEdgeDesc inputs[MAX_BINDINGS];
+  DmlOutputEdgeDesc outputs[MAX_BINDINGS];
+  DmlBindingDesc input_edges[MAX_BINDINGS], output_edges[MAX_BINDINGS];
+  UINT n_inputs = 0;
+  for (uint32_t i = 0; i < d->n_in; i++) {
+    if (!d->inputs[i].present) continue;
+    DmlInputEdgeDesc edge = {n_inputs, 0, i, NULL};
+    inputs[n_inputs] = edge;
+    input_edges[n_inputs].Type = DML_GRAPH_EDGE_TYPE_INPUT;
+    input_edges[n_inputs].Desc = &inputs[n_inputs];
+    n_inputs++;
+  }
+  for (uint32_t i = 0; i < d->n_out; i++) {
+    DmlOutputEdgeDesc edge = {0, i, i, NULL};
+    outputs[i] = edge;
+    output_edges[i].Type = DML_GRAPH_EDGE_TYPE_OUTPUT;
+    output_edges[i].Desc = &outputs[i];
+  }
+  DmlGraphDesc graph = {n_inputs, d->n_out, 1, nodes, n_inputs, input_edges, d->n_out, output_edges, 0, NULL};
+  hr = DML_METHOD(dml1, DML_SLOT_CompileGraph, CompileGraph_t)(dml1, &graph, flags, &IID_IDMLCompiledOperator_,
+                                                                &d->compiled);
+  dml_release(dml1);
+  return hr;
+}
+
 /* The slice after ``at`` for ``size`` bytes; the next free offset is returned through ``at``. */
 static Slice place(uint64_t *at, uint64_t size, uint64_t bound, int present) {
   Slice s = {*at, size, bound, 0, present};
@@ -1158,137 +1288,182 @@ static Slice place(uint64_t *at, uint64_t size, uint64_t bound, int present) {
   return s;
 }
 
-/* dispatch: one DML operator descriptor, created on the adapter's shared DirectML device, compiled with the given
- * execution flags, initialized and dispatched once on the given buffers; replies CreateOperator's HRESULT (and,
- * where it succeeded and more was asked, CompileOperator's); after a dispatch, each output buffer's whole bytes and
- * the compiled operator's binding properties. protocol.py says the fields. */
-static void dispatch(Frame *f) {
-  uint32_t adapter = get_u32(f), flags = get_u32(f), request = get_u32(f);
+/* One dispatch of a request read from ``f`` (protocol.py says the fields): its descriptor block copied and its
+ * pointers relocated, its inputs and outputs placed in the pool from ``*at`` on. */
+static void read_dispatch(Frame *f, Dispatch *d, uint64_t *at) {
+  memset(d, 0, sizeof *d);
+  d->adapter = get_u32(f);
+  d->flags = get_u32(f);
+  d->request = get_u32(f);
   uint64_t arena_size;
   const unsigned char *arena_bytes = get_bytes(f, &arena_size);
-  unsigned char *arena = checked_alloc((size_t)arena_size); /* its own copy, 16-byte aligned, patched below */
-  memcpy(arena, arena_bytes, (size_t)arena_size);
+  d->arena = checked_alloc((size_t)arena_size); /* its own copy, 16-byte aligned, patched below */
+  memcpy(d->arena, arena_bytes, (size_t)arena_size);
   uint32_t n_reloc = get_u32(f);
   for (uint32_t i = 0; i < n_reloc; i++) {
-    uint32_t at = get_u32(f), size = get_u32(f); /* a pointer field, and the size of what it points to */
+    uint32_t where = get_u32(f), size = get_u32(f); /* a pointer field, and the size of what it points to */
     uint64_t target;
-    if (at % 8 || (uint64_t)at + 8 > arena_size) die("a descriptor pointer outside its block");
-    memcpy(&target, arena + at, 8);
+    if (where % 8 || (uint64_t)where + 8 > arena_size) die("a descriptor pointer outside its block");
+    memcpy(&target, d->arena + where, 8);
     if (target > arena_size || size > arena_size - target) die("a descriptor pointer to outside its block");
-    void *address = arena + target;
-    memcpy(arena + at, &address, 8);
+    void *address = d->arena + target;
+    memcpy(d->arena + where, &address, 8);
   }
-  uint32_t desc_at = get_u32(f);
-  if (desc_at % 8 || (uint64_t)desc_at + 16 > arena_size) die("the operator desc outside its block");
-
-  Dispatch d;
-  memset(&d, 0, sizeof d);
-  uint64_t at = 0;
-  d.n_in = get_u32(f);
-  if (d.n_in > MAX_BINDINGS) die("too many inputs");
-  const unsigned char *in_bytes[MAX_BINDINGS];
-  for (uint32_t i = 0; i < d.n_in; i++) {
-    int present = (int)get_u32(f);
-    uint64_t bound = get_u64(f), size;
-    in_bytes[i] = get_bytes(f, &size);
-    if (present && size < bound) die("an input buffer smaller than its binding");
-    d.inputs[i] = place(&at, size, bound, present);
-  }
-  d.n_out = get_u32(f);
-  if (d.n_out > MAX_BINDINGS) die("too many outputs");
-  const unsigned char *out_bytes[MAX_BINDINGS];
-  for (uint32_t i = 0; i < d.n_out; i++) {
+  d->desc_at = get_u32(f);
+  if (d->desc_at % 8 || (uint64_t)d->desc_at + 16 > arena_size) die("the operator desc outside its block");
+  d->n_in = get_u32(f);
+  if (d->n_in > MAX_BINDINGS) die("too many inputs");
+  for (uint32_t i = 0; i < d->n_in; i++) {
+    uint32_t binding = get_u32(f);
     uint64_t lead = get_u64(f), bound = get_u64(f), size;
-    out_bytes[i] = get_bytes(f, &size);
+    d->in_bytes[i] = get_bytes(f, &size);
+    if (binding > INPUT_OWNED) die("an input bound in no known way");
+    int present = binding != INPUT_UNBOUND;
+    if (present && (lead % 16 || lead > size || size - lead < bound)) die("an input binding outside its buffer");
+    d->inputs[i] = place(at, size, bound, present);
+    d->inputs[i].lead = lead;
+    d->owned[i] = binding == INPUT_OWNED;
+  }
+  d->n_out = get_u32(f);
+  if (d->n_out > MAX_BINDINGS) die("too many outputs");
+  for (uint32_t i = 0; i < d->n_out; i++) {
+    uint64_t lead = get_u64(f), bound = get_u64(f), size;
+    d->out_bytes[i] = get_bytes(f, &size);
     if (lead % 16 || lead > size || size - lead < bound) die("an output binding outside its buffer");
-    d.outputs[i] = place(&at, size, bound, 1);
-    d.outputs[i].lead = lead;
+    d->outputs[i] = place(at, size, bound, 1);
+    d->outputs[i].lead = lead;
   }
+  d->kind = (d->request & DISPATCH_COMPUTE_QUEUE) != 0;
+  d->graph = (d->request & DISPATCH_COMPILE_GRAPH) != 0;
+}
 
-  char why[160];
-  Shared *device = shared_device((int)adapter, why, sizeof why);
-  if (!device) { send_error(ST_EP, why); free(arena); return; }
-  void *dml = device->dml;
-  Out o = {0};
+/* CreateOperator, and unless only that is asked, the compile (CompileOperator, or CompileGraph): each HRESULT
+ * kept; ``ready`` where both succeeded and a dispatch is asked. */
+static void create_and_compile(void *dml, Dispatch *d) {
   double t0 = now_ms();
-  HRESULT hr = DML_METHOD(dml, DML_SLOT_CreateOperator, CreateOperator_t)(dml, arena + desc_at, &IID_IDMLOperator_, &d.op);
-  double created = now_ms();
-  put_u8(&o, ST_OK);
-  put_u32(&o, (uint32_t)hr);
-  if (FAILED(hr) || (request & DISPATCH_CREATE_ONLY)) {
-    send_frame(&o);
-    release_dispatch(&d);
-    free(arena);
+  d->created = DML_METHOD(dml, DML_SLOT_CreateOperator, CreateOperator_t)(dml, d->arena + d->desc_at, &IID_IDMLOperator_, &d->op);
+  double t1 = now_ms();
+  d->ms_create = t1 - t0;
+  if (FAILED(d->created) || (d->request & DISPATCH_CREATE_ONLY)) return;
+  if (d->graph)
+    d->compiled_hr = compile_graph(dml, d, d->flags);
+  else
+    d->compiled_hr = DML_METHOD(dml, DML_SLOT_CompileOperator, CompileOperator_t)(dml, d->op, d->flags, &IID_IDMLCompiledOperator_,
+                                                                                  &d->compiled);
+  d->ms_compile = now_ms() - t1;
+  d->ready = SUCCEEDED(d->compiled_hr);
+}
+
+/* A ready dispatch's initializer and binding properties; its temporary and persistent resources placed in the pool
+ * from ``*at`` on. */
+static HRESULT initialize(void *dml, Dispatch *d, uint64_t *at) {
+  HRESULT hr = DML_METHOD(dml, DML_SLOT_CreateOperatorInitializer, CreateOperatorInitializer_t)(
+      dml, 1, &d->compiled, &IID_IDMLOperatorInitializer_, &d->initializer);
+  if (FAILED(hr)) return hr;
+  DML_METHOD(d->compiled, DML_SLOT_GetBindingProperties, GetBindingProperties_t)(d->compiled, &d->props);
+  DML_METHOD(d->initializer, DML_SLOT_GetBindingProperties, GetBindingProperties_t)(d->initializer, &d->init_props);
+  uint64_t temporary = d->props.TemporaryResourceSize > d->init_props.TemporaryResourceSize
+                           ? d->props.TemporaryResourceSize : d->init_props.TemporaryResourceSize;
+  d->temporary = place(at, temporary, temporary, temporary > 0);
+  d->persistent = place(at, d->props.PersistentResourceSize, d->props.PersistentResourceSize, d->props.PersistentResourceSize > 0);
+  return S_OK;
+}
+
+/* A dispatch's answer: CreateOperator's HRESULT; where it succeeded and more was asked, the compile's; where that
+ * succeeded, each output buffer's bytes (from the readback map), the binding properties and the milliseconds. */
+static void put_dispatch(Out *o, const Shared *device, const Dispatch *d, double ms_execute) {
+  put_u32(o, (uint32_t)d->created);
+  if (FAILED(d->created) || (d->request & DISPATCH_CREATE_ONLY)) return;
+  put_u32(o, (uint32_t)d->compiled_hr);
+  if (!d->ready) return;
+  put_u32(o, d->n_out);
+  for (uint32_t i = 0; i < d->n_out; i++) put_ref(o, device->readback_map + d->outputs[i].offset, d->outputs[i].size);
+  put_u32(o, d->props.RequiredDescriptorCount);
+  put_u64(o, d->props.TemporaryResourceSize);
+  put_u64(o, d->props.PersistentResourceSize);
+  char ms[96];
+  snprintf(ms, sizeof ms, "%.3f %.3f %.3f", d->ms_create, d->ms_compile, ms_execute);
+  put_str(o, ms);
+}
+
+/* dispatch (one DML operator descriptor) and dispatch_batch (several, in one command list): each created on the
+ * adapter's shared DirectML device and compiled with its execution flags; those that compiled initialized and
+ * dispatched on their buffers, in order, one submission and one fence wait for all (batch_size of them). A D3D12 or
+ * DirectML step that fails after the compiles fails the whole request (status ST_D3D). protocol.py says the fields. */
+static void run_dispatches(Frame *f, uint32_t batch_size, int batch) {
+  if (batch_size == 0 || batch_size > DISPATCH_BATCH_MAX) die("a batch of no dispatch, or of too many");
+  Dispatch *ds = checked_alloc(batch_size * sizeof *ds);
+  uint64_t at = 0;
+  for (uint32_t i = 0; i < batch_size; i++) {
+    read_dispatch(f, &ds[i], &at);
+    if (ds[i].adapter != ds[0].adapter || ds[i].kind != ds[0].kind) die("a batch's dispatches on two adapters or queues");
+  }
+  uint64_t staged = at ? at : RUNNER_POOL_ALIGNMENT; /* the inputs and outputs, placed first */
+  char why[160];
+  Shared *device = shared_device((int)ds[0].adapter, why, sizeof why);
+  if (!device) {
+    send_error(ST_EP, why);
+    for (uint32_t i = 0; i < batch_size; i++) release_dispatch(&ds[i]);
+    free(ds);
     return;
   }
-  hr = DML_METHOD(dml, DML_SLOT_CompileOperator, CompileOperator_t)(dml, d.op, flags, &IID_IDMLCompiledOperator_, &d.compiled);
+  void *dml = device->dml;
+  int ready = 0;
+  for (uint32_t i = 0; i < batch_size; i++) {
+    create_and_compile(dml, &ds[i]);
+    ready += ds[i].ready;
+  }
   double compiled = now_ms();
-  put_u32(&o, (uint32_t)hr);
-  if (FAILED(hr)) {
-    send_frame(&o);
-    release_dispatch(&d);
-    free(arena);
-    return;
-  }
-  drop(&o); /* from here a failure is an error reply, a success the full one */
+  HRESULT hr = S_OK;
   const char *step = "CreateOperatorInitializer";
-  DmlBindingProperties props, init_props;
-  hr = DML_METHOD(dml, DML_SLOT_CreateOperatorInitializer, CreateOperatorInitializer_t)(
-      dml, 1, &d.compiled, &IID_IDMLOperatorInitializer_, &d.initializer);
-  if (SUCCEEDED(hr)) {
-    DML_METHOD(d.compiled, DML_SLOT_GetBindingProperties, GetBindingProperties_t)(d.compiled, &props);
-    DML_METHOD(d.initializer, DML_SLOT_GetBindingProperties, GetBindingProperties_t)(d.initializer, &init_props);
-    d.staged = at ? at : RUNNER_POOL_ALIGNMENT; /* the inputs and outputs, placed first */
-    uint64_t temporary = props.TemporaryResourceSize > init_props.TemporaryResourceSize
-                             ? props.TemporaryResourceSize : init_props.TemporaryResourceSize;
-    d.temporary = place(&at, temporary, temporary, temporary > 0);
-    d.persistent = place(&at, props.PersistentResourceSize, props.PersistentResourceSize, props.PersistentResourceSize > 0);
-    d.total = at ? at : RUNNER_POOL_ALIGNMENT;
+  int submitted = 0;
+  for (uint32_t i = 0; i < batch_size && SUCCEEDED(hr); i++)
+    if (ds[i].ready) hr = initialize(dml, &ds[i], &at);
+  if (ready && SUCCEEDED(hr)) {
     step = "CreateCommittedResource (the buffer pool)";
-    hr = ready_pool(device, d.total, d.staged);
+    hr = ready_pool(device, at ? at : RUNNER_POOL_ALIGNMENT, staged);
     if (SUCCEEDED(hr)) {
-      for (uint32_t i = 0; i < d.n_in; i++)
-        if (d.inputs[i].present) memcpy(device->upload_map + d.inputs[i].offset, in_bytes[i], (size_t)d.inputs[i].size);
-      for (uint32_t i = 0; i < d.n_out; i++)
-        memcpy(device->upload_map + d.outputs[i].offset, out_bytes[i], (size_t)d.outputs[i].size);
-      hr = record_and_wait(device, &d, &props, &init_props, &step);
+      for (uint32_t k = 0; k < batch_size; k++) {
+        Dispatch *d = &ds[k];
+        if (!d->ready) continue;
+        for (uint32_t i = 0; i < d->n_in; i++)
+          if (d->inputs[i].present) memcpy(device->upload_map + d->inputs[i].offset, d->in_bytes[i], (size_t)d->inputs[i].size);
+        for (uint32_t i = 0; i < d->n_out; i++)
+          memcpy(device->upload_map + d->outputs[i].offset, d->out_bytes[i], (size_t)d->outputs[i].size);
+      }
+      hr = record_and_wait(device, ds, batch_size, staged, &step, &submitted);
     }
   }
   double ran = now_ms();
   if (FAILED(hr)) {
-    if (d.submitted) {
+    if (submitted) {
       /* Its work may still run: nothing may be released or reused under it, so the device is abandoned (its
-       * objects and this dispatch's kept, a leak bounded by one device per failed submission) and the next request
-       * makes a new one. */
+       * objects and these dispatches' kept, a leak bounded by one device per failed submission) and the next
+       * request makes a new one. */
       send_step_failed(device, step, hr, 0);
       memset(device, 0, sizeof *device);
-      free(arena);
+      for (uint32_t i = 0; i < batch_size; i++) free(ds[i].arena);
+      free(ds);
       return;
     }
-    if (device->list_open) ID3D12GraphicsCommandList_Close(device->list); /* reset again next time */
+    if (device->list_open) ID3D12GraphicsCommandList_Close(device->lists[device->open_kind]); /* reset next time */
     device->list_open = 0;
     send_step_failed(device, step, hr, 1);
-    release_dispatch(&d);
-    if (device->pool_size > RUNNER_POOL_KEEP) release_pool(device); /* a forgotten device has none */
-    free(arena);
-    return;
+  } else {
+    Out o = {0};
+    put_u8(&o, ST_OK);
+    if (batch) put_u32(&o, batch_size);
+    for (uint32_t i = 0; i < batch_size; i++) put_dispatch(&o, device, &ds[i], ran - compiled);
+    send_frame(&o);
   }
-  put_u8(&o, ST_OK);
-  put_u32(&o, 0); /* CreateOperator's and CompileOperator's HRESULTs: S_OK */
-  put_u32(&o, 0);
-  put_u32(&o, d.n_out);
-  for (uint32_t i = 0; i < d.n_out; i++) put_ref(&o, device->readback_map + d.outputs[i].offset, d.outputs[i].size);
-  put_u32(&o, props.RequiredDescriptorCount);
-  put_u64(&o, props.TemporaryResourceSize);
-  put_u64(&o, props.PersistentResourceSize);
-  char ms[96];
-  snprintf(ms, sizeof ms, "%.3f %.3f %.3f", created - t0, compiled - created, ran - compiled);
-  put_str(&o, ms);
-  send_frame(&o);
-  release_dispatch(&d);
-  if (device->pool_size > RUNNER_POOL_KEEP) release_pool(device); /* the outputs were sent from it: now unused */
-  free(arena);
+  for (uint32_t i = 0; i < batch_size; i++) release_dispatch(&ds[i]);
+  free(ds);
+  if (device->dml && device->pool_size > RUNNER_POOL_KEEP) release_pool(device); /* the outputs were sent from it */
 }
+
+static void dispatch(Frame *f) { run_dispatches(f, 1, 0); }
+
+static void dispatch_batch(Frame *f) { run_dispatches(f, get_u32(f), 1); }
 
 int main(int argc, char **argv) {
   /* Keep the protocol's stdout for ourselves; everything else that writes to stdout goes to stderr. */
@@ -1343,6 +1518,7 @@ int main(int argc, char **argv) {
       case OP_RUN: run(&f); break;
       case OP_CLOSE: close_session(&f); break;
       case OP_DISPATCH: dispatch(&f); break;
+      case OP_DISPATCH_BATCH: dispatch_batch(&f); break;
       default: die("unknown request");
     }
     free(f.data);

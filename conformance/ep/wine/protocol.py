@@ -17,15 +17,24 @@ dmlrunner.c names them (tests/test_runner_protocol.py pins each to its twin ther
   then ends); PROFILE_MISSING and a string saying why there is none; or PROFILE_NONE.
 - close (4): u32 session -> ok.
 - dispatch (5): u32 adapter index, u32 DML_EXECUTION_FLAGS, u32 request flags (DISPATCH_CREATE_ONLY: ask
-  CreateOperator alone), blob descriptor block, u32 n + n u32 offsets of its pointer fields (each holds an offset into
-  the block, made an address by the runner, and u32 the size of what it points to, which must lie in the block),
-  u32 offset of its DML_OPERATOR_DESC, u32 n + n inputs (u32 bound (0: an optional tensor left unbound), u64 binding
-  size, blob the buffer's bytes), u32 n + n outputs (u64 the binding's offset in the buffer (16-aligned), u64 binding
-  size, blob the buffer's initial bytes, guard regions included) -> ok, u32 CreateOperator's HRESULT; where it succeeded
-  and more was asked, u32 CompileOperator's; where that succeeded, u32 n + n blobs (each output buffer's bytes after
-  the dispatch), u32 descriptors, u64 temporary and u64 persistent resource sizes (the compiled operator's binding
-  properties), string milliseconds ("create compile execute"). A D3D12 or DirectML step that failed after the
-  compile is status 4, its message naming the step and HRESULT (and the device's removal reason).
+  CreateOperator alone; DISPATCH_COMPUTE_QUEUE: record and execute on a COMPUTE queue, else the DIRECT one;
+  DISPATCH_COMPILE_GRAPH: compile a one-node graph through IDMLDevice1::CompileGraph, else CompileOperator), blob
+  descriptor block, u32 n + n u32 offsets of its pointer fields (each holds an offset into the block, made an
+  address by the runner, and u32 the size of what it points to, which must lie in the block), u32 offset of its
+  DML_OPERATOR_DESC, u32 n + n inputs (u32 how it is bound (INPUT_UNBOUND: an optional tensor left out; INPUT_BOUND;
+  INPUT_OWNED: bound to the initializer alone, its desc flagged DML_TENSOR_FLAG_OWNED_BY_DML), u64 the binding's
+  offset in the buffer (16-aligned), u64 binding size, blob the buffer's bytes), u32 n + n outputs (u64 the
+  binding's offset in the buffer (16-aligned), u64 binding size, blob the buffer's initial bytes, guard regions
+  included) -> ok, u32 CreateOperator's HRESULT; where it succeeded and more was asked, u32 CompileOperator's
+  (CompileGraph's); where that succeeded, u32 n + n blobs (each output buffer's bytes after the dispatch), u32
+  descriptors, u64 temporary and u64 persistent resource sizes (the compiled operator's binding properties), string
+  milliseconds ("create compile execute"). A D3D12 or DirectML step that failed after the compile is status 4, its
+  message naming the step and HRESULT (and the device's removal reason).
+- dispatch_batch (6): u32 n (1 to DISPATCH_BATCH_MAX), then n dispatches' fields as above, each on one adapter and
+  queue type -> ok, u32 n, and each dispatch's answer as above (without its status); those that compiled are
+  initialized and dispatched in order in one command list, UAV barriers between them, and waited for once (each
+  one's "execute" milliseconds are the whole batch's). A step that failed after the compiles fails the whole batch
+  (status 4).
 """
 
 from __future__ import annotations
@@ -46,13 +55,16 @@ Frame = list[bytes | memoryview]
 FRAME_LIMIT = 2**32 - 1  # the most bytes one frame carries: its length is a u32
 _SMALL = 1 << 16  # a frame's parts under this many bytes are joined into one piece
 
-OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE, OP_DISPATCH = 1, 2, 3, 4, 5
+OP_DESCRIBE, OP_OPEN, OP_RUN, OP_CLOSE, OP_DISPATCH, OP_DISPATCH_BATCH = 1, 2, 3, 4, 5, 6
 ST_OK = 0
 ST_ORT = 1  # onnxruntime refused
 ST_EP = 2  # the EP could not be appended: its device was not created
 ST_BAD = 3  # a request the runner could not serve
 ST_D3D = 4  # a D3D12 or DirectML step after the operator's compile failed
-DISPATCH_CREATE_ONLY = 1  # a dispatch's request flag: ask CreateOperator alone
+# A dispatch's request flags: ask CreateOperator alone; a COMPUTE queue; a one-node graph (CompileGraph).
+DISPATCH_CREATE_ONLY, DISPATCH_COMPUTE_QUEUE, DISPATCH_COMPILE_GRAPH = 1, 2, 4
+INPUT_UNBOUND, INPUT_BOUND, INPUT_OWNED = 0, 1, 2  # how a dispatch's input is bound
+DISPATCH_BATCH_MAX = 64  # the most dispatches one dispatch_batch request holds
 ADAPTER_WARP = 65535  # the adapter index that names WARP natively (EnumWarpAdapter): the reference adapter
 PROFILE_NONE, PROFILE_FOLLOWS, PROFILE_MISSING = 0, 1, 2  # after a run's outputs: whether its profile follows
 
@@ -230,37 +242,70 @@ def read_run(payload: bytes | bytearray) -> RunReply:
 @dataclass(frozen=True)
 class DispatchBuffer:
     """A buffer of a dispatch: its bytes (for an output, the initial ones) and the binding's size and its offset in
-    them (``lead``, a multiple of 16: an output's bytes before and after the binding are guard regions);
-    ``bound`` False: an optional input left unbound."""
+    them (``lead``, a multiple of 16: the bytes before and after the binding hold the canary); ``bound`` False: an
+    optional input left unbound; ``owned``: an input DirectML owns (bound to the initializer alone)."""
 
     data: bytes
     binding_size: int
     bound: bool = True
     lead: int = 0
+    owned: bool = False
+
+    @property
+    def input_binding(self) -> int:
+        """How the runner binds it as an input (INPUT_*)."""
+        if not self.bound:
+            return INPUT_UNBOUND
+        return INPUT_OWNED if self.owned else INPUT_BOUND
 
 
-def dispatch_request(
-    adapter: int,
-    flags: int,
-    create_only: bool,
-    block: bytes,
-    pointers: Sequence[tuple[int, int]],
-    desc_at: int,
-    inputs: Sequence[DispatchBuffer],
-    outputs: Sequence[DispatchBuffer],
-) -> Frame:
-    writer = Writer(OP_DISPATCH).u32(adapter).u32(flags).u32(DISPATCH_CREATE_ONLY if create_only else 0).blob(block)
-    writer.u32(len(pointers))
-    for at, size in pointers:
+@dataclass(frozen=True)
+class DispatchRequest:
+    """One operator dispatch as the runner is asked it (the fields of a dispatch request, or of one of a batch's)."""
+
+    adapter: int
+    flags: int  # DML_EXECUTION_FLAGS
+    request: int  # DISPATCH_* request flags
+    block: bytes
+    pointers: Sequence[tuple[int, int]]
+    desc_at: int
+    inputs: Sequence[DispatchBuffer]
+    outputs: Sequence[DispatchBuffer]
+
+    @property
+    def create_only(self) -> bool:
+        return bool(self.request & DISPATCH_CREATE_ONLY)
+
+
+def _dispatch_fields(writer: Writer, asked: DispatchRequest) -> None:
+    writer.u32(asked.adapter).u32(asked.flags).u32(asked.request).blob(asked.block)
+    writer.u32(len(asked.pointers))
+    for at, size in asked.pointers:
         writer.u32(at).u32(size)
-    writer.u32(desc_at).u32(len(inputs))
-    for buffer in inputs:
-        writer.u32(int(buffer.bound)).parts.append(struct.pack("<Q", buffer.binding_size))
+    writer.u32(asked.desc_at).u32(len(asked.inputs))
+    for buffer in asked.inputs:
+        writer.u32(buffer.input_binding).parts.append(struct.pack("<QQ", buffer.lead, buffer.binding_size))
         writer.blob(buffer.data)
-    writer.u32(len(outputs))
-    for buffer in outputs:
+    writer.u32(len(asked.outputs))
+    for buffer in asked.outputs:
         writer.parts.append(struct.pack("<QQ", buffer.lead, buffer.binding_size))
         writer.blob(buffer.data)
+
+
+def dispatch_request(asked: DispatchRequest) -> Frame:
+    writer = Writer(OP_DISPATCH)
+    _dispatch_fields(writer, asked)
+    return writer.frame()
+
+
+def dispatch_batch_request(batch: Sequence[DispatchRequest]) -> Frame:
+    """Several dispatches recorded in one command list and waited for once (at most DISPATCH_BATCH_MAX, each on one
+    adapter and queue type)."""
+    if not 0 < len(batch) <= DISPATCH_BATCH_MAX:
+        raise ValueError(f"a batch of {len(batch)} dispatches: 1 to {DISPATCH_BATCH_MAX} go in one")
+    writer = Writer(OP_DISPATCH_BATCH).u32(len(batch))
+    for asked in batch:
+        _dispatch_fields(writer, asked)
     return writer.frame()
 
 
@@ -283,8 +328,7 @@ def failed(hresult: int) -> bool:
     return bool(hresult & 0x80000000)
 
 
-def read_dispatch(payload: bytes | bytearray, create_only: bool) -> DispatchReply:
-    reader = checked(payload)
+def _one_dispatch(reader: Reader, create_only: bool) -> DispatchReply:
     created = reader.u32()
     if failed(created) or create_only:
         return DispatchReply(created)
@@ -296,3 +340,16 @@ def read_dispatch(payload: bytes | bytearray, create_only: bool) -> DispatchRepl
     temporary, persistent = (int(struct.unpack("<Q", bytes(reader._take(8)))[0]) for _ in range(2))
     milliseconds = tuple(float(part) for part in reader.text().split())
     return DispatchReply(created, compiled, outputs, descriptors, temporary, persistent, milliseconds)
+
+
+def read_dispatch(payload: bytes | bytearray, create_only: bool) -> DispatchReply:
+    return _one_dispatch(checked(payload), create_only)
+
+
+def read_dispatch_batch(payload: bytes | bytearray, batch: Sequence[DispatchRequest]) -> list[DispatchReply]:
+    """Each dispatch's reply, in the batch's order (its milliseconds' last, the execution, is the whole batch's)."""
+    reader = checked(payload)
+    count = reader.u32()
+    if count != len(batch):
+        raise ProtocolError(f"a batch of {len(batch)} dispatches answered with {count}")
+    return [_one_dispatch(reader, asked.create_only) for asked in batch]
