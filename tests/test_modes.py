@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +235,11 @@ def test_layouts_not_exercised_are_said_in_every_report(tmp_path: Path, capsys: 
     junit = (tmp_path / "junit.xml").read_text()
     note = "layouts not exercised through onnxruntime: InputTensor"
     assert f'<property name="layouts_not_exercised" value="{note}' in junit
+
+
+def test_triage_leaves_a_mode_mismatch_to_its_two_modes_outputs() -> None:
+    from conformance.triage.rerun import triageable
+
+    failed = Result("cases/x.yaml::a", "SLICE1", "dmlop:compile=graph", Status.FAIL, failure_kind="tolerance")
+    assert triageable(failed)
+    assert not triageable(replace(failed, failure_kind=MODE_MISMATCH))

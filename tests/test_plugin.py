@@ -398,3 +398,36 @@ def test_a_symbolic_link_out_of_the_collected_folder_is_refused(pytester: pytest
     result.stdout.fnmatch_lines([f"*link.yaml:1:1: a symbolic link to outside the folders collected ({real}): refused"])
     # Named on the command line, it is the user's choice.
     pytester.runpytest(*FAST, "--ep", "cpu", "link.yaml").assert_outcomes(passed=4)
+
+
+def test_modes_run_as_items_and_a_mode_that_differs_fails_as_a_mode_mismatch(
+    pytester: pytest.Pytester, examples: Path, chain_ready: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--modes gives each case an item per execution mode of dmlop (on lavapipe in CI), each passing; where one
+    mode's read-back output is altered in one element, that mode's items fail as mode_mismatch against the
+    defaults, which ran before them in the same process."""
+    from conformance.ep import dmlop
+
+    one = ("-k", "example-1")
+    reprec = pytester.inline_run(*FAST, "--ep", "dmlop", "--modes", *one)  # in the session's worker
+    reports = _case_reports(reprec)
+    assert len(reports) == 6 and all(report.passed for report in reports.values())
+    real = dmlop.dispatch
+
+    def altered(*args: Any, **kwargs: Any) -> Any:
+        done = real(*args, **kwargs)
+        if isinstance(done, dmlop.Dispatched) and args[-1].compute_queue:  # the mode, dispatch's last argument
+            name = "OutputValueTensor"
+            data = bytearray(done.buffers[name])
+            data[64] ^= 0x01  # the first element's lowest byte: the binding starts 64 bytes in
+            return replace(done, buffers={**done.buffers, name: bytes(data)})
+        return done
+
+    monkeypatch.setattr(dmlop, "dispatch", altered)
+    # In this process, where the alteration is (each item starts a runner here: one case is enough).
+    reprec = pytester.inline_run(*FAST, "--ep", "dmlop", "--ep", "dmlop:queue=compute", *one, "--in-process")
+    reports = _case_reports(reprec)
+    failed = {node: report for node, report in reports.items() if report.failed}
+    assert list(failed) == ["spec_examples.yaml::example-1@dmlop:queue=compute"] and len(reports) == 2
+    for report in failed.values():
+        assert "mode_mismatch" in report.longreprtext and "queue=compute" in report.longreprtext

@@ -66,6 +66,7 @@ IN_PROCESS = Option(
 )
 PLUGIN_OPTIONS = (
     run_settings.EP,
+    run_settings.MODES,
     run_settings.FEATURE_LEVEL,
     run_settings.MAX_ELEMENTS,
     run_settings.MAX_CASE_BYTES,
@@ -89,12 +90,14 @@ class _Settings:
     in_process: bool
     known: KnownFailures | None = None  # --waivers
     rerun_failures: int = 0  # --rerun-failures: each unexpected failure run again up to this many times
+    compare_modes: bool = False  # two modes of one EP run: each case's outputs held equal across them (_mode_checked)
 
 
 _SETTINGS = pytest.StashKey[_Settings]()
 _NAMED = pytest.StashKey[dict[str, str]]()  # each case file's name in ids -> its path: two files must not share one
 _SUPERVISOR = pytest.StashKey["Supervisor"]()
 _LOG = pytest.StashKey["RunLog"]()  # the session's: EPs that executed cases (a device lost later), runner deaths
+_MODES_SEEN = pytest.StashKey["list[Result]"]()  # the case's results so far in this process, where modes are compared
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -107,6 +110,12 @@ def pytest_configure(config: pytest.Config) -> None:
     waiver_file = values[run_settings.WAIVERS.dest]
     waivers = read_waivers(waiver_file) if waiver_file is not None else None  # a bad file: before anything runs
     eps = distinct_eps(values[run_settings.EP.dest])
+    compare_modes = False
+    if values[run_settings.MODES.dest] or len(eps) > 1:  # run/modes.py imports NumPy: only where modes may run
+        from conformance.run.modes import has_family, with_modes
+
+        eps = with_modes(eps) if values[run_settings.MODES.dest] else eps
+        compare_modes = has_family(eps)
     try:
         check_installed(eps)  # an EP whose package or library is absent: before any case is collected
     except NotInstalled as error:
@@ -127,7 +136,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if waivers is not None:
         known = KnownFailures(waiver_file, waivers, partial(_machine, config, eps, options, directml))
     rerun = int(values[run_settings.RERUN_FAILURES.dest])
-    config.stash[_SETTINGS] = _Settings(tuple(eps), options, in_process, known, rerun)
+    config.stash[_SETTINGS] = _Settings(tuple(eps), options, in_process, known, rerun, compare_modes)
     if not hasattr(config, "workerinput"):  # not an xdist worker: perhaps its controller (xdist.py)
         config.pluginmanager.register(CaseFileCollectionStop(config), "dml_conformance_xdist")
         if known is not None:  # where every report arrives
@@ -179,6 +188,23 @@ def _run(config: pytest.Config, entry: Entry, ep: EpSpec, options: RunOptions) -
     if ran.interrupted:
         raise KeyboardInterrupt
     return ran.results[0]
+
+
+def _mode_checked(config: pytest.Config, result: Result) -> Result:
+    """``result`` held to the modes of its EP that ran its case before it in this process (run/modes.py, as
+    ``dmlconf run`` holds a run's): a FAIL ``mode_mismatch`` where its outputs differ from the defaults' (else the
+    first's), naming the outputs' hashes (pytest keeps no values to name the element). A case's items run one after
+    another, its EPs in --ep order; under xdist its modes may run in other workers, where they are not compared."""
+    if not config.stash[_SETTINGS].compare_modes:
+        return result
+    from conformance.run.modes import mode_equality
+
+    seen = config.stash.setdefault(_MODES_SEEN, [])
+    if seen and seen[0].case != result.case:
+        seen.clear()
+    seen.append(result)
+    judged, _ = mode_equality(seen, None)
+    return judged[-1]
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -330,6 +356,9 @@ class CaseItem(pytest.Item):
         if reason is None and settings.rerun_failures:  # an unexpected failure: FLAKY where it passes again
             result = self._again(result, settings.rerun_failures)
             reason = known.reason(result) if known is not None else None  # a FLAKY the flaky: section lists
+        if settings.compare_modes:  # after the re-runs, as dmlconf run does: a mismatch is no verdict a re-run changes
+            result = _mode_checked(self.config, result)
+            reason = known.reason(result) if known is not None else None
         self.user_properties += [(CASE, result.case), (EP, result.ep), (STATUS, result.status.value)]
         if reason is not None:  # a FAILING status a waiver names: an expected failure, as for run --waivers
             pytest.xfail(f"{verdict_text(result.status, result.failure_kind)}: {reason}")

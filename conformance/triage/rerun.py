@@ -23,7 +23,7 @@ from conformance.ep.providers import EpSpec, parse_ep, uses_directml
 from conformance.ep.sessions import Sessions
 from conformance.ep.wine.chain import ChainMissing
 from conformance.ep.wine.client import Runners
-from conformance.model import Case, DataType, Status
+from conformance.model import MODE_MISMATCH, Case, DataType, Status
 from conformance.results import Result
 from conformance.run.again import worth_running_again
 from conformance.run.options import RunOptions
@@ -38,8 +38,10 @@ GOLDENS_EP = "goldens"  # a Rerun's ``ep`` for the goldens rung, which runs on n
 
 def triageable(result: Result) -> bool:
     """Whether triage re-runs ``result``: a failure on a DirectML path (an EP text that does not parse is none). A
-    FLAKY result is not: it passed when run again (--repeat, --rerun-failures), so no re-run can say whose it is."""
-    if not worth_running_again(result):
+    FLAKY result is not: it passed when run again (--repeat, --rerun-failures), so no re-run can say whose it is;
+    nor a mode mismatch (run/modes.py), which no oracle judged: the ladder's re-runs compare with the oracle, and its
+    evidence is the two modes' outputs."""
+    if not worth_running_again(result) or result.failure_kind == MODE_MISMATCH:
         return False
     try:
         return uses_directml(parse_ep(result.ep))
