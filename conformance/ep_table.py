@@ -400,6 +400,11 @@ def checked_value(accepted: OptionValues, text: str) -> str:
     return text
 
 
+def modes_text() -> str:
+    """Each EP's execution modes, for help: "dmlop: queue, compile, ..."."""
+    return "; ".join(f"{ep.alias}: {', '.join(mode.option for mode in ep.modes)}" for ep in KNOWN_EPS if ep.modes)
+
+
 def mode_options() -> dict[str, OptionValues]:
     """Every execution mode's option, of every EP that has modes, and the values it takes: what a case's ``modes``
     may say."""

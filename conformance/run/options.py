@@ -23,7 +23,7 @@ from conformance.cases.limits import (
     FileLimits,
 )
 from conformance.ep.providers import EpSpec, parse_ep, uses_directml
-from conformance.ep_table import aliases_text
+from conformance.ep_table import aliases_text, modes_text
 from conformance.model import FeatureLevel
 from conformance.run.command_line import Option, seconds, whole_number
 
@@ -122,8 +122,8 @@ RERUN_FAILURES = Option(
 )
 MODES = Option(
     ("--modes",),
-    "run each EP that has execution modes (dmlop: queue, compile, owned_by_dml, binding_offset) in each of them too, "
-    "one mode changed at a time; a case whose outputs differ bit for bit between two modes is a FAIL mode_mismatch",
+    f"run each EP that has execution modes ({modes_text()}) in each of them too, one mode changed at a time; a case "
+    "whose outputs differ bit for bit between two modes is a FAIL mode_mismatch",
     flag=True,
 )
 ARTIFACTS = Option(
