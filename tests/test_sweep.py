@@ -13,7 +13,7 @@ import pytest
 
 from conformance.cases.load import load_document
 from conformance.cases.parse import Entry, Rejected, parse_document
-from conformance.cases.sweep import expand
+from conformance.cases.sweep import MAX_VARIANT_VALUES, Budget, expand
 from conformance.model import Case, DataType, Mvn1Desc, SourcePos, TopK1Desc
 
 TOPK = """operator: TOP_K1
@@ -245,3 +245,22 @@ def test_a_later_matrix_path_over_an_earlier_one_takes_its_positions() -> None:
         "matrix.A": at["matrix.A"],
         "A": at["matrix.A"],
     }
+
+
+def test_a_matrix_costs_its_variants_values_not_its_own_in_each() -> None:
+    """A matrix of 20,000 seeds (issue 39) is 20,000 variants of the case's few values each: what it takes from the
+    file's budget is linear in the matrix, where counting the matrix's 20,000 values in every variant refused it."""
+    seeds = list(range(20_000))
+    raw = {
+        "id": "seeds",
+        "InputTensor": {"Sizes": [1, 8], "DataType": "FLOAT32", "Generator": {"Kind": "uniform", "Seed": 0}},
+        "Axis": 1,
+        "K": 2,
+        "matrix": {"InputTensor.Generator.Seed": seeds},
+    }
+    budget = Budget()
+    variants, problems = expand(raw, {"": SourcePos("f.yaml", 1, 1)}, budget)
+    assert problems == [] and len(variants) == 20_000
+    assert variants[123].raw["InputTensor"]["Generator"]["Seed"] == 123 and "matrix" not in variants[123].raw
+    # The case without its matrix holds 12 values (3 mappings, 1 list, 8 scalars), and each variant sets one more.
+    assert MAX_VARIANT_VALUES - budget.values == 20_000 * (12 + 1)

@@ -22,7 +22,7 @@ from conformance.problems import Problem
 
 # What one file's sweeps may expand to, checked before expanding: a few lists multiply to any number of cases.
 MAX_VARIANTS = 20_000  # the case library's largest file has under 1,000 cases
-MAX_VARIANT_VALUES = 2_000_000  # YAML values copied into variants (a case's values times its variants)
+MAX_VARIANT_VALUES = 2_000_000  # YAML values copied into variants: each variant's (its matrix left out), summed
 MAX_PATH_PARTS = 8  # a field path is a few names deep (InputTensor.Generator.Low); more would nest without end
 
 
@@ -92,14 +92,21 @@ def expand(
     for key in filter(_is_each, matrix):
         if not all(isinstance(v, dict) and v for v in matrix[key]):
             return [], [Problem(positions.get(f"matrix.{key}", where), f"matrix.{key}", "must list non-empty mappings")]
-    over = _over_budget(math.prod(len(v) for v in matrix.values()), _values(raw), budget or Budget())
+    # A variant holds the case without its matrix and one value of each entry: what it costs is linear in the
+    # matrix's values (a matrix of N seeds is N variants of a few values each, not N variants of N values).
+    per_variant = _values(base) + sum(max(_values(v) for v in values) for values in matrix.values())
+    over = _over_budget(math.prod(len(v) for v in matrix.values()), per_variant, budget or Budget())
     if over is not None:
         return [], [Problem(where, "matrix", over)]
     variants = []
-    under = _Under(positions)
+    # A variant's positions: the case's, and each matrix entry's own (where a variant's field points); not those of
+    # every value the matrix lists, which each variant would copy.
+    entries = {f"{MATRIX}.{key}" for key in matrix}
+    case_positions = {k: v for k, v in positions.items() if not _is_under(k, MATRIX) or k in entries or k == MATRIX}
+    under = _Under(case_positions)
     for combo in itertools.product(*matrix.values()):
         variant_raw = copy.deepcopy(base)
-        variant_pos = dict(positions)
+        variant_pos = dict(case_positions)
         applied: list[str] = []
         for key, value in zip(matrix, combo, strict=True):
             for dotted, field_value in _settings(key, value):
