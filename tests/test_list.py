@@ -138,7 +138,7 @@ def test_an_invalid_case_file_is_exit_2_and_lists_nothing(folder: Path, capsys: 
     ("args", "message"),
     [
         (["missing.yaml"], "dmlconf: missing.yaml: no such file or directory"),
-        (["t.yaml", "--shard", "3/2"], "dmlconf: --shard: expected I/N with 1 <= I <= N, got '3/2'"),
+        (["t.yaml", "--shard", "3/2"], "dmlconf: --shard: expected I/N with 1 <= I <= N, or auto, got '3/2'"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(

@@ -78,7 +78,7 @@ def test_values_are_checked_after_parsing_and_defaults_pass_as_they_are() -> Non
         (["--case-timeout", "-1"], "--case-timeout: must be at least 0, got -1"),
         (["--ep", "tpu"], "--ep: unknown execution provider 'tpu'"),
         (["--feature-level", "three"], "--feature-level: not a feature level: 'three'"),
-        (["--shard", "4/3"], "--shard: expected I/N with 1 <= I <= N, got '4/3'"),
+        (["--shard", "4/3"], "--shard: expected I/N with 1 <= I <= N, or auto, got '4/3'"),
         (["--pack", "0"], "--pack: must be at least 1, got 0"),
         (["-j", "-1"], "--jobs: must be at least 0, got -1"),
     ],

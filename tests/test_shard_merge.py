@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from conformance.cases.suite import collect, parse_shard, shard
+from conformance.cases.suite import balanced, collect, parse_shard, shard
 from conformance.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -204,3 +205,70 @@ def test_whole_splits_of_two_plans_and_unsharded_files_merge(tmp_path: Path) -> 
     row = {"case": "c::1", "operator": "SLICE1", "ep": "cpu", "status": "PASS"}
     (tmp_path / "whole.json").write_text(json.dumps({"schema_version": 1, "results": [row]}), encoding="utf-8")
     assert main(["merge", *cpu, *gpu, str(tmp_path / "whole.json"), "--report-dir", str(tmp_path / "m")]) == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "environ", "parsed"),
+    [
+        ("auto", {"CI_NODE_INDEX": "2", "CI_NODE_TOTAL": "3"}, (2, 3)),  # GitLab parallel: counts from 1
+        ("auto/4", {"JOB_COMPLETION_INDEX": "0"}, (1, 4)),  # a Kubernetes Indexed Job counts from 0
+        ("auto", {"JOB_COMPLETION_INDEX": "3", "DMLCONF_SHARD_COUNT": "4"}, (4, 4)),
+        ("auto", {"DMLCONF_SHARD_INDEX": "3", "DMLCONF_SHARD_COUNT": "5"}, (3, 5)),  # a GitHub matrix sets these
+        ("auto/2", {"CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "3"}, (1, 2)),  # a count given wins
+    ],
+)
+def test_auto_takes_the_shard_from_the_ci(text: str, environ: dict[str, str], parsed: tuple[int, int]) -> None:
+    assert parse_shard(text, environ) == parsed
+
+
+@pytest.mark.parametrize(
+    ("text", "environ", "said"),
+    [
+        ("auto", {}, "no CI shard variable is set"),
+        (
+            "auto",
+            {"JOB_COMPLETION_INDEX": "1"},
+            "JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set without a count",
+        ),
+        ("auto/4", {"JOB_COMPLETION_INDEX": "4"}, "JOB_COMPLETION_INDEX=4 (a Kubernetes Indexed Job) is no shard of 4"),
+        ("auto", {"CI_NODE_INDEX": "x", "CI_NODE_TOTAL": "3"}, "are not whole numbers"),
+        ("auto/x", {"CI_NODE_INDEX": "1"}, "expected auto/N"),
+    ],
+)
+def test_auto_without_a_shard_to_take_says_why(text: str, environ: dict[str, str], said: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(said)):
+        parse_shard(text, environ)
+
+
+def test_a_split_by_time_puts_the_longest_first_onto_the_emptiest_shard() -> None:
+    # By hand: a (5) to shard 1, b (4) to 2, c (3) to 2 (4 < 5), d (2) to 1 (5 < 7), e (1) to the lower of 7 and 7;
+    # f, untimed, counts the median of the times (3) and comes right after c ("c" < "f"): to shard 1 (5 < 7).
+    times = {"a": 5.0, "b": 4.0, "c": 3.0, "d": 2.0, "e": 1.0}
+    assert balanced(["e", "d", "c", "b", "a"], 2, times) == {"a": 1, "b": 2, "c": 2, "d": 1, "e": 1}
+    with_new = balanced(["a", "b", "c", "d", "e", "f"], 2, times)
+    assert with_new == {"a": 1, "b": 2, "c": 2, "f": 1, "d": 2, "e": 1}
+
+
+def test_shards_split_by_time_merge_into_the_whole_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    assert _run(["--report-dir", str(tmp_path / "all")]) == 0
+    previous = str(tmp_path / "all" / "results.json")
+    for i in (1, 2):
+        by_time = ["--shard", f"{i}/2", "--shard-by-time", previous, "--report-dir", str(tmp_path / f"s{i}")]
+        assert _run(by_time) == 0
+    shards = [str(tmp_path / f"s{i}" / "results.json") for i in (1, 2)]
+    assert main(["merge", *shards, "--report-dir", str(tmp_path / "merged")]) == 0
+
+    def cases(folder: str) -> list[str]:
+        document = json.loads((tmp_path / folder / "results.json").read_text(encoding="utf-8"))
+        return sorted(r["case"] for r in document["results"])
+
+    assert cases("merged") == cases("all") and cases("s1") and cases("s2")
+    assert not set(cases("s1")) & set(cases("s2"))
+
+
+def test_shard_by_time_needs_a_shard_and_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", *EXAMPLES, "--shard-by-time", "missing.json"]) == 2
+    assert "--shard-by-time: give --shard I/N (or auto) too" in capsys.readouterr().err
+    assert main(["list", *EXAMPLES, "--shard", "1/2", "--shard-by-time", str(tmp_path / "missing.json")]) == 2
+    assert f"--shard-by-time: {tmp_path / 'missing.json'}:" in capsys.readouterr().err

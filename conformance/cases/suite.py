@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from conformance.cases.detect import CASE_FILE_SUFFIXES, is_case_file
@@ -208,12 +208,58 @@ def run_elements(entries: Sequence[Entry], eps: int) -> int:
     return eps * sum(case_elements(entry) for entry in entries)
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """ "I/N" (1 <= I <= N) -> (I, N); ValueError with a one-line reason otherwise."""
+@dataclass(frozen=True)
+class ShardVariables:
+    """Where ``--shard auto`` finds a machine's shard: a CI's variable for its index (counted from ``first``) and the
+    one for the count (None: ``--shard auto/N`` or DMLCONF_SHARD_COUNT gives it)."""
+
+    ci: str
+    index: str
+    first: int
+    count: str | None
+
+
+SHARD_COUNT = "DMLCONF_SHARD_COUNT"
+# In the order they are looked for: the pair a GitHub Actions matrix (or any CI) sets for dml-conformance, GitLab's
+# parallel: jobs, and a Kubernetes Indexed Job's completion index (whose count the job's spec holds, not a variable).
+SHARD_VARIABLES = (
+    ShardVariables("a GitHub Actions matrix (docs/ci.md)", "DMLCONF_SHARD_INDEX", 1, SHARD_COUNT),
+    ShardVariables("GitLab CI parallel:", "CI_NODE_INDEX", 1, "CI_NODE_TOTAL"),
+    ShardVariables("a Kubernetes Indexed Job", "JOB_COMPLETION_INDEX", 0, None),
+)
+AUTO = "auto"
+
+
+def parse_shard(text: str, environ: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """ "I/N" (1 <= I <= N) -> (I, N); "auto" or "auto/N": this machine's shard from its CI's variables
+    (SHARD_VARIABLES, read from ``environ``, else the process's); ValueError with a one-line reason otherwise."""
+    if text == AUTO or text.startswith(AUTO + "/"):
+        return _auto_shard(text.removeprefix(AUTO).removeprefix("/"), os.environ if environ is None else environ)
     index, _, count = text.partition("/")
     if not (index.isdigit() and count.isdigit()) or not 1 <= int(index) <= int(count):
-        raise ValueError(f"expected I/N with 1 <= I <= N, got {text!r}")
+        raise ValueError(f"expected I/N with 1 <= I <= N, or auto, got {text!r}")
     return int(index), int(count)
+
+
+def _auto_shard(given_count: str, environ: Mapping[str, str]) -> tuple[int, int]:
+    """The shard the first CI's variables found name: (index from 1, count)."""
+    if given_count and not given_count.isdigit():
+        raise ValueError(f"expected auto/N with N a whole number, got auto/{given_count}")
+    source = next((s for s in SHARD_VARIABLES if environ.get(s.index, "").strip()), None)
+    if source is None:
+        looked = ", ".join(f"{s.index} ({s.ci})" for s in SHARD_VARIABLES)
+        raise ValueError(f"auto: no CI shard variable is set (looked for {looked})")
+    raw_index = environ[source.index].strip()
+    raw_count = given_count or (environ.get(source.count, "") if source.count else "") or environ.get(SHARD_COUNT, "")
+    raw_count = raw_count.strip()
+    if not raw_count:
+        raise ValueError(f"auto: {source.index} ({source.ci}) is set without a count: give auto/N or {SHARD_COUNT}")
+    if not (raw_index.isdigit() and raw_count.isdigit()):
+        raise ValueError(f"auto: {source.index}={raw_index!r} and a count of {raw_count!r} are not whole numbers")
+    index, count = int(raw_index) - source.first + 1, int(raw_count)
+    if not 1 <= index <= count:
+        raise ValueError(f"auto: {source.index}={raw_index} ({source.ci}) is no shard of {count}")
+    return index, count
 
 
 def in_shard(case_id: str, index: int, count: int) -> bool:
@@ -222,7 +268,28 @@ def in_shard(case_id: str, index: int, count: int) -> bool:
     return int(hashlib.sha1(case_id.encode("utf-8")).hexdigest(), 16) % count == index - 1
 
 
-def shard(suite: Suite, index: int, count: int) -> Suite:
-    """Shard ``index`` of ``count``: the shards of one suite are disjoint and together hold every case."""
-    kept = tuple(e for e in suite.entries if in_shard(e.id, index, count))
-    return replace(suite, entries=kept, shard=ShardOf(index, count, tuple(e.id for e in suite.entries)))
+def shard(suite: Suite, index: int, count: int, seconds: Mapping[str, float] | None = None) -> Suite:
+    """Shard ``index`` of ``count``: the shards of one suite are disjoint and together hold every case. By a hash of
+    each id, or with ``seconds`` (each case's time in an earlier run: --shard-by-time) balanced by time."""
+    ids = [e.id for e in suite.entries]
+    if seconds is None:
+        kept = tuple(e for e in suite.entries if in_shard(e.id, index, count))
+    else:
+        mine = {case for case, place in balanced(ids, count, seconds).items() if place == index}
+        kept = tuple(e for e in suite.entries if e.id in mine)
+    return replace(suite, entries=kept, shard=ShardOf(index, count, tuple(ids)))
+
+
+def balanced(ids: Sequence[str], count: int, seconds: Mapping[str, float]) -> dict[str, int]:
+    """Each case's shard (1 to ``count``), the longest first onto the shard with the least time so far (the longest
+    processing time rule: within 4/3 of the best split). A case the earlier run did not time counts the median of those
+    it did. The same ids and times give every machine the same split: ties go by id, then to the lowest shard."""
+    known = sorted(seconds[i] for i in ids if i in seconds)
+    typical = known[len(known) // 2] if known else 1.0
+    loads = [0.0] * count
+    placed = {}
+    for case in sorted(ids, key=lambda i: (-seconds.get(i, typical), i)):
+        emptiest = min(range(count), key=lambda s: (loads[s], s))
+        loads[emptiest] += seconds.get(case, typical)
+        placed[case] = emptiest + 1
+    return placed

@@ -30,7 +30,7 @@ from conformance.cli.reports import (
     write_reports,
 )
 from conformance.cli.run_start import cases_hash, make_folders, open_stream, within_limit
-from conformance.cli.selection import KEEP_GOING, KEYWORD, QUICK, SHARD, selected
+from conformance.cli.selection import KEEP_GOING, KEYWORD, QUICK, SHARD, SHARD_BY_TIME, selected
 from conformance.cli.shared import (
     EXIT_FAILED,
     EXIT_OK,
@@ -131,6 +131,7 @@ RUN_OPTIONS = (
     QUIET,
     ARTIFACTS,
     SHARD,
+    SHARD_BY_TIME,
     RESUME,
     KEEP_GOING,
     MAX_RUN_ELEMENTS,

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from conformance.cases.parse import Entry, Rejected
 from conformance.cases.suite import Suite, parse_shard, shard, valid_files_only
 from conformance.cli.output import say, warn
-from conformance.cli.shared import EXIT_OK, EXIT_USAGE, collect_paths, file_limits, print_problems
+from conformance.cli.shared import EXIT_OK, EXIT_USAGE, UsageError, collect_paths, file_limits, print_problems
 from conformance.coverage.mapping import quick
 from conformance.ep.memory import PATHS
 from conformance.model import MemoryPath
+from conformance.problems import one_line
+from conformance.results import read_results
 from conformance.run.command_line import Option
 from conformance.run.options import READING
 
@@ -35,9 +38,17 @@ QUICK = Option(
 )
 SHARD = Option(
     ("--shard",),
-    "only shard I of N (by a hash of each case id; merge them after)",
+    "only shard I of N (by a hash of each case id; merge them after); auto: I and N from the CI's variables "
+    "(GitLab CI_NODE_INDEX/CI_NODE_TOTAL, a Kubernetes Indexed Job's JOB_COMPLETION_INDEX with auto/N, or "
+    "DMLCONF_SHARD_INDEX/DMLCONF_SHARD_COUNT: docs/ci.md)",
     metavar="I/N",
     check=parse_shard,
+)
+SHARD_BY_TIME = Option(
+    ("--shard-by-time",),
+    "with --shard, split by each case's time in an earlier run's results.json (.gz too), the longest first onto the "
+    "shard with the least, instead of by hash; every shard of the split must be given the same file",
+    metavar="PREVIOUS.json",
 )
 KEEP_GOING = Option(
     ("--keep-going",),
@@ -49,7 +60,7 @@ JSON = Option(
     "print a JSON list of the selected cases (id, path, operator, data_type, feature_level, negative)",
     flag=True,
 )
-LIST_OPTIONS = (*READING, KEYWORD, QUICK, SHARD, KEEP_GOING, JSON)
+LIST_OPTIONS = (*READING, KEYWORD, QUICK, SHARD, SHARD_BY_TIME, KEEP_GOING, JSON)
 
 
 def selected(args: argparse.Namespace, paths: Sequence[MemoryPath] = PATHS) -> Suite | None:
@@ -67,9 +78,25 @@ def selected(args: argparse.Namespace, paths: Sequence[MemoryPath] = PATHS) -> S
         suite = valid_files_only(suite)
     if args.quick:
         suite = quick(suite, args.max_elements)
+    if args.shard_by_time is not None and args.shard is None:
+        raise UsageError("--shard-by-time: give --shard I/N (or auto) too: it says how the shards are split")
     if args.shard is not None:
-        suite = shard(suite, *args.shard)
+        index, count = args.shard
+        suite = shard(suite, index, count, _case_seconds(args.shard_by_time) if args.shard_by_time else None)
     return suite
+
+
+def _case_seconds(path: str) -> dict[str, float]:
+    """Each case's time in an earlier run (its results on every EP, summed); UsageError where the file is no run."""
+    try:
+        document = read_results(path)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--shard-by-time: {path}: {one_line(str(error))}") from None
+    seconds: dict[str, float] = {}
+    for result in document.results:
+        if math.isfinite(result.seconds) and result.seconds > 0:
+            seconds[result.case] = seconds.get(result.case, 0.0) + result.seconds
+    return seconds
 
 
 def described(entry: Entry) -> dict[str, Any]:
