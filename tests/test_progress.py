@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import pytest
+
+from conformance.cli.main import main
 from conformance.cli.progress import Progress
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 class _Terminal(io.StringIO):
@@ -41,3 +47,18 @@ def test_a_short_run_in_a_log_prints_nothing() -> None:
         progress.advance()
     progress.close()
     assert stream.getvalue() == ""
+
+
+def test_quiet_draws_and_prints_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for stream in (_Terminal(), io.StringIO()):
+        progress = Progress(200, stream, lambda: 0.0, silent=True)
+        for _ in range(200):
+            progress.advance()
+        progress.close()
+        assert stream.getvalue() == ""
+    # A run of over 100 results with --quiet: no progress line in the log, only the verdict (issue 39).
+    code = main(["run", str(REPO / "cases" / "slice1" / "library.yaml"), "--ep", "cpu", "--quiet", "-j", "0",
+                 "--report-dir", str(tmp_path)])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0 and "ETA" not in captured.err and "ETA" not in captured.out
+    assert captured.out.strip().splitlines()[-1].startswith("PASSED")

@@ -20,10 +20,17 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """``advance()`` after each result; ``close()`` at the end (or on an interrupt)."""
+    """``advance()`` after each result; ``close()`` at the end (or on an interrupt). ``silent`` (--quiet): nothing is
+    drawn or printed."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic) -> None:
-        self.total, self.done = total, 0
+    def __init__(
+        self,
+        total: int,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        silent: bool = False,
+    ) -> None:
+        self.total, self.done, self.silent = total, 0, silent
         self.stream = stream if stream is not None else sys.stderr
         self.interactive = bool(getattr(self.stream, "isatty", lambda: False)())
         self._clock = clock
@@ -43,6 +50,8 @@ class Progress:
 
     def advance(self, count: int = 1) -> None:
         self.done += count
+        if self.silent:
+            return
         if self.interactive:
             self._write("\r" + self.line())
         elif self.total >= PLAIN_MINIMUM and self.done * 10 >= self._next_tenth * self.total:
@@ -50,5 +59,5 @@ class Progress:
             self._write(self.line() + "\n")
 
     def close(self) -> None:
-        if self.interactive:
+        if self.interactive and not self.silent:
             self._write("\r" + " " * (WIDTH + 60) + "\r")

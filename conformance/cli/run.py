@@ -322,7 +322,7 @@ def _run_pairs(
     or a full disk ends the run with what finished so far. The stream and the progress line are closed whatever
     happens. ``run_log`` is the run's, given so that every way out of it keeps its runner deaths and lost devices."""
     planned = len(suite.entries) * len(eps)
-    progress = Progress(planned - len(done))
+    progress = Progress(planned - len(done), silent=args.quiet)  # --quiet: the unexpected and the verdict alone
     finished = dict(done)
 
     def record(pair: int, result: Result) -> None:
