@@ -18,6 +18,7 @@ from hypothesis.errors import NoSuchExample
 from conformance.cases.load import load_document
 from conformance.cases.parse import Entry
 from conformance.cases.validate import validate
+from conformance.cli import fuzz as cli_fuzz
 from conformance.cli.main import main
 from conformance.ep.providers import parse_ep
 from conformance.fuzz import search as fuzz_module
@@ -228,3 +229,19 @@ def test_a_found_case_s_reproduce_line_runs_it_where_it_lives(path: Path) -> Non
     named = re.findall(r"^# Reproduce: dmlconf run (\S+) --ep \S+$", text, re.MULTILINE)
     assert len(named) == text.count("# Reproduce:")
     assert set(named) <= {path.relative_to(REPO).as_posix()}
+
+
+def test_the_search_tells_its_progress_as_it_goes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    told: list[tuple[int, float]] = []
+    outcome = fuzz(
+        Operator.SLICE1, parse_ep("cpu"), 1.0, seed=1, out_dir=str(tmp_path), progress=lambda n, s: told.append((n, s))
+    )
+    assert told and told[-1][0] <= outcome.examples
+    assert [n for n, _ in told] == sorted(n for n, _ in told) and [s for _, s in told] == sorted(s for _, s in told)
+    # The command prints a line every PROGRESS_EVERY seconds of the search (issue 39): here every half second.
+    monkeypatch.setattr(cli_fuzz, "PROGRESS_EVERY", 0.5)
+    assert main(["fuzz", "--operator", "SLICE1", "--ep", "cpu", "--time", "2", "--out", str(tmp_path / "cli")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.strip().endswith("s of 2, no mismatch yet") for line in lines[1:-1]), lines

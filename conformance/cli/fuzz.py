@@ -65,11 +65,22 @@ FUZZ_OPTIONS = (
 )
 
 
+PROGRESS_EVERY = 10.0  # seconds between the search's progress lines
+
+
 def fuzz_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     (ep,) = chosen_eps([args.fuzz_ep] if args.fuzz_ep else [])
     operator: Operator = args.operator  # checked: the member a case file's operator: would name
-    print(f"fuzzing {operator.value} on {ep.text} for {args.time:g} s, seed {args.seed}")
-    outcome = fuzz(operator, ep, args.time, args.seed, args.out, args.special, args.shrink_examples)
+    print(f"fuzzing {operator.value} on {ep.text} for {args.time:g} s, seed {args.seed}", flush=True)
+    said = [0.0]
+
+    def progress(examples: int, elapsed: float) -> None:
+        """A line every PROGRESS_EVERY seconds of the search: it runs for --time without a word otherwise."""
+        if elapsed - said[0] >= PROGRESS_EVERY:
+            said[0] = elapsed
+            print(f"  {examples} example(s) in {elapsed:.0f} s of {args.time:g}, no mismatch yet", flush=True)
+
+    outcome = fuzz(operator, ep, args.time, args.seed, args.out, args.special, args.shrink_examples, progress)
     print(f"{outcome.examples} example(s) in {outcome.seconds:.1f} s, {outcome.shrunk} of them shrinking")
     if outcome.result is None or outcome.case_file is None:
         print("no mismatch found")

@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,19 +184,29 @@ def fuzz(
     out_dir: str,
     special: bool = False,
     shrink_examples: int = SHRINK_EXAMPLES,
+    progress: Callable[[int, float], None] | None = None,
 ) -> FuzzOutcome:
     """Draw and run cases for ``seconds``; the first mismatch is shrunk (running at most ``shrink_examples``
-    candidates) and written under ``out_dir``."""
+    candidates) and written under ``out_dir``. ``progress`` is told after each batch how many examples ran in how
+    many seconds."""
     start = time.monotonic()
     options = RunOptions()
     search = _Search(operator, ep, options, shrink_examples)
     try:
-        return _search(search, seconds, seed, special, out_dir, start)
+        return _search(search, seconds, seed, special, out_dir, start, progress)
     finally:
         search.sessions.runners.close()
 
 
-def _search(search: _Search, seconds: float, seed: int, special: bool, out_dir: str, start: float) -> FuzzOutcome:
+def _search(
+    search: _Search,
+    seconds: float,
+    seed: int,
+    special: bool,
+    out_dir: str,
+    start: float,
+    progress: Callable[[int, float], None] | None = None,
+) -> FuzzOutcome:
     """The search's batches until a mismatch or the time is up; the mismatch written and run again."""
     operator, ep, options, shrink_examples = search.operator, search.ep, search.options, search.shrink_examples
     batch = 0
@@ -203,6 +214,8 @@ def _search(search: _Search, seconds: float, seed: int, special: bool, out_dir: 
         if _batch(search, seed * 1_000_003 + batch, special):
             break
         batch += 1
+        if progress is not None:
+            progress(search.examples, time.monotonic() - start)
     elapsed = time.monotonic() - start
     if search.failing is None:
         return FuzzOutcome(search.examples, elapsed, search.shrunk)
