@@ -21,13 +21,16 @@ class _Terminal(io.StringIO):
 def test_a_terminal_gets_one_redrawn_line_with_an_eta() -> None:
     now = [100.0]
     stream = _Terminal()
-    progress = Progress(4, stream, lambda: now[0])
-    now[0] = 110.0  # 10 s for the first of 4: 30 s to go
+    progress = Progress(5, stream, lambda: now[0])
+    now[0] = 160.0  # the first of 5 after a minute of starting up: no rate yet
     progress.advance()
-    assert stream.getvalue() == "\r[" + "#" * 8 + "." * 22 + "] 1/4 (25%) 10s, ETA 30s"
+    assert stream.getvalue() == "\r[" + "#" * 6 + "." * 24 + "] 1/5 (20%) 1m00s, ETA --"
+    now[0] = 170.0
+    progress.advance()  # 10 s a result since the first (the start left out): 3 to go, 30 s
+    assert stream.getvalue().endswith("] 2/5 (40%) 1m10s, ETA 30s")
     now[0] = 190.0
-    progress.advance()  # 90 s for 2: 90 s to go
-    assert stream.getvalue().endswith("] 2/4 (50%) 1m30s, ETA 1m30s")
+    progress.advance()  # 30 s for the 2 after the first: 15 s each, 2 to go
+    assert stream.getvalue().endswith("] 3/5 (60%) 1m30s, ETA 30s")
     assert "\n" not in stream.getvalue()
 
 

@@ -35,20 +35,28 @@ class Progress:
         self.interactive = bool(getattr(self.stream, "isatty", lambda: False)())
         self._clock = clock
         self.started = self._clock()
+        self._first_at: float | None = None  # when the first result came: the rate is measured from there
         self._next_tenth = 1
 
     def line(self) -> str:
-        elapsed = self._clock() - self.started
+        """The bar, the count, the time so far and the ETA: the rate of the results after the first, which leaves out
+        the start (workers, runners, the first compiles: a run's first ETA was over three times its length)."""
+        now = self._clock()
+        elapsed = now - self.started
         share = self.done / self.total if self.total else 1.0
-        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        eta = "--"
+        if self.done >= 2 and self._first_at is not None:
+            eta = _duration((now - self._first_at) / (self.done - 1) * (self.total - self.done))
         bar = "#" * round(WIDTH * share) + "." * (WIDTH - round(WIDTH * share))
-        return f"[{bar}] {self.done}/{self.total} ({share:.0%}) {_duration(elapsed)}, ETA {_duration(eta)}"
+        return f"[{bar}] {self.done}/{self.total} ({share:.0%}) {_duration(elapsed)}, ETA {eta}"
 
     def _write(self, text: str) -> None:
         """A reader of the stream that went away (``2>&1 | head``) stops the drawing, not the run (output.py)."""
         write(self.stream, text)
 
     def advance(self, count: int = 1) -> None:
+        if self._first_at is None:
+            self._first_at = self._clock()
         self.done += count
         if self.silent:
             return
