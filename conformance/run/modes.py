@@ -120,11 +120,17 @@ class _Member:
     defaults: bool  # every mode at its default
 
 
-def _modes_apart(ep: EpSpec, other: EpSpec) -> tuple[str, str]:
-    """The modes in which two EPs of one family differ, each EP's in words: ``compile=graph``, ``compile=operator``."""
-    mine, theirs = modes_of(ep), modes_of(other)
-    apart = [key for key in mine if mine[key] != theirs[key]]
-    return tuple(", ".join(f"{key}={modes[key]}" for key in apart) for modes in (mine, theirs))  # type: ignore[return-value]
+def _ran_in(result: Result, ep: EpSpec) -> dict[str, str]:
+    """The modes ``result`` ran in: its record (a case's own modes included), else its EP's."""
+    recorded = (result.directml or {}).get("modes")
+    return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else modes_of(ep)
+
+
+def _modes_apart(mine: Mapping[str, str], theirs: Mapping[str, str]) -> tuple[str, str]:
+    """The modes in which two runs of one family differ, each one's in words: ``compile=graph`` and
+    ``compile=operator``."""
+    apart = [key for key in mine if mine[key] != theirs.get(key)]
+    return ", ".join(f"{key}={mine[key]}" for key in apart), ", ".join(f"{key}={theirs.get(key)}" for key in apart)
 
 
 def _mismatch(result: Result, base: Result, base_ep: EpSpec, ep: EpSpec, folder: str | None) -> Result | None:
@@ -142,7 +148,7 @@ def _mismatch(result: Result, base: Result, base_ep: EpSpec, ep: EpSpec, folder:
     ]
     verdict = f"{result.status.value} {result.failure_kind}" if result.failure_kind else result.status.value
     said = f": {result.message}" if result.message else ""
-    mine_text, their_text = _modes_apart(ep, base_ep)
+    mine_text, their_text = _modes_apart(_ran_in(result, ep), _ran_in(base, base_ep))
     message = (
         f"outputs differ bit for bit between two modes of one EP, {mine_text} ({ep.text}) against {their_text} "
         f"({base_ep.text}): " + "; ".join(where) + f"\n(against the oracle: {verdict}{said})"
