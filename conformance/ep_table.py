@@ -82,6 +82,8 @@ ONNXRUNTIME_DLL = "an onnxruntime.dll version"  # ep/directml.py's ONNXRUNTIME_D
 MULTIPLE_OF_16 = "a multiple of 16"
 # The mode that hands DirectML the operators' constant inputs (model.CONSTANT_INPUTS) to own.
 OWNED_BY_DML = "owned_by_dml"
+# The mode that lets a case whose descriptor is byte for byte one compiled before take that compiled operator.
+REUSE_COMPILED = "reuse_compiled"
 # How many dispatches one command list records: at most BATCH_MAX, the runner's DISPATCH_BATCH_MAX
 # (tests/test_modes.py pins the two equal).
 BATCH_MAX = 64
@@ -290,6 +292,7 @@ DMLOP = KnownEp(
             OWNED_BY_DML: ONE_ZERO,  # DML_TENSOR_FLAG_OWNED_BY_DML on the operator's constant inputs
             "binding_offset": MULTIPLE_OF_16,  # each tensor's offset in its buffer (the canary before it)
             "batch": BATCH_SIZE,  # up to this many cases' dispatches in one command list
+            REUSE_COMPILED: ONE_ZERO,  # 0: every case's operator created and compiled anew
             "directml": DIRECTML_DLL,
             "ort": ONNXRUNTIME_DLL,
             REFERENCE: ONE_ZERO,
@@ -328,6 +331,13 @@ DMLOP = KnownEp(
             ("8",),
             "up to that many cases' dispatches recorded in one command list, UAV barriers between them, one fence "
             "wait: a workload's many dispatches per submission, each output still canary-checked",
+        ),
+        Mode(
+            REUSE_COMPILED,
+            "1",
+            ("0",),
+            "a compiled operator dispatched again for every case whose descriptor is byte for byte the same (0: each "
+            "case's operator created and compiled anew), its initializer run again on the case's own bindings",
         ),
     ),
 )

@@ -34,6 +34,7 @@ def test_modes_adds_one_ep_per_other_value_of_each_mode() -> None:
         "dmlop:device_id=0,owned_by_dml=1",
         "dmlop:device_id=0,binding_offset=16",
         "dmlop:device_id=0,batch=8",
+        "dmlop:device_id=0,reuse_compiled=0",
     ]
     # From a mode given, the default is the other value; an EP named twice runs once.
     given = with_modes([parse_ep("dmlop:queue=compute"), parse_ep("dmlop")])
@@ -162,7 +163,14 @@ def test_the_spec_examples_and_a_strided_case_per_operator_run_in_every_mode(
     assert eps == {ep.text for ep in with_modes([parse_ep("dmlop")])}
     assert len(results) == len(cases) * len(eps)
     assert all(r["values_sha256"] for r in results), "every case executed, its outputs hashed, in every mode"
-    defaults = {"queue": "direct", "compile": "operator", "owned_by_dml": "0", "binding_offset": "64", "batch": "1"}
+    defaults = {
+        "queue": "direct",
+        "compile": "operator",
+        "owned_by_dml": "0",
+        "binding_offset": "64",
+        "batch": "1",
+        "reuse_compiled": "1",
+    }
     changes: tuple[dict[str, str], ...] = (
         {},
         {"queue": "compute"},
@@ -170,6 +178,7 @@ def test_the_spec_examples_and_a_strided_case_per_operator_run_in_every_mode(
         {"owned_by_dml": "1"},
         {"binding_offset": "16"},
         {"batch": "8"},
+        {"reuse_compiled": "0"},
     )
     expected = {tuple(sorted((defaults | change).items())) for change in changes}
     assert {tuple(sorted(r["directml"]["modes"].items())) for r in results} == expected
@@ -243,3 +252,26 @@ def test_triage_leaves_a_mode_mismatch_to_its_two_modes_outputs() -> None:
     failed = Result("cases/x.yaml::a", "SLICE1", "dmlop:compile=graph", Status.FAIL, failure_kind="tolerance")
     assert triageable(failed)
     assert not triageable(replace(failed, failure_kind=MODE_MISMATCH))
+
+
+def test_a_descriptor_compiled_before_is_dispatched_again_giving_the_same_bits(
+    chain_ready: None, tmp_path: Path
+) -> None:
+    """Six cases whose descriptors are byte for byte one (only their seeds differ): on dmlop the first compiles and
+    the others take its compiled operator; on reuse_compiled=0 each compiles its own; mode equality holds the two."""
+    cases = tmp_path / "seeds.yaml"
+    cases.write_text(
+        "operator: TOP_K1\nfeature_level: '3_1'\ncases:\n  - id: seeds\n"
+        "    InputTensor: {Sizes: [1, 1, 4, 16], DataType: FLOAT32, Generator: {Kind: uniform, Seed: 0}}\n"
+        "    Axis: 3\n    K: 5\n    matrix: {InputTensor.Generator.Seed: [1, 2, 3, 4, 5, 6]}\n"
+    )
+    out = tmp_path / "out"
+    code = main(
+        ["run", str(cases), "--ep", "dmlop", "--ep", "dmlop:reuse_compiled=0", "-j", "0", "--report-dir", str(out)]
+    )
+    assert code == 0
+    results = json.loads((out / "results.json").read_text())["results"]
+    reused = {(r["case"].rsplit("::", 1)[1], r["ep"]): r["directml"]["compiled_operator_reused"] for r in results}
+    assert [reused[(f"seeds[{i}]", "dmlop")] for i in range(1, 7)] == [False] + [True] * 5
+    assert not any(reused[(f"seeds[{i}]", "dmlop:reuse_compiled=0")] for i in range(1, 7))
+    assert {r["status"] for r in results} == {"PASS"}  # no mode_mismatch: the values are bit for bit the same

@@ -411,7 +411,7 @@ def test_modes_run_as_items_and_a_mode_that_differs_fails_as_a_mode_mismatch(
     one = ("-k", "example-1")
     reprec = pytester.inline_run(*FAST, "--ep", "dmlop", "--modes", *one)  # in the session's worker
     reports = _case_reports(reprec)
-    assert len(reports) == 6 and all(report.passed for report in reports.values())
+    assert len(reports) == 7 and all(report.passed for report in reports.values())
     real = dmlop.dispatch
 
     def altered(*args: Any, **kwargs: Any) -> Any:

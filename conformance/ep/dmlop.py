@@ -25,7 +25,7 @@ from conformance.ep.rules import one_line
 from conformance.ep.wine import protocol
 from conformance.ep.wine.client import Runners
 from conformance.ep.wine.session import adapter_index
-from conformance.ep_table import ONE_ZERO, OWNED_BY_DML
+from conformance.ep_table import ONE_ZERO, OWNED_BY_DML, REUSE_COMPILED
 from conformance.model import EP_NOT_STARTED
 
 # The --ep dmlop options that set a DML_EXECUTION_FLAG: the flags that change results (DESCRIPTORS_VOLATILE does not).
@@ -58,6 +58,7 @@ class DispatchMode:
     owned_by_dml: bool  # the operator's constant inputs flagged DML_TENSOR_FLAG_OWNED_BY_DML
     binding_offset: int  # each tensor's binding this many bytes into its buffer
     batch: int  # up to this many cases' dispatches recorded in one command list
+    reuse_compiled: bool  # a descriptor compiled before on the device takes that compiled operator
 
     @property
     def compile_step(self) -> str:
@@ -66,8 +67,10 @@ class DispatchMode:
     @property
     def request(self) -> int:
         """The dispatch request's flags for these modes (protocol.DISPATCH_*)."""
-        return (protocol.DISPATCH_COMPUTE_QUEUE if self.compute_queue else 0) | (
-            protocol.DISPATCH_COMPILE_GRAPH if self.graph else 0
+        return (
+            (protocol.DISPATCH_COMPUTE_QUEUE if self.compute_queue else 0)
+            | (protocol.DISPATCH_COMPILE_GRAPH if self.graph else 0)
+            | (0 if self.reuse_compiled else protocol.DISPATCH_NO_REUSE)
         )
 
 
@@ -81,6 +84,7 @@ def dispatch_mode(ep: EpSpec, case_modes: Mapping[str, str] | None = None) -> Di
         owned_by_dml=modes[OWNED_BY_DML] == ONE_ZERO.on,
         binding_offset=int(modes["binding_offset"]),
         batch=int(modes["batch"]),
+        reuse_compiled=modes[REUSE_COMPILED] == ONE_ZERO.on,
     )
 
 

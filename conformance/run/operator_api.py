@@ -205,6 +205,7 @@ def judge(
         "modes": modes_of(ep, case.modes),
         "owned_by_dml": sorted(outcome.owned),
         "dispatches_in_list": outcome.in_list,  # with batch=N, the cases recorded in its command list
+        "compiled_operator_reused": reply.reused,  # the device's compiled operator for these descriptor bytes
         "create_hresult": f"0x{reply.create_hresult:08X}",
         "compile_hresult": f"0x{reply.compile_hresult or 0:08X}",
         "descriptors": reply.descriptors,

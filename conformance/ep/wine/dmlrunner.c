@@ -150,6 +150,7 @@ enum { MAX_SESSIONS = 64, MAX_NAMES = 4096, MAX_DIMS = 16 };
 /* The adapter index that names WARP, the software adapter every Windows machine has (IDXGIFactory4::EnumWarpAdapter),
  * not in EnumAdapters1's list: the reference adapter natively (protocol.py's ADAPTER_WARP; docs/triage.md). */
 enum { ADAPTER_WARP = 65535 };
+enum { RUNNER_COMPILED_KEEP = 256 }; /* compiled operators a device keeps for reuse */
 
 static HANDLE in_handle, out_handle;
 
@@ -407,6 +408,10 @@ typedef struct {
   UINT64 pool_size, staging_size; /* pool_gpu's bytes; pool_upload's and pool_readback's (the bindings' only) */
   int list_open; /* lists[open_kind] is recording (a failed step closes it) */
   int open_kind;
+  /* Compiled operators by their request's descriptor (compiled_key): a case whose descriptor is byte for byte one
+   * compiled before dispatches that one (DISPATCH_NO_REUSE: never), its initializer run again on its own bindings. */
+  struct { unsigned char *key; size_t size; void *compiled; } compiled[RUNNER_COMPILED_KEEP];
+  uint32_t compiled_next; /* the slot the next one takes, the oldest's once all are taken */
 } Shared;
 static Shared shared[8];
 
@@ -446,6 +451,11 @@ static void forget_device(const Shared *device) {
   for (int i = 0; i < 8; i++) {
     if (&shared[i] != device || !shared[i].dml) continue;
     if (shared[i].recorder) ((Release_t)((void **)*(void **)shared[i].recorder)[2])(shared[i].recorder);
+    for (int k = 0; k < RUNNER_COMPILED_KEEP; k++) {
+      void *kept = shared[i].compiled[k].compiled;
+      if (kept) ((Release_t)((void **)*(void **)kept)[2])(kept);
+      free(shared[i].compiled[k].key);
+    }
     if (shared[i].heap) ID3D12DescriptorHeap_Release(shared[i].heap);
     for (int k = 0; k < 2; k++) {
       if (shared[i].lists[k]) ID3D12GraphicsCommandList_Release(shared[i].lists[k]);
@@ -854,6 +864,7 @@ DEFINE_GUID(IID_IDMLDevice1_, 0xa0884f9a, 0xd2be, 0x4355, 0xaa, 0x5d, 0x59, 0x01
 
 enum { /* vtable slots (DirectML.h) */
   DML_SLOT_QueryInterface = 0,
+  DML_SLOT_AddRef = 1,
   DML_SLOT_Release = 2,
   DML_SLOT_CreateOperator = 8,            /* IDMLDevice */
   DML_SLOT_CompileOperator = 9,
@@ -877,7 +888,7 @@ enum { MAX_BINDINGS = 16 };
 /* Request flags (protocol.py's DISPATCH_*): compile nothing, only ask CreateOperator whether it takes the desc; run
  * on a COMPUTE queue (else the DIRECT one); compile a one-node graph (IDMLDevice1::CompileGraph) instead of the
  * operator (CompileOperator). */
-enum { DISPATCH_CREATE_ONLY = 1, DISPATCH_COMPUTE_QUEUE = 2, DISPATCH_COMPILE_GRAPH = 4 };
+enum { DISPATCH_CREATE_ONLY = 1, DISPATCH_COMPUTE_QUEUE = 2, DISPATCH_COMPILE_GRAPH = 4, DISPATCH_NO_REUSE = 8 };
 /* The most dispatches one dispatch_batch request holds. */
 enum { DISPATCH_BATCH_MAX = 64 };
 /* How a dispatch's input is bound (protocol.py's INPUT_*): not at all (an optional tensor left out); to the
@@ -944,6 +955,9 @@ typedef struct {
   int graph;               /* compiled as a one-node graph, whose inputs are the bound ones alone, in order */
   HRESULT created, compiled_hr;
   int ready;               /* created and compiled, to be initialized and dispatched */
+  int reused;              /* its compiled operator was one compiled before (compiled_key) */
+  unsigned char *key;      /* compiled_key: what a compiled operator is kept and found by */
+  size_t key_size;
   DmlBindingProperties props, init_props;
   double ms_create, ms_compile;
 } Dispatch;
@@ -963,6 +977,7 @@ static void release_dispatch(Dispatch *d) {
   dml_release(d->compiled);
   dml_release(d->op);
   free(d->arena);
+  free(d->key);
 }
 
 static HRESULT make_buffer(ID3D12Device *device, D3D12_HEAP_TYPE heap, uint64_t size, D3D12_RESOURCE_STATES state,
@@ -1300,6 +1315,17 @@ static void read_dispatch(Frame *f, Dispatch *d, uint64_t *at) {
   d->arena = checked_alloc((size_t)arena_size); /* its own copy, 16-byte aligned, patched below */
   memcpy(d->arena, arena_bytes, (size_t)arena_size);
   uint32_t n_reloc = get_u32(f);
+  /* compiled_key: the execution flags, the compile, and the descriptor as sent (its block before relocation, its
+   * pointer fields and where its desc is): the same bytes describe the same operator. */
+  const unsigned char *relocs = f->data + f->at;
+  if ((uint64_t)n_reloc * 8 > f->size - f->at) die("a descriptor's pointer fields past the request's end");
+  d->key_size = 12 + (size_t)n_reloc * 8 + (size_t)arena_size;
+  d->key = checked_alloc(d->key_size);
+  uint32_t graph_bit = (d->request & DISPATCH_COMPILE_GRAPH) != 0;
+  memcpy(d->key, &d->flags, 4);
+  memcpy(d->key + 4, &graph_bit, 4);
+  memcpy(d->key + 12, relocs, (size_t)n_reloc * 8);
+  memcpy(d->key + 12 + (size_t)n_reloc * 8, arena_bytes, (size_t)arena_size);
   for (uint32_t i = 0; i < n_reloc; i++) {
     uint32_t where = get_u32(f), size = get_u32(f); /* a pointer field, and the size of what it points to */
     uint64_t target;
@@ -1311,6 +1337,7 @@ static void read_dispatch(Frame *f, Dispatch *d, uint64_t *at) {
   }
   d->desc_at = get_u32(f);
   if (d->desc_at % 8 || (uint64_t)d->desc_at + 16 > arena_size) die("the operator desc outside its block");
+  memcpy(d->key + 8, &d->desc_at, 4);
   d->n_in = get_u32(f);
   if (d->n_in > MAX_BINDINGS) die("too many inputs");
   for (uint32_t i = 0; i < d->n_in; i++) {
@@ -1337,9 +1364,44 @@ static void read_dispatch(Frame *f, Dispatch *d, uint64_t *at) {
   d->graph = (d->request & DISPATCH_COMPILE_GRAPH) != 0;
 }
 
+/* The device's compiled operator for a descriptor of these exact bytes, with a reference of the caller's; NULL
+ * where none is kept. */
+static void *kept_compiled(Shared *device, const Dispatch *d) {
+  for (int k = 0; k < RUNNER_COMPILED_KEEP; k++) {
+    if (device->compiled[k].compiled && device->compiled[k].size == d->key_size &&
+        memcmp(device->compiled[k].key, d->key, d->key_size) == 0) {
+      void *kept = device->compiled[k].compiled;
+      DML_METHOD(kept, DML_SLOT_AddRef, Release_t)(kept);
+      return kept;
+    }
+  }
+  return NULL;
+}
+
+/* A compiled operator kept for reuse (a reference of the device's), the oldest given up where all slots are taken. */
+static void keep_compiled(Shared *device, Dispatch *d) {
+  uint32_t k = device->compiled_next;
+  device->compiled_next = (k + 1) % RUNNER_COMPILED_KEEP;
+  dml_release(device->compiled[k].compiled);
+  free(device->compiled[k].key);
+  DML_METHOD(d->compiled, DML_SLOT_AddRef, Release_t)(d->compiled);
+  device->compiled[k].compiled = d->compiled;
+  device->compiled[k].key = d->key; /* the key goes with the kept operator */
+  device->compiled[k].size = d->key_size;
+  d->key = NULL;
+}
+
 /* CreateOperator, and unless only that is asked, the compile (CompileOperator, or CompileGraph): each HRESULT
- * kept; ``ready`` where both succeeded and a dispatch is asked. */
-static void create_and_compile(void *dml, Dispatch *d) {
+ * kept; ``ready`` where both succeeded and a dispatch is asked. A descriptor compiled before on the device takes
+ * that compiled operator, asking neither (``reused``), unless the request says DISPATCH_NO_REUSE. */
+static void create_and_compile(Shared *device, Dispatch *d) {
+  void *dml = device->dml;
+  int reuse = !(d->request & (DISPATCH_NO_REUSE | DISPATCH_CREATE_ONLY));
+  if (reuse && (d->compiled = kept_compiled(device, d)) != NULL) {
+    d->created = d->compiled_hr = S_OK;
+    d->ready = d->reused = 1;
+    return;
+  }
   double t0 = now_ms();
   d->created = DML_METHOD(dml, DML_SLOT_CreateOperator, CreateOperator_t)(dml, d->arena + d->desc_at, &IID_IDMLOperator_, &d->op);
   double t1 = now_ms();
@@ -1352,6 +1414,7 @@ static void create_and_compile(void *dml, Dispatch *d) {
                                                                                   &d->compiled);
   d->ms_compile = now_ms() - t1;
   d->ready = SUCCEEDED(d->compiled_hr);
+  if (d->ready && reuse) keep_compiled(device, d);
 }
 
 /* A ready dispatch's initializer and binding properties; its temporary and persistent resources placed in the pool
@@ -1382,7 +1445,7 @@ static void put_dispatch(Out *o, const Shared *device, const Dispatch *d, double
   put_u64(o, d->props.TemporaryResourceSize);
   put_u64(o, d->props.PersistentResourceSize);
   char ms[96];
-  snprintf(ms, sizeof ms, "%.3f %.3f %.3f", d->ms_create, d->ms_compile, ms_execute);
+  snprintf(ms, sizeof ms, "%.3f %.3f %.3f %d", d->ms_create, d->ms_compile, ms_execute, d->reused);
   put_str(o, ms);
 }
 
@@ -1410,7 +1473,7 @@ static void run_dispatches(Frame *f, uint32_t batch_size, int batch) {
   void *dml = device->dml;
   int ready = 0;
   for (uint32_t i = 0; i < batch_size; i++) {
-    create_and_compile(dml, &ds[i]);
+    create_and_compile(device, &ds[i]);
     ready += ds[i].ready;
   }
   double compiled = now_ms();

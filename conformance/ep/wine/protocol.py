@@ -28,8 +28,10 @@ dmlrunner.c names them (tests/test_runner_protocol.py pins each to its twin ther
   included) -> ok, u32 CreateOperator's HRESULT; where it succeeded and more was asked, u32 CompileOperator's
   (CompileGraph's); where that succeeded, u32 n + n blobs (each output buffer's bytes after the dispatch), u32
   descriptors, u64 temporary and u64 persistent resource sizes (the compiled operator's binding properties), string
-  milliseconds ("create compile execute"). A D3D12 or DirectML step that failed after the compile is status 4, its
-  message naming the step and HRESULT (and the device's removal reason).
+  milliseconds and reuse ("create compile execute reused": reused 1 where the device's compiled operator for the
+  same descriptor bytes was dispatched, CreateOperator and the compile not asked again; DISPATCH_NO_REUSE: never). A
+  D3D12 or DirectML step that failed after the compile is status 4, its message naming the step and HRESULT (and the
+  device's removal reason).
 - dispatch_batch (6): u32 n (1 to DISPATCH_BATCH_MAX), then n dispatches' fields as above, each on one adapter and
   queue type -> ok, u32 n, and each dispatch's answer as above (without its status); those that compiled are
   initialized and dispatched in order in one command list, UAV barriers between them, and waited for once (each
@@ -61,8 +63,9 @@ ST_ORT = 1  # onnxruntime refused
 ST_EP = 2  # the EP could not be appended: its device was not created
 ST_BAD = 3  # a request the runner could not serve
 ST_D3D = 4  # a D3D12 or DirectML step after the operator's compile failed
-# A dispatch's request flags: ask CreateOperator alone; a COMPUTE queue; a one-node graph (CompileGraph).
-DISPATCH_CREATE_ONLY, DISPATCH_COMPUTE_QUEUE, DISPATCH_COMPILE_GRAPH = 1, 2, 4
+# A dispatch's request flags: ask CreateOperator alone; a COMPUTE queue; a one-node graph (CompileGraph); compile it
+# even where the device kept a compiled operator for these descriptor bytes.
+DISPATCH_CREATE_ONLY, DISPATCH_COMPUTE_QUEUE, DISPATCH_COMPILE_GRAPH, DISPATCH_NO_REUSE = 1, 2, 4, 8
 INPUT_UNBOUND, INPUT_BOUND, INPUT_OWNED = 0, 1, 2  # how a dispatch's input is bound
 DISPATCH_BATCH_MAX = 64  # the most dispatches one dispatch_batch request holds
 ADAPTER_WARP = 65535  # the adapter index that names WARP natively (EnumWarpAdapter): the reference adapter
@@ -321,6 +324,7 @@ class DispatchReply:
     temporary_bytes: int = 0
     persistent_bytes: int = 0
     milliseconds: tuple[float, ...] = ()
+    reused: bool = False  # the device's compiled operator for these descriptor bytes was dispatched: none compiled
 
 
 def failed(hresult: int) -> bool:
@@ -338,8 +342,10 @@ def _one_dispatch(reader: Reader, create_only: bool) -> DispatchReply:
     outputs = tuple(bytes(reader.blob()) for _ in range(reader.u32()))
     descriptors = reader.u32()
     temporary, persistent = (int(struct.unpack("<Q", bytes(reader._take(8)))[0]) for _ in range(2))
-    milliseconds = tuple(float(part) for part in reader.text().split())
-    return DispatchReply(created, compiled, outputs, descriptors, temporary, persistent, milliseconds)
+    timing = reader.text().split()  # create, compile and execute milliseconds, then 1 where the operator was reused
+    milliseconds = tuple(float(part) for part in timing[:3])
+    reused = len(timing) > 3 and timing[3] == "1"
+    return DispatchReply(created, compiled, outputs, descriptors, temporary, persistent, milliseconds, reused)
 
 
 def read_dispatch(payload: bytes | bytearray, create_only: bool) -> DispatchReply:
