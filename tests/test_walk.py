@@ -153,15 +153,16 @@ def test_validate_and_run_from_the_repository_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The repository's other YAML (reference/clauses, reports/known-failures.yaml, the CI workflow in docs/) is not
-    case files: `dmlconf validate .` from the root reads exactly what `dmlconf validate cases` reads. The root is a
-    copy of the repository's committed YAML files, so that the user's own files in the checkout change nothing."""
+    case files: `dmlconf validate .` from the root reads exactly what `dmlconf validate cases benchmarks/sweeps`
+    reads (the library, and the benchmarks' sweeps, which are case files outside it). The root is a copy of the
+    repository's committed YAML files, so that the user's own files in the checkout change nothing."""
     committed = _committed_yaml()
     root = tmp_path / "checkout"
     for name in committed:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, root / name)
     monkeypatch.chdir(root)
-    assert main(["validate", "cases"]) == 0
+    assert main(["validate", "cases", "benchmarks/sweeps"]) == 0
     in_cases = capsys.readouterr().out
     assert main(["validate", "."]) == 0
     out, err = capsys.readouterr()
