@@ -410,6 +410,13 @@ def checked_value(accepted: OptionValues, text: str) -> str:
     return text
 
 
+def modes_apart(known: KnownEp, modes: Mapping[str, str]) -> dict[str, str]:
+    """Of ``modes`` (a run's execution modes, by option), those of ``known``'s modes not at their default: {} for a
+    run in the defaults."""
+    defaults = {mode.option: mode.default for mode in known.modes}
+    return {key: value for key, value in modes.items() if key in defaults and defaults[key] != value}
+
+
 def modes_text() -> str:
     """Each EP's execution modes, for help: "dmlop: queue, compile, ..."."""
     return "; ".join(f"{ep.alias}: {', '.join(mode.option for mode in ep.modes)}" for ep in KNOWN_EPS if ep.modes)

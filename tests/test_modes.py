@@ -275,3 +275,13 @@ def test_a_descriptor_compiled_before_is_dispatched_again_giving_the_same_bits(
     assert [reused[(f"seeds[{i}]", "dmlop")] for i in range(1, 7)] == [False] + [True] * 5
     assert not any(reused[(f"seeds[{i}]", "dmlop:reuse_compiled=0")] for i in range(1, 7))
     assert {r["status"] for r in results} == {"PASS"}  # no mode_mismatch: the values are bit for bit the same
+
+
+def test_pack_1_dispatches_each_case_alone_whatever_the_batch_option(chain_ready: None, tmp_path: Path) -> None:
+    """--pack 1 is one case per submission on every path: --rerun-failures runs each failure again that way."""
+    case = ["cases/top_k1/spec_examples.yaml", "--ep", "dmlop:batch=8", "-j", "0"]
+    for pack, listed in (("64", {4}), ("1", {1})):
+        out = tmp_path / pack
+        assert main(["run", *case, "--pack", pack, "--report-dir", str(out)]) == 0
+        results = json.loads((out / "results.json").read_text())["results"]
+        assert {r["directml"]["dispatches_in_list"] for r in results} == listed

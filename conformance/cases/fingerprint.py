@@ -61,11 +61,16 @@ def value_hashes(tensors: Mapping[str, np.ndarray]) -> dict[str, str]:
     recorded them (gate/diff.py)."""
     found = {}
     for name, array in tensors.items():
-        values = np.ascontiguousarray(np.asarray(array)).reshape(-1)
-        if values.dtype.kind in "iu":
-            values = values.astype(np.int64)
-        elif values.dtype.kind == "b":
-            values = values.astype(np.uint8)
+        values = logical_values(array)
         if values.dtype.kind in _NUMERIC_KINDS:
             found[name] = tensor_sha256(values)
     return found
+
+
+def logical_values(array: np.ndarray) -> np.ndarray:
+    """An output's logical elements as its value hash reads them: in C order as one row, integers as int64 and
+    booleans as uint8 (run/modes.py compares two outputs element by element this way)."""
+    values = np.ascontiguousarray(np.asarray(array)).reshape(-1)
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64)
+    return values.astype(np.uint8) if values.dtype.kind == "b" else values

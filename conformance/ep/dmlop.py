@@ -148,15 +148,13 @@ def _request(
         else protocol.DispatchBuffer(
             inputs.get(layout.name, b""),
             0 if create_only else layout.buffer_bytes,
-            lead=0 if create_only else lead,
+            lead=lead,
             owned=layout.name in op.owned,
         )
         for layout in op.inputs
     ]
     written = [
-        protocol.DispatchBuffer(
-            outputs.get(layout.name, b""), 0 if create_only else layout.buffer_bytes, lead=0 if create_only else lead
-        )
+        protocol.DispatchBuffer(outputs.get(layout.name, b""), 0 if create_only else layout.buffer_bytes, lead=lead)
         for layout in op.outputs
     ]
     request = protocol.DISPATCH_CREATE_ONLY if mode is None else mode.request
@@ -241,6 +239,7 @@ def dispatch_batch(
         replies = runner.dispatch_batch(asked)
     except protocol.Refused as error:
         raise _not_asked(batch[0].op, error) from None
+    in_list = sum(1 for r in replies if r.outputs)  # those that compiled were recorded
     outcomes: list[Dispatched | DescriptorRefused | ExecutionError] = []
     for b, reply in zip(batch, replies, strict=True):
         try:
@@ -248,6 +247,5 @@ def dispatch_batch(
         except ExecutionError as error:
             outcomes.append(error)
             continue
-        in_list = sum(1 for r in replies if r.outputs)  # those that compiled were recorded
         outcomes.append(replace(answer, in_list=in_list) if isinstance(answer, Dispatched) else answer)
     return outcomes

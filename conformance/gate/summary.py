@@ -162,9 +162,8 @@ def _modes_apart(result: Result) -> str | None:
     known = ep_table.known_ep(result.ep.split(":", 1)[0])
     if not isinstance(recorded, dict) or known is None or not known.modes:
         return None
-    defaults = {mode.option: mode.default for mode in known.modes}
-    apart = [f"{key}={value}" for key, value in recorded.items() if defaults.get(key) != value]
-    return ", ".join(apart) or DEFAULT_MODES
+    apart = ep_table.modes_apart(known, {str(key): str(value) for key, value in recorded.items()})
+    return ", ".join(f"{key}={value}" for key, value in apart.items()) or DEFAULT_MODES
 
 
 def mode_columns(results: Sequence[Result]) -> tuple[ModeColumn, ...]:

@@ -218,8 +218,8 @@ def _repeated(
 def _pack_group(prepared: Prepared, ep: EpSpec, options: RunOptions) -> tuple[tuple[str, int], ...] | None:
     """The pack the case waits for (its EP's path says which cases may be packed: onnxruntime's, by opset, up to
     --pack a session; DirectML's operator API's, up to its batch option a command list); None: it runs at once,
-    alone."""
-    return path_for(ep).pack_group(prepared, ep, options)
+    alone, as every case does with --pack 1 (and --rerun-failures' runs again)."""
+    return path_for(ep).pack_group(prepared, ep, options) if options.pack > 1 else None
 
 
 def run_batch(

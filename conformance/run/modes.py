@@ -23,7 +23,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from conformance.cases.fingerprint import logical_values
 from conformance.ep.providers import EpSpec, facts, modes_of, parse_ep
+from conformance.ep_table import modes_apart
 from conformance.model import MODE_MISMATCH, Status
 from conformance.results import Result
 
@@ -80,12 +82,6 @@ def keep_values(folder: str, values: Mapping[str, np.ndarray], hashes: Mapping[s
             raise
 
 
-def _row(array: np.ndarray) -> np.ndarray:
-    """The logical elements as the value hash reads them (cases/fingerprint.value_hashes): integers as int64."""
-    flat = np.ascontiguousarray(array).reshape(-1)
-    return flat.astype(np.int64) if flat.dtype.kind in "iu" else flat
-
-
 def first_difference(folder: str, name: str, mine: str, theirs: str) -> str:
     """Where two kept outputs (by value hash) first differ bit for bit, in words: the element's index and both
     values, and how many differ; what could not be compared where either was not kept."""
@@ -97,7 +93,7 @@ def first_difference(folder: str, name: str, mine: str, theirs: str) -> str:
             f"{name}: values_sha256 {mine[:12]}… against {theirs[:12]}… (the outputs were not kept: over 64 MiB, or "
             "from before a --resume)"
         )
-    a, b = _row(ours), _row(other)
+    a, b = logical_values(ours), logical_values(other)
     if a.shape != b.shape or a.dtype != b.dtype:
         return f"{name}: {a.size} {a.dtype} element(s) against {b.size} {b.dtype}"
     width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
@@ -162,11 +158,12 @@ def mode_equality(results: Sequence[Result], folder: str | None) -> tuple[list[R
     value hashes those mismatches name (whose kept outputs are their evidence). ``folder``: where the outputs were
     kept (None: nothing kept, the hashes alone named)."""
     families: dict[tuple[str, object], list[_Member]] = {}
+    parsed: dict[str, EpSpec] = {}  # each EP text once: a run holds a few EPs and many results
     for place, result in enumerate(results):
-        ep = parse_ep(result.ep)
+        ep = parsed.get(result.ep) or parsed.setdefault(result.ep, parse_ep(result.ep))
         key = family(ep)
         if key is not None:
-            defaults = all(modes_of(ep)[mode.option] == mode.default for mode in facts(ep).modes)
+            defaults = not modes_apart(facts(ep), modes_of(ep))
             families.setdefault((result.case, key), []).append(_Member(place, ep, defaults))
     out = list(results)
     evidence: set[str] = set()

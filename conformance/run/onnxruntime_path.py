@@ -115,9 +115,9 @@ class OnnxruntimePath:
         return tensor_hashes(answer.outputs) if isinstance(answer, Execution) else None
 
     def pack_group(self, prepared: Prepared, ep: EpSpec, options: RunOptions) -> tuple[tuple[str, int], ...] | None:
-        """Small cases up to --pack to a session (1: none), grouped by opset."""
+        """Small cases, grouped by opset, up to --pack to a session (pack_spans)."""
         lowering = onnx_model(prepared)
-        return opset_of(lowering) if options.pack > 1 and packable(lowering) else None
+        return opset_of(lowering) if packable(lowering) else None
 
     def pack_spans(self, group: Sequence[Prepared], ep: EpSpec, options: RunOptions) -> list[range]:
         """At most --pack cases a session, within pack.PACK_MAX_COST and PACK_MAX_TOTAL (pack_spans)."""
