@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,48 @@ def timed(command: list[str]) -> tuple[float, str, int]:
     return time.perf_counter() - start, done.stdout, done.returncode
 
 
+@dataclass(frozen=True)
+class Floor:
+    """The harness and its floor, each run ``runs`` times, alternating: wall seconds of each run."""
+
+    total: int  # cases in the paths
+    reaching: int  # of them, those that reach onnxruntime
+    harness: list[float]
+    whole: list[float]  # the floor's whole process
+    loop: list[float]  # the floor's loop alone
+    codes: set[int]  # the harness's exit codes
+
+    @property
+    def ratio(self) -> float:
+        """The harness's median over the floor's (its whole process)."""
+        return statistics.median(self.harness) / statistics.median(self.whole)
+
+
+def measure(paths: Sequence[str], runs: int) -> Floor:
+    with tempfile.TemporaryDirectory() as folder:
+        chosen, total = prepare_all(paths)
+        prepared_file = str(Path(folder) / "prepared.pickle")
+        with open(prepared_file, "wb") as handle:
+            pickle.dump(chosen, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        harness_command = [sys.executable, "-m", "conformance", "run", *paths, "--ep", "cpu"]
+        harness_command += ["--report-dir", str(Path(folder) / "reports")]
+        floor_command = [sys.executable, __file__, FLOOR_FLAG, prepared_file]
+        found = Floor(total, len(chosen), [], [], [], set())
+        for i in range(runs):
+            for which in ("harness", "floor") if i % 2 == 0 else ("floor", "harness"):
+                if which == "harness":
+                    seconds, _, code = timed(harness_command)
+                    found.harness.append(seconds)
+                    found.codes.add(code)
+                else:
+                    seconds, said, code = timed(floor_command)
+                    if code != 0:
+                        raise SystemExit(f"the floor's process failed (exit {code})")
+                    found.whole.append(seconds)
+                    found.loop.append(float(said.split()[-1]))
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=["cases"])
@@ -88,41 +131,19 @@ def main() -> None:
     if args.floor_of:
         floor(args.floor_of)
         return
-    with tempfile.TemporaryDirectory() as folder:
-        chosen, total = prepare_all(args.paths)
-        prepared_file = str(Path(folder) / "prepared.pickle")
-        with open(prepared_file, "wb") as handle:
-            pickle.dump(chosen, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        harness_command = [sys.executable, "-m", "conformance", "run", *args.paths, "--ep", "cpu"]
-        harness_command += ["--report-dir", str(Path(folder) / "reports")]
-        floor_command = [sys.executable, __file__, FLOOR_FLAG, prepared_file]
-        harness: list[float] = []
-        whole: list[float] = []
-        loop: list[float] = []
-        codes: set[int] = set()
-        for i in range(args.runs):
-            for which in ("harness", "floor") if i % 2 == 0 else ("floor", "harness"):
-                if which == "harness":
-                    seconds, _, code = timed(harness_command)
-                    harness.append(seconds)
-                    codes.add(code)
-                else:
-                    seconds, said, code = timed(floor_command)
-                    if code != 0:
-                        raise SystemExit(f"the floor's process failed (exit {code})")
-                    whole.append(seconds)
-                    loop.append(float(said.split()[-1]))
+    found = measure(args.paths, args.runs)
     median = statistics.median
+    harness, whole, loop = found.harness, found.whole, found.loop
     rows = [
         ["harness: dmlconf run --ep cpu", median(harness), min(harness), max(harness)],
         ["floor: its whole process", median(whole), min(whole), max(whole)],
         ["floor: its loop alone", median(loop), min(loop), max(loop)],
     ]
-    print(f"{total} cases, {len(chosen)} reaching onnxruntime; {args.runs} runs of each, alternating")
-    print(f"harness exit codes: {sorted(codes)}")
+    print(f"{found.total} cases, {found.reaching} reaching onnxruntime; {args.runs} runs of each, alternating")
+    print(f"harness exit codes: {sorted(found.codes)}")
     print(tabulate(rows, ["what", "median s", "min s", "max s"], floatfmt=".2f"))
     print(
-        f"harness / floor (medians): {median(harness) / median(whole):.2f}x (against the floor's loop alone: "
+        f"harness / floor (medians): {found.ratio:.2f}x (against the floor's loop alone: "
         f"{median(harness) / median(loop):.2f}x); target: at most 2x"
     )
 

@@ -203,6 +203,21 @@ class Result:
         return data
 
 
+_JSON_TEXT = "_json_text"  # the attribute that memoizes a result's JSON text (json_text)
+
+
+def json_text(result: Result) -> str:
+    """The result's ``to_json`` as one line of JSON, encoded once: results.jsonl and results.json write the same
+    text. The text is memoized on the (frozen) object, outside its fields: a result changed is a new object
+    (dataclasses.replace), which encodes itself anew, and a worker's result, encoded there, brings its text along to
+    the process that writes it (pickling keeps it), so that 100,000 results are not encoded again in one process."""
+    text = result.__dict__.get(_JSON_TEXT)
+    if text is None:
+        text = json.dumps(result.to_json(), allow_nan=False, default=str)
+        object.__setattr__(result, _JSON_TEXT, text)
+    return text
+
+
 def verdict_text(status: Status, failure_kind: str | None) -> str:
     """ "FAIL (values)", or "PASS" without a kind: how every report and front-end writes a verdict."""
     return f"{status.value} ({failure_kind})" if failure_kind else status.value
@@ -372,9 +387,17 @@ def _device(path: str) -> bool:
 
 
 def write_results(path: str, env: Mapping[str, Any], results: Sequence[Result]) -> None:
-    """Write results.json atomically (a reader never sees half a file), replacing whatever stands at ``path``."""
-    document = {"schema_version": SCHEMA_VERSION, "environment": dict(env), "results": [r.to_json() for r in results]}
-    write_text_atomic(path, json.dumps(document, indent=1, allow_nan=False, default=str) + "\n", in_place_device=False)
+    """Write results.json atomically (a reader never sees half a file), replacing whatever stands at ``path``: the
+    environment indented, then one result a line (``json_text``: the text results.jsonl has, each encoded once, by
+    json's C encoder, which an indented document would not use)."""
+    environment = json.dumps(dict(env), indent=1, allow_nan=False, default=str).replace("\n", "\n ")
+    lines = ",\n  ".join(json_text(result) for result in results)
+    document = (
+        f'{{\n "schema_version": {SCHEMA_VERSION},\n "environment": {environment},\n "results": [\n  {lines}\n ]\n}}\n'
+        if results
+        else f'{{\n "schema_version": {SCHEMA_VERSION},\n "environment": {environment},\n "results": []\n}}\n'
+    )
+    write_text_atomic(path, document, in_place_device=False)
 
 
 def result_from_json(data: object, where: str = "result") -> Result:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from conformance.cases.detect import CASE_FILE_SUFFIXES, is_case_file
@@ -155,17 +155,24 @@ def read_file(
     return list(parsed.entries), list(dict.fromkeys(problems))
 
 
-def collect(
-    paths: Sequence[str],
+@dataclass(frozen=True)
+class FileRead:
+    """One case file as ``read_files`` read it: its entries (those -k keeps) and its problems; ``path``: the file as
+    entries name it (``display_path``)."""
+
+    path: str
+    entries: tuple[Entry, ...]
+    problems: tuple[Problem, ...]
+
+
+def read_files(
+    files: Sequence[CaseFile],
     max_elements: int = DEFAULT_MAX_ELEMENTS,
     keyword: str | None = None,
     limits: FileLimits = DEFAULT_LIMITS,
-) -> Suite:
-    found = find_case_files(paths)
-    files = found.files
-    entries: list[Entry] = []
-    problems: list[Problem] = []
-    invalid: list[str] = []
+) -> Iterator[FileRead]:
+    """Each file read in turn, as soon as it is: a run starts its first cases while the later files are read
+    (cli/run_stream.py), and ``collect`` gathers them all."""
     named: dict[str, str] = {}
     for file in files:
         prefix = file_id(file.path, file.given)
@@ -173,13 +180,28 @@ def collect(
         file_entries, file_problems = (
             read_file(file.path, max_elements, limits, prefix) if refused is None else ([], [refused])
         )
-        entries.extend(e for e in file_entries if keyword is None or keyword in e.id)
-        problems.extend(file_problems)
-        if file_problems:
-            invalid.append(display_path(file.path))  # as its entries' path names the file
+        kept = tuple(e for e in file_entries if keyword is None or keyword in e.id)
+        yield FileRead(display_path(file.path), kept, tuple(file_problems))
+
+
+def gathered(reads: Sequence[FileRead], found: Found, keyword: str | None = None) -> Suite:
+    """The suite the files read give, in order: their entries (a full id given to -k, which a reproduction command
+    gives, selects that case alone, not every id it is a prefix of) and problems."""
+    entries = [entry for read in reads for entry in read.entries]
+    problems = tuple(problem for read in reads for problem in read.problems)
+    invalid = tuple(read.path for read in reads if read.problems)
     exact = tuple(e for e in entries if e.id == keyword)
-    # A full id (what a reproduction command gives) selects that case alone, not every id it is a prefix of.
-    return Suite(exact or tuple(entries), tuple(problems), len(files), tuple(invalid), found.skipped)
+    return Suite(exact or tuple(entries), problems, len(found.files), invalid, found.skipped)
+
+
+def collect(
+    paths: Sequence[str],
+    max_elements: int = DEFAULT_MAX_ELEMENTS,
+    keyword: str | None = None,
+    limits: FileLimits = DEFAULT_LIMITS,
+) -> Suite:
+    found = find_case_files(paths)
+    return gathered(list(read_files(found.files, max_elements, keyword, limits)), found, keyword)
 
 
 def same_ids(named: dict[str, str], path: str, prefix: str) -> Problem | None:

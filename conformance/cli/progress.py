@@ -21,11 +21,11 @@ def _duration(seconds: float) -> str:
 
 class Progress:
     """``advance()`` after each result; ``close()`` at the end (or on an interrupt). ``silent`` (--quiet): nothing is
-    drawn or printed."""
+    drawn or printed. ``total`` None: not known yet (a run whose case files are still being read), until ``known``."""
 
     def __init__(
         self,
-        total: int,
+        total: int | None,
         stream: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
         silent: bool = False,
@@ -43,6 +43,8 @@ class Progress:
         the start (workers, runners, the first compiles: a run's first ETA was over three times its length)."""
         now = self._clock()
         elapsed = now - self.started
+        if self.total is None:
+            return f"[{'?' * WIDTH}] {self.done} done, {_duration(elapsed)}; reading the case files"
         share = self.done / self.total if self.total else 1.0
         eta = "--"
         if self.done >= 2 and self._first_at is not None:
@@ -62,10 +64,19 @@ class Progress:
             return
         if self.interactive:
             self._write("\r" + self.line())
-        elif self.total >= PLAIN_MINIMUM and self.done * 10 >= self._next_tenth * self.total:
+        elif self.total is not None and self.total >= PLAIN_MINIMUM and self.done * 10 >= self._next_tenth * self.total:
             self._next_tenth = self.done * 10 // self.total + 1
             self._write(self.line() + "\n")
 
-    def close(self) -> None:
+    def known(self, total: int) -> None:
+        """The total, once known; the tenths already passed are not printed again."""
+        self.total = total
+        self._next_tenth = self.done * 10 // total + 1 if total else 1
+
+    def clear(self) -> None:
+        """The bar taken off its line, so that a line printed next stands alone (the next advance draws it again)."""
         if self.interactive and not self.silent:
             self._write("\r" + " " * (WIDTH + 60) + "\r")
+
+    def close(self) -> None:
+        self.clear()

@@ -30,6 +30,7 @@ from conformance.cli.reports import (
     write_reports,
 )
 from conformance.cli.run_start import cases_hash, make_folders, open_stream, within_limit
+from conformance.cli.run_stream import Held, Reading, SelectionRefused, streams
 from conformance.cli.selection import KEEP_GOING, KEYWORD, QUICK, SHARD, SHARD_BY_TIME, selected
 from conformance.cli.shared import (
     EXIT_FAILED,
@@ -38,6 +39,8 @@ from conformance.cli.shared import (
     UsageError,
     chosen_eps,
     existing,
+    file_limits,
+    found_paths,
 )
 from conformance.cli.triage import TRIAGE, triage_run
 from conformance.environment import Environment
@@ -51,6 +54,7 @@ from conformance.gate.recorded import record
 from conformance.gate.summary import Summary, summarize
 from conformance.gate.waiver_file import WaiverFile
 from conformance.gate.waivers import Gate, apply_waivers
+from conformance.model import MemoryPath
 from conformance.problems import first_line
 from conformance.report.console import render_console
 from conformance.results import NotOurFile, Result, own_folder, verdict_text, write_results
@@ -82,7 +86,7 @@ from conformance.survive.faults import RunLog
 from conformance.survive.interrupt import Interrupts, interrupts_stop_the_run
 from conformance.survive.lock import FolderLock
 from conformance.survive.memory import Peaks, own_peak_kib
-from conformance.survive.pool import Ran, ran_so_far, run_pairs
+from conformance.survive.pool import Ran, ran_so_far, run_arriving, run_pairs
 from conformance.survive.stream import STREAM_NAME, Stream, StreamWriteError
 from conformance.survive.supervisor import RunStopped, Supervisor
 
@@ -196,6 +200,22 @@ def _announce(suite: Suite, eps: Sequence[EpSpec], directml: Mapping[str, Direct
         say(f"{label}: DirectML {found.version or '?'} ({found.source}): feature level {level}")
 
 
+@dataclass(frozen=True)
+class _Began:
+    """What a run has once its selection is known and its cases ran: the selection, the options they ran with, the
+    DirectML they ran on, the case files' hash, the report folder's lock, the waivers, and what the run gave."""
+
+    suite: Suite
+    options: RunOptions
+    directml: Mapping[str, DirectML]
+    digest: str
+    files: int
+    lock: FolderLock
+    waivers: WaiverFile | None
+    ran: Ran
+    run_log: RunLog
+
+
 def _run_suite(
     args: argparse.Namespace,
     argv: Sequence[str],
@@ -206,34 +226,22 @@ def _run_suite(
     held: contextlib.ExitStack,
 ) -> int:
     """The run, from its selection to its exit code; ``describe`` gives each DirectML EP's DirectML once the case
-    files are read; ``held`` keeps the report folder's lock, taken once the input is known to be valid, until the
-    caller's reports are written."""
+    files are read (or while they are: run_stream.py); ``held`` keeps the report folder's lock, taken once the input
+    is known to be valid, until the caller's reports are written."""
     paths = [memory_path(ep) for ep in eps]
-    suite = selected(args, paths)  # the selection ``dmlconf list`` shows (which checks every path)
-    if suite is None:
+    began: _Began | None
+    if supervisor is not None and streams(args, eps):
+        try:
+            began = _streamed(args, eps, paths, supervisor, describe, held)
+        except SelectionRefused:
+            return EXIT_USAGE
+    else:
+        began = _read_first(args, eps, paths, supervisor, describe, held)
+    if began is None:
         return EXIT_USAGE
-    if not suite.entries:
-        raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
-    within_limit(args, suite, eps, paths)
-    with _chain_usage():  # -j N: the workers' answer, their runners started beside the reading (supervisor.py)
-        directml = describe()
-    try:  # a run meant for one GPU that would run elsewhere: stopped before it writes anything
-        check_devices(eps, directml, args.expect_device)
-    except UnexpectedDevice as error:
-        raise UsageError(str(error)) from None
-    digest, files = cases_hash(suite)
-    options = run_options(vars(args), directml)
-    make_folders(args, suite, eps)
-    if has_family(eps):  # two modes of one EP: their outputs kept, for mode equality to name where they differ
-        options = replace(options, values_dir=values_folder(args.report_dir))
-    lock = held.enter_context(locked(args.report_dir, "--report-dir"))  # a second run: refused before it writes
-    waivers = read_waivers(args.waivers)  # read once: the file may change while a long run goes on
-    stream, done = open_stream(args, suite, eps, options, digest, directml)
-    planned = len(suite.entries) * len(eps)
-    run_log = RunLog()  # the run's: its runs again (--rerun-failures) add to what its cases taught it
-    ran = _run_pairs(args, suite, eps, options, directml, supervisor, stream, done, run_log)
+    suite, options, directml, ran = began.suite, began.options, began.directml, began.ran
     if args.rerun_failures and not ran.interrupted and ran.stopped is None:  # in the workers, before the triage
-        ran = _again(args, suite.entries, eps, options, directml, supervisor, run_log, ran, waivers)
+        ran = _again(args, suite.entries, eps, options, directml, supervisor, began.run_log, ran, began.waivers)
     if supervisor is not None:  # no more tasks: the workers exit while the reports are written (closed after)
         supervisor.stop()
     if options.values_dir is not None:  # before the triage: a mode mismatch is a failure of its own
@@ -244,14 +252,159 @@ def _run_suite(
     if ran.stopped is not None:
         log.error("%s", ran.stopped)
     skipped = skipped_files(suite.invalid_files, suite.problems)
-    facts = RunFacts(start.at, time.monotonic() - start.clock, digest, files, skipped, suite.shard)
+    facts = RunFacts(start.at, time.monotonic() - start.clock, began.digest, began.files, skipped, suite.shard)
     env = _environment(argv, eps, options, directml, suite, facts, ran, supervisor)
-    code = _report(args, env, ran.results, planned, waivers, lock, start.interrupts.received)
+    planned = len(suite.entries) * len(eps)
+    code = _report(args, env, ran.results, planned, began.waivers, began.lock, start.interrupts.received)
     if suite.problems:  # --keep-going: the input was still invalid, which outranks any verdict
         why = f"{len(suite.invalid_files)} file(s) were skipped for {len(suite.problems)} problem(s)"
         warn(f"{why} (listed above and in results.json): exit code 2")
         return EXIT_USAGE
     return code
+
+
+def _read_first(
+    args: argparse.Namespace,
+    eps: list[EpSpec],
+    paths: Sequence[MemoryPath],
+    supervisor: Supervisor | None,
+    describe: Describe,
+    held: contextlib.ExitStack,
+) -> _Began | None:
+    """Every case file read and the selection made, then the cases run; None where the files have problems."""
+    suite = selected(args, paths)  # the selection ``dmlconf list`` shows (which checks every path)
+    if suite is None:
+        return None
+    _some_selected(args, suite)
+    within_limit(args, suite, eps, paths)
+    with _chain_usage():  # -j N: the workers' answer, their runners started beside the reading (supervisor.py)
+        directml = describe()
+    options = _options(args, eps, directml)
+    ready = _ready(args, suite, eps, options, directml, held)
+    run_log = RunLog()  # the run's: its runs again (--rerun-failures) add to what its cases taught it
+    if not args.quiet:
+        _announce(suite, eps, directml)
+    ran = _run_pairs(args, suite, eps, options, supervisor, ready.stream, ready.done, run_log)
+    return _Began(suite, options, directml, ready.digest, ready.files, ready.lock, ready.waivers, ran, run_log)
+
+
+def _some_selected(args: argparse.Namespace, suite: Suite) -> None:
+    if not suite.entries:
+        raise UsageError("no cases selected" + (f" (-k {args.keyword!r} matched none)" if args.keyword else ""))
+
+
+def _options(args: argparse.Namespace, eps: Sequence[EpSpec], directml: Mapping[str, DirectML]) -> RunOptions:
+    """The run's options, once its DirectML is known (a run meant for one GPU that would run elsewhere is stopped
+    here, before it writes anything); with two modes of one EP, the folder their outputs are kept in."""
+    try:
+        check_devices(eps, directml, args.expect_device)
+    except UnexpectedDevice as error:
+        raise UsageError(str(error)) from None
+    options = run_options(vars(args), directml)
+    if has_family(eps):  # two modes of one EP: their outputs kept, for mode equality to name where they differ
+        options = replace(options, values_dir=values_folder(args.report_dir))
+    return options
+
+
+@dataclass(frozen=True)
+class _Ready:
+    """What a run makes ready before its first result is written (run_start.py)."""
+
+    digest: str
+    files: int
+    lock: FolderLock
+    waivers: WaiverFile | None
+    stream: Stream
+    done: dict[int, Result]
+
+
+def _ready(
+    args: argparse.Namespace,
+    suite: Suite,
+    eps: Sequence[EpSpec],
+    options: RunOptions,
+    directml: Mapping[str, DirectML],
+    held: contextlib.ExitStack,
+) -> _Ready:
+    """The case files' hash, the folders, the report folder's lock (a second run: refused before it writes), the
+    waivers (read once: the file may change while a long run goes on) and results.jsonl (--resume: what it holds)."""
+    digest, files = cases_hash(suite)
+    make_folders(args, suite, eps)
+    lock = held.enter_context(locked(args.report_dir, "--report-dir"))
+    waivers = read_waivers(args.waivers)
+    stream, done = open_stream(args, suite, eps, options, digest, directml)
+    return _Ready(digest, files, lock, waivers, stream, done)
+
+
+def _streamed(
+    args: argparse.Namespace,
+    eps: list[EpSpec],
+    paths: Sequence[MemoryPath],
+    supervisor: Supervisor,
+    describe: Describe,
+    held: contextlib.ExitStack,
+) -> _Began:
+    """The case files read while the workers run the cases read so far (run_stream.py); SelectionRefused where the
+    files have problems (nothing is written then, and the workers are stopped)."""
+    reading = Reading(args, found_paths(args.paths or ["cases"]), file_limits(args, paths))
+    reading.start()
+    with _chain_usage():
+        directml = describe()
+    options = _options(args, eps, directml)
+    holding, run_log = Held(), RunLog()
+    progress = Progress(None, silent=args.quiet)
+    readied: list[tuple[Suite, _Ready]] = []
+
+    def selection_made() -> None:
+        """Every file read: the selection checked and the run made ready, as a run that reads first does."""
+        suite = reading.selection()
+        if suite is None:
+            raise SelectionRefused
+        _some_selected(args, suite)
+        within_limit(args, suite, eps, paths)
+        ready = _ready(args, suite, eps, options, directml, held)
+        holding.open(ready.stream)
+        readied.append((suite, ready))
+        progress.known(len(suite.entries) * len(eps))
+        if not args.quiet:
+            progress.clear()
+            _announce(suite, eps, directml)
+
+    class Arrivals:
+        def take(self) -> Sequence[Entry] | None:
+            came: Sequence[Entry] | None = reading.take()
+            if came is None:
+                selection_made()
+            return came
+
+    finished: dict[int, Result] = {}
+
+    def record(pair: int, result: Result) -> None:
+        finished[pair] = result
+        holding.record(pair, result)
+
+    try:
+        ran, _ = run_arriving(Arrivals(), eps, options, supervisor, progress.advance, record, run_log)
+        if not readied:  # cut short while the files were read: what finished is written, which needs them all
+            reading.finish()
+            selection_made()
+    except StreamWriteError as error:  # a full disk: what cannot be kept for --resume is not run
+        kept = f"the results before are kept there: --resume finishes the run once {args.report_dir} has room"
+        ran = ran_so_far(
+            finished, len(reading.given) * len(eps), run_log, stopped=f"{error}: the run stops here ({kept})"
+        )
+    finally:
+        _closed(holding.stream, progress)
+    suite, ready = readied[0]
+    return _Began(suite, options, directml, ready.digest, ready.files, ready.lock, ready.waivers, ran, run_log)
+
+
+def _closed(stream: Stream | None, progress: Progress) -> None:
+    """The stream and the progress line closed, whatever ended the run."""
+    unsynced = stream.close() if stream is not None else None
+    progress.close()
+    if unsynced is not None:
+        warn(f"dmlconf: {unsynced}: its last results may be cut short (results.json has them all)")
 
 
 def values_folder(report_dir: str) -> str:
@@ -312,15 +465,14 @@ def _run_pairs(
     suite: Suite,
     eps: Sequence[EpSpec],
     options: RunOptions,
-    directml: Mapping[str, DirectML],
     supervisor: Supervisor | None,
     stream: Stream,
     done: dict[int, Result],
     run_log: RunLog,
 ) -> Ran:
-    """The run announced and the pairs not ``done`` run, each result streamed to results.jsonl as it comes; a Ctrl-C
-    or a full disk ends the run with what finished so far. The stream and the progress line are closed whatever
-    happens. ``run_log`` is the run's, given so that every way out of it keeps its runner deaths and lost devices."""
+    """The pairs not ``done`` run, each result streamed to results.jsonl as it comes; a Ctrl-C or a full disk ends
+    the run with what finished so far. The stream and the progress line are closed whatever happens. ``run_log`` is
+    the run's, given so that every way out of it keeps its runner deaths and lost devices."""
     planned = len(suite.entries) * len(eps)
     progress = Progress(planned - len(done), silent=args.quiet)  # --quiet: the unexpected and the verdict alone
     finished = dict(done)
@@ -330,8 +482,6 @@ def _run_pairs(
         stream.add(pair, result)
 
     try:
-        if not args.quiet:
-            _announce(suite, eps, directml)
         ran = run_pairs(
             suite.entries, eps, options, args.jobs, progress.advance, supervisor, done=done, record=record, log=run_log
         )
@@ -341,10 +491,7 @@ def _run_pairs(
         kept = f"the results before are kept there: --resume finishes the run once {args.report_dir} has room"
         ran = ran_so_far(finished, planned, run_log, stopped=f"{error}: the run stops here ({kept})")
     finally:
-        unsynced = stream.close()
-        progress.close()
-    if unsynced is not None:
-        warn(f"dmlconf: {unsynced}: its last results may be cut short (results.json has them all)")
+        _closed(stream, progress)
     return ran
 
 

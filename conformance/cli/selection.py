@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from conformance.cases.parse import Entry, Rejected
-from conformance.cases.suite import Suite, parse_shard, shard, valid_files_only
+from conformance.cases.suite import Suite, in_shard, parse_shard, shard, valid_files_only
 from conformance.cli.output import say, warn
 from conformance.cli.shared import EXIT_OK, EXIT_USAGE, UsageError, collect_paths, file_limits, print_problems
 from conformance.coverage.mapping import quick
@@ -67,7 +67,14 @@ def selected(args: argparse.Namespace, paths: Sequence[MemoryPath] = PATHS) -> S
     """The cases to run; None (after printing the problems) where a case file has problems, unless --keep-going
     runs the cases of the other files. ``paths``: the ways the run's EPs execute a case, on which each case's frames
     and memory are checked (every path for ``list``, which names no EP)."""
-    suite = collect_paths(args.paths or ["cases"], args.max_elements, args.keyword, file_limits(args, paths))
+    return settled(
+        args, collect_paths(args.paths or ["cases"], args.max_elements, args.keyword, file_limits(args, paths))
+    )
+
+
+def settled(args: argparse.Namespace, suite: Suite) -> Suite | None:
+    """The selection from the files' suite (``selected``'s, and a streamed run's once its files are read): their
+    problems printed (None: the run refuses them), --keep-going, --quick, --shard."""
     if suite.problems:
         print_problems(suite.problems)
         if not args.keep_going:
@@ -84,6 +91,18 @@ def selected(args: argparse.Namespace, paths: Sequence[MemoryPath] = PATHS) -> S
         index, count = args.shard
         suite = shard(suite, index, count, _case_seconds(args.shard_by_time) if args.shard_by_time else None)
     return suite
+
+
+def streamed_selection(args: argparse.Namespace) -> Callable[[Entry], bool] | None:
+    """Whether a run may start each case as its file is read, and which cases of a valid file it starts: those
+    ``settled`` will select (the rest of --shard's by hash). None where the selection needs every case first: --quick
+    (a cover of them all), --shard-by-time (a split of them all), -k (a full id given selects that case alone)."""
+    if args.quick or args.shard_by_time is not None or args.keyword is not None:
+        return None
+    if args.shard is None:
+        return lambda entry: True
+    index, count = args.shard
+    return lambda entry: in_shard(entry.id, index, count)
 
 
 def _case_seconds(path: str) -> dict[str, float]:

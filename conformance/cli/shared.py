@@ -12,7 +12,7 @@ from conformance import ep_table
 from conformance.cases.limits import DEFAULT_LIMITS, FileLimits
 from conformance.cases.memory import case_bytes, size_text
 from conformance.cases.parse import Entry
-from conformance.cases.suite import NoCaseFiles, Suite, collect
+from conformance.cases.suite import Found, NoCaseFiles, Suite, find_case_files, gathered, read_files
 from conformance.cli.output import warn
 from conformance.ep.installed import NotInstalled, check_installed
 from conformance.ep.memory import PATHS
@@ -48,13 +48,20 @@ def collect_paths(
     """The suite under ``paths``; the YAML files the walks skipped as not case files are counted on one line (on
     stderr, so that a command's output stays its own; through cli/output, as every line before a run: a reader that
     went away must not cost the run its reports)."""
+    found = found_paths(paths)
+    return gathered(list(read_files(found.files, max_elements, keyword, limits)), found, keyword)
+
+
+def found_paths(paths: Sequence[str]) -> Found:
+    """The case files under ``paths`` (a path that is none, or holds none, is a usage error), and the YAML files
+    skipped as not case files counted on one line."""
     try:
-        suite = collect(existing(paths), max_elements, keyword, limits)
+        found = find_case_files(existing(paths))
     except NoCaseFiles as error:
         raise UsageError(str(error)) from None
-    if suite.skipped:
-        warn(f"skipped {len(suite.skipped)} YAML file(s) that are not case files")
-    return suite
+    if found.skipped:
+        warn(f"skipped {len(found.skipped)} YAML file(s) that are not case files")
+    return found
 
 
 def print_problems(problems: Sequence[Problem]) -> None:

@@ -77,7 +77,7 @@ def cases_sha256(paths: Iterable[str]) -> tuple[str, int]:
     changes it, so two runs of the same case files have the same hash wherever their checkouts lie; the files' names
     are in the results' case ids."""
     digests = set()
-    for path in {os.path.realpath(path): path for path in paths}:
+    for path in {os.path.realpath(path): path for path in dict.fromkeys(paths)}:  # each name resolved once
         with open(path, "rb") as file:
             digests.add(hashlib.sha256(file.read()).hexdigest())
     text = "".join(f"{digest}\n" for digest in sorted(digests))

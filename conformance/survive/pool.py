@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from conformance.cases.parse import Entry
 from conformance.environment import RunnerDeath
@@ -45,11 +46,14 @@ def window_size(options: RunOptions) -> int:
     return max(CHUNK, options.pack)
 
 
-def tasks_for(entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOptions, skip: Container[int]) -> list[Task]:
-    """The (window, EP) tasks of a run, entry-major as a sequential run goes, without the pairs in ``skip``."""
+def tasks_for(
+    entries: Sequence[Entry], eps: Sequence[EpSpec], options: RunOptions, skip: Container[int], first: int = 0
+) -> list[Task]:
+    """The (window, EP) tasks of a run, entry-major as a sequential run goes, without the pairs in ``skip``; from the
+    entry at ``first`` on (the entries that came since: run_arriving)."""
     tasks = []
     size = window_size(options)
-    for start in range(0, len(entries), size):
+    for start in range(first, len(entries), size):
         for e, ep in enumerate(eps):
             places = [p for p in range(start, min(start + size, len(entries))) if p * len(eps) + e not in skip]
             if places:
@@ -132,18 +136,12 @@ def run_pairs(
     finished = dict(done or {})
     log = log if log is not None else RunLog()
     log.seen(finished.values())
-
-    def arrived(pair: int, result: Result) -> None:
-        finished[pair] = result = log.judged(result)
-        if record is not None:
-            record(pair, result)
-        advance()
-
+    arrived = _arrival(finished, log, record, advance)
     if jobs > 1 and options.threads is None:
         options = replace(options, threads=cores_share(jobs))
     tasks = tasks_for(entries, eps, options, finished)
-    interrupted, stopped = False, None
-    try:
+
+    def run() -> None:
         if jobs < 1:
             _in_process(tasks, options, arrived, log)
         elif supervisor is not None:
@@ -151,11 +149,75 @@ def run_pairs(
         else:
             with Supervisor(jobs, DEFAULT_TIMEOUT) as own:
                 own.run(tasks, options, arrived, log.runner_died)
+
+    return _ran(run, finished, lambda: len(entries) * len(eps), log)
+
+
+def _arrival(finished: dict[int, Result], log: RunLog, record: Record | None, advance: Callable[[], None]) -> Record:
+    """What is done with each result as it arrives: judged by the run's log, kept, recorded, counted."""
+
+    def arrived(pair: int, result: Result) -> None:
+        finished[pair] = result = log.judged(result)
+        if record is not None:
+            record(pair, result)
+        advance()
+
+    return arrived
+
+
+def _ran(run: Callable[[], None], finished: Mapping[int, Result], planned: Callable[[], int], log: RunLog) -> Ran:
+    """``run`` to its end, or as far as it got: a Ctrl-C, or workers (or a runner) that could not go on, end it with
+    what finished, which the caller writes (and the run fails)."""
+    interrupted, stopped = False, None
+    try:
+        run()
     except KeyboardInterrupt:  # the caller says the run was interrupted, with what finished
         interrupted = True
     except (RunStopped, InfrastructureError) as error:  # as interrupted: what finished is written, and the run fails
         stopped = str(error)
-    return ran_so_far(finished, len(entries) * len(eps), log, interrupted, stopped)
+    return ran_so_far(finished, planned(), log, interrupted, stopped)
+
+
+class Arriving(Protocol):
+    """Entries that come while the run goes on: the cases of the case files read meanwhile (cli/run_stream.py)."""
+
+    def take(self) -> Sequence[Entry] | None:
+        """The entries that came since the last take, in the run's order (none yet: empty); None once every entry
+        has come and been taken."""
+        ...
+
+
+def run_arriving(
+    arriving: Arriving,
+    eps: Sequence[EpSpec],
+    options: RunOptions,
+    supervisor: Supervisor,
+    advance: Callable[[], None],
+    record: Record,
+    log: RunLog,
+) -> tuple[Ran, list[Entry]]:
+    """As ``run_pairs`` on ``supervisor``'s workers, each entry's windows given to them as the entry comes (so that
+    the workers start with the first case file's cases), and the entries that came (all of them, unless the run
+    was cut short while they came)."""
+    entries: list[Entry] = []
+    finished: dict[int, Result] = {}
+    arrived = _arrival(finished, log, record, advance)
+
+    def more() -> list[Task] | None:
+        came = arriving.take()
+        if came is None:
+            return None
+        first = len(entries)
+        entries.extend(came)
+        return tasks_for(entries, eps, options, (), first)
+
+    if supervisor.jobs > 1 and options.threads is None:
+        options = replace(options, threads=cores_share(supervisor.jobs))
+
+    def run() -> None:
+        supervisor.run([], options, arrived, log.runner_died, more)
+
+    return _ran(run, finished, lambda: len(entries) * len(eps), log), entries
 
 
 def _in_process(tasks: Sequence[Task], options: RunOptions, arrived: Record, log: RunLog) -> None:

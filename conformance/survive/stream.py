@@ -26,7 +26,7 @@ from typing import IO, Any
 from conformance.cases.parse import Entry
 from conformance.ep.directml import DirectML, package_version
 from conformance.ep.providers import EpSpec
-from conformance.results import SCHEMA_VERSION, Result, open_own_file, result_from_json
+from conformance.results import SCHEMA_VERSION, Result, json_text, open_own_file, result_from_json
 from conformance.run.identity import PACKAGES, cases_sha256, executing, plan_sha256
 from conformance.run.options import RunOptions
 
@@ -195,7 +195,8 @@ class Stream:
         if self.failed:
             raise StreamWriteError(f"cannot write {self.path}: it failed before")
         try:
-            self._write({"pair": pair, "result": result.to_json()})
+            self.handle.write(f'{{"pair": {pair}, "result": {json_text(result)}}}\n'.encode())
+            self.handle.flush()
             if time.monotonic() - self.synced >= FSYNC_EVERY:
                 os.fsync(self.handle.fileno())
                 self.synced = time.monotonic()

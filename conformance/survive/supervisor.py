@@ -94,6 +94,10 @@ def _ignore_death(ep: str, cases: Sequence[str], stderr: Sequence[str]) -> None:
 
 
 RunnerDeath = Callable[[str, Sequence[str], Sequence[str]], None]  # (the EP's label, cases in flight, stderr lines)
+More = Callable[[], "Sequence[Task] | None"]  # the tasks that came since it was last asked; None: no more will come
+# Seconds a turn waits while tasks may still come: a worker that became idle is given the next case read without
+# waiting for one of the others to say something.
+ARRIVING_WAIT = 0.005
 
 
 class Supervisor:
@@ -278,17 +282,23 @@ class Supervisor:
         options: RunOptions,
         on_result: Callable[[int, Result], None],
         on_death: RunnerDeath = _ignore_death,
+        more: More | None = None,
     ) -> None:
         """Every task to its end, each result to ``on_result(pair, result)`` as it comes, each DirectML runner death
-        to ``on_death``. On any exception (a KeyboardInterrupt, RunStopped) the workers are stopped and it goes up
-        to the caller."""
+        to ``on_death``. ``more``: asked at every turn for the tasks that came since (the cases of the files read
+        meanwhile), until it answers None (no more will come). On any exception (a KeyboardInterrupt, RunStopped, or
+        one ``more`` or ``on_result`` raised) the workers are stopped and it goes up to the caller."""
         if any(worker.stopped for worker in self.workers):
             raise RuntimeError("Supervisor.run after stop: its workers take no more tasks")
         self.options, self.on_result, self.on_death = options, on_result, on_death
         self.pending.extend(tasks)
         try:
-            while self.pending or self._busy():
-                self._turn()
+            while more is not None or self.pending or self._busy():
+                if more is not None and (came := more()) is not None:
+                    self.pending.extend(came)
+                elif more is not None:
+                    more = None
+                self._turn(ARRIVING_WAIT if more is not None else None)
         except BaseException:
             self.close()
             raise
@@ -318,8 +328,9 @@ class Supervisor:
         while len(self.workers) < self.jobs or not all(worker.ready for worker in self.workers):
             self._turn()
 
-    def _turn(self) -> None:
-        """Workers to ``jobs`` again, idle ones given pending tasks, then what any of them says or does settled."""
+    def _turn(self, wait: float | None = None) -> None:
+        """Workers to ``jobs`` again, idle ones given pending tasks, then what any of them says or does settled
+        (waiting for it at most ``wait`` seconds, else up to a second)."""
         if self.failed_starts >= 3:
             raise WorkerStartError(
                 f"{self.failed_starts} worker processes in a row died, or hung for {self.start_limit:g} s, before they "
@@ -330,7 +341,7 @@ class Supervisor:
         for worker in self.workers:
             if worker.ready and not worker.closed and worker.task is None and self.pending:
                 self._assign(worker, self.pending.popleft())
-        self._wait()
+        self._wait(wait)
         for worker in list(self.workers):
             self._receive(worker)
             self._check(worker)
@@ -338,9 +349,9 @@ class Supervisor:
     def _busy(self) -> int:
         return sum(w.task is not None for w in self.workers)
 
-    def _wait(self) -> None:
+    def _wait(self, limit: float | None) -> None:
         handles: list[Any] = [w.conn for w in self.workers if not w.closed] + [w.process.sentinel for w in self.workers]
-        wait(handles, timeout=min(1.0, self.timeout or 1.0))
+        wait(handles, timeout=limit if limit is not None else min(1.0, self.timeout or 1.0))
 
     def stop(self) -> None:
         """Every worker told to stop, not waited for: a caller with no more tasks writes its reports while they exit

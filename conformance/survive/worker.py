@@ -23,7 +23,7 @@ from conformance.ep.providers import EpSpec
 from conformance.ep.sessions import Sessions
 from conformance.ep.wine.client import RunnerDied, Runners, runners_peak
 from conformance.model import Status
-from conformance.results import Result
+from conformance.results import Result, json_text
 from conformance.run.batch import run_batch
 from conformance.survive.early import Described
 from conformance.survive.faults import provoke, provoke_at_start
@@ -67,6 +67,7 @@ class _Reporter:
         provoke([self.ids[place] for place in places], self.runners, judging=True)
 
     def finished(self, place: int, result: Result) -> None:
+        json_text(result)  # encoded here, in parallel, rather than by the one process that writes every result
         self.conn.send(Finished(self.task, place, result))
         if result.status is Status.DEVICE_LOST:
             os._exit(DEVICE_LOST_EXIT)  # no cleanup: the device context may hang in it

@@ -1,0 +1,130 @@
+"""``dmlconf run -j N`` started with the first case file read: the files are read in a thread of their own while the
+workers run the cases read so far, instead of all of them being read, validated and expanded first (21,000 cases
+of a sweep took seconds to read, which every worker waited for).
+
+The run starts what the selection will hold (selection.py's ``streamed_selection``: the cases of each valid file,
+the rest of a --shard by hash), and holds back what a whole selection decides. Once the last file is read, the
+selection is made from all of them exactly as a run that reads first makes it (``settled``): a file with a problem
+refuses the run (without --keep-going) as it would have, before anything is written, and the workers are stopped;
+the selection must be the cases started, in order (a harness bug otherwise, not a verdict). Then the rest is
+checked and made as before its first case (run_start.py: the run's size, the folders, results.jsonl), and the
+results that came meanwhile are written to results.jsonl, in the order they came, before any later one.
+
+A selection that needs every case before it can choose any (--quick, --shard-by-time, -k), --resume (its
+results.jsonl is matched to the whole plan), --artifacts and --modes (folders made before the first case runs) and
+``-j 0`` read every file first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import queue
+import threading
+from collections.abc import Callable, Sequence
+
+from conformance.cases.limits import FileLimits
+from conformance.cases.parse import Entry
+from conformance.cases.suite import FileRead, Found, Suite, gathered, read_files
+from conformance.cli.selection import settled, streamed_selection
+from conformance.ep.providers import EpSpec
+from conformance.results import Result
+from conformance.run.modes import has_family
+from conformance.survive.stream import Stream
+
+
+class SelectionRefused(Exception):
+    """The files read have problems and no --keep-going: the run refuses them (printed), as a run that reads first."""
+
+
+def streams(args: argparse.Namespace, eps: Sequence[EpSpec]) -> bool:
+    """Whether this run reads its case files while its first cases run (the module's docstring says when not)."""
+    whole_first = args.resume or args.artifacts or has_family(eps) or args.jobs < 1
+    return not whole_first and streamed_selection(args) is not None
+
+
+class Reading(threading.Thread):
+    """The case files read in turn, each valid file's selected cases given to ``take`` as soon as it is read. A file
+    with a problem gives none, and without --keep-going none after it either: the run will be refused."""
+
+    def __init__(self, args: argparse.Namespace, found: Found, limits: FileLimits) -> None:
+        super().__init__(name="dmlconf-reading", daemon=True)
+        self.args, self.found, self.limits = args, found, limits
+        chosen = streamed_selection(args)
+        assert chosen is not None, "streams() said this selection cannot stream"
+        self.chosen: Callable[[Entry], bool] = chosen
+        self.reads: list[FileRead] = []  # every file as read, for the selection made once all are
+        self.given: list[Entry] = []  # every entry given to the run, in order
+        self._came: queue.SimpleQueue[tuple[Entry, ...]] = queue.SimpleQueue()
+        self._done = threading.Event()
+        self._error: BaseException | None = None
+        self._taken_all = False
+
+    def run(self) -> None:
+        giving = True
+        try:
+            for read in read_files(self.found.files, self.args.max_elements, None, self.limits):
+                self.reads.append(read)
+                giving = giving and (not read.problems or self.args.keep_going)
+                if giving and not read.problems:
+                    came = tuple(entry for entry in read.entries if self.chosen(entry))
+                    if came:
+                        self._came.put(came)
+        except BaseException as error:  # raised again in the run's thread, by take
+            self._error = error
+        finally:
+            self._done.set()
+
+    def take(self) -> list[Entry] | None:
+        """The entries read since the last take; None once the files are all read and every entry taken."""
+        done = self._done.is_set()  # before draining: an entry put before the end is then drained below
+        came: list[Entry] = []
+        while True:
+            try:
+                came.extend(self._came.get_nowait())
+            except queue.Empty:
+                break
+        self.given.extend(came)
+        if came or not done:
+            return came
+        if self._error is not None:
+            raise self._error
+        self._taken_all = True
+        return None
+
+    def finish(self) -> None:
+        """Every file read (the run was cut short while they were: what finished is still written, which needs the
+        whole selection), and every entry read taken."""
+        self.join()
+        while self.take() is not None:
+            pass
+
+    def selection(self) -> Suite | None:
+        """The selection a run that reads first makes of these files (``settled``, which prints their problems:
+        None where it refuses them); a harness error where it is not the cases the run was given."""
+        assert self._taken_all, "the selection is made once every file is read and every entry taken"
+        suite = settled(self.args, gathered(self.reads, self.found))
+        if suite is not None and [e.id for e in suite.entries] != [e.id for e in self.given]:
+            raise RuntimeError("the cases run as their files were read are not the run's selection (a harness bug)")
+        return suite
+
+
+class Held:
+    """The run's results until results.jsonl is open (once every file is read and the run is found valid), then
+    each written there as it comes."""
+
+    def __init__(self) -> None:
+        self.waiting: list[tuple[int, Result]] = []
+        self.stream: Stream | None = None
+
+    def record(self, pair: int, result: Result) -> None:
+        if self.stream is None:
+            self.waiting.append((pair, result))
+        else:
+            self.stream.add(pair, result)
+
+    def open(self, stream: Stream) -> None:
+        """Results go to ``stream`` from now on, those held first, in the order they came."""
+        self.stream = stream
+        waiting, self.waiting = self.waiting, []
+        for pair, result in waiting:
+            stream.add(pair, result)
