@@ -19,6 +19,7 @@ from conformance.environment import Environment, environment_from_json
 from conformance.gate.summary import summarize
 from conformance.gate.waivers import Waiver, apply_waivers
 from conformance.model import SourcePos, Status
+from conformance.report import html as html_report
 from conformance.report.html import render_html
 from conformance.results import Result
 
@@ -179,3 +180,33 @@ def test_the_filter_finds_a_pass_by_its_whole_id_and_toggles_passes_by_their_gro
     assert re.search(r'<section class="group passes"[^>]*data-ep="dml"[^>]*hidden=""', dom)
     dom = _chromium(tmp_path, page.as_uri() + "?status=FAIL", "--dump-dom").stdout
     assert re.search(r'<span id="shown">1</span>', dom) and _passes(dom) == {"alpha": False, "beta": False}
+
+
+def test_the_filter_counts_the_results_a_cut_group_does_not_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Bounds small enough to cut a handful of results: 2 failure rows, 3 names.
+    monkeypatch.setattr(html_report, "MAX_ROWS", 2)
+    monkeypatch.setattr(html_report, "MAX_NAMES", 3)
+    results = [Result(f"t.yaml::v{i}", "TOP_K1", "cuda", Status.FAIL, "values", "FLOAT32") for i in range(5)]
+    results.append(Result("t.yaml::d", "TOP_K1", "dml", Status.FAIL, "values", "FLOAT32"))
+    results += [Result(f"t.yaml::p{i}", "TOP_K1", "cuda", Status.PASS, data_type="FLOAT32") for i in range(6)]
+    env = environment_from_json({"gpus": [], "eps": [{"label": "cuda"}, {"label": "dml"}]})
+    page = tmp_path / "report.html"
+    page.write_text(render_html(summarize(env, results), results), encoding="utf-8")
+
+    # Nothing chosen: the cuda group lists v0 alone, the passes p0 to p2; the count is every result's.
+    dom = _chromium(tmp_path, page.as_uri(), "--dump-dom").stdout
+    assert _rows(dom) == {"t.yaml::v0": True, "t.yaml::d": True}
+    assert re.findall(r"<li data-row=\"\">([^<]*)</li>", dom) == ["p0", "p1", "p2"]
+    assert re.search(r'<span id="shown">12</span>', dom)
+    assert not re.search(r'<span class="part">[^<]', dom)  # no group says "N shown of"
+
+    # A toggle reaches the unlisted results through their group: cuda's 5 failures and 6 passes.
+    dom = _chromium(tmp_path, page.as_uri() + "?ep=cuda", "--dump-dom").stdout
+    assert re.search(r'<span id="shown">11</span>', dom)
+
+    # The text box finds only what is listed: v0, of its group's 5.
+    dom = _chromium(tmp_path, page.as_uri() + "?q=t.yaml::v", "--dump-dom").stdout
+    assert re.search(r'<span id="shown">1</span>', dom) and re.search(r'<span class="part">1 shown of </span>', dom)
+    assert re.search(r'<p class="more"[^>]*hidden=""', dom)

@@ -14,6 +14,7 @@ from conformance.environment import environment_from_json
 from conformance.gate.summary import summarize
 from conformance.gate.waivers import Waiver, apply_waivers
 from conformance.model import SourcePos, Status
+from conformance.report import html as html_report
 from conformance.report.html import render_html
 from conformance.report.svg import mismatch_map, ulp_histogram
 from conformance.results import Result
@@ -308,3 +309,74 @@ def test_the_header_opens_with_what_each_ep_ran_on_and_runner_deaths_are_shown()
     assert _verdict(html).startswith("FAILED — EP cuda: the runner died 3 times while serving packs")
     deaths = html.split('id="runner-deaths"')[1].split("</div>")[0]
     assert "<code>t.yaml::b</code>" in deaths and "CUDA error: &lt;illegal&gt;" in deaths
+
+
+# --- issue 39, item 1: a page of bounded size at 100,000 results -------------------------------------------------
+
+
+def _sections(html: str) -> list[tuple[dict[str, str], str]]:
+    """Each group's section, failures' and passes', in page order: its data attributes and what it holds."""
+    return [
+        (dict(re.findall(r'data-(\w+)="([^"]*)"', attributes)), body)
+        for attributes, body in re.findall(r'<section class="group[^"]*"([^>]*)>(.*?)</section>', html, re.DOTALL)
+    ]
+
+
+def _listed(body: str, built: int, first: list[str], found: str) -> int:
+    """How many of a group's ``built`` results its section lists (``found``: a listed one), checking that they are
+    its first ones (``first``, in order) and that its note counts the rest."""
+    listed = re.findall(found, body)
+    assert 1 <= len(listed) <= built and listed == first[: len(listed)]
+    more = re.findall(r'<p class="more" data-row data-more data-n="(\d+)">… and (\d+) more results in this group', body)
+    assert more == ([(str(built - len(listed)),) * 2] if len(listed) < built else [])
+    return len(listed)
+
+
+def test_a_large_run_lists_each_group_s_first_results_within_the_bounds_and_counts_every_one() -> None:
+    rows, names = html_report.MAX_ROWS, html_report.MAX_NAMES
+    # Failures in three groups, two larger than the page's rows and one small; passes in two groups, one larger than
+    # the page's names.
+    failing = {"values": 3 * rows, "tie_order": rows, "nan_placement": 7}
+    passing = {"cuda": 2 * names, "dml": 5}
+    cases = {kind: [f"t.yaml::{kind}-{i}" for i in range(n)] for kind, n in failing.items()}
+    passes = {ep: [f"{ep}-{i}" for i in range(n)] for ep, n in passing.items()}
+    results = [_fail(case, kind=kind) for kind, named in cases.items() for case in named]
+    results += [Result(f"p.yaml::{name}", "SLICE1", ep, Status.PASS) for ep, named in passes.items() for name in named]
+    failures, passed = sum(failing.values()), sum(passing.values())
+    html = _page({**ENV, "eps": [{"label": "cuda"}, {"label": "dml"}]}, results)
+
+    # Every group is there with all its results counted; each lists its first results, at least one, and says how
+    # many more it holds; the small groups are whole.
+    sections = _sections(html)
+    assert sorted((s["kind"], s["n"]) for s, _ in sections if "kind" in s) == sorted(
+        (kind, str(n)) for kind, n in failing.items()
+    )
+    assert sorted((s["ep"], s["n"]) for s, _ in sections if "kind" not in s) == sorted(
+        (ep, str(n)) for ep, n in passing.items()
+    )
+    shown_rows = shown_names = 0
+    for attributes, body in sections:
+        if "kind" in attributes:
+            kind = attributes["kind"]
+            shown_rows += _listed(body, failing[kind], cases[kind], r'<details class="row".*?<code>([^<]*)</code>')
+        else:
+            shown_names += _listed(
+                body, passing[attributes["ep"]], passes[attributes["ep"]], r"<li data-row>([^<]*)</li>"
+            )
+    assert shown_rows == html.count('<details class="row"') and shown_names == html.count("<li data-row>")
+    assert shown_rows == rows and shown_names == names  # each bound spent, and no more
+    assert "nan_placement-6" in html and "dml-4" in html
+
+    # The counts count every result: totals, links, the section's heading, the matrix and the filter.
+    header = html.split("</header>")[0]
+    assert f">{failures} FAIL</span>" in header and f">{passed} PASS</span>" in header
+    assert f'<a href="#unexpected">failures ({failures})</a>' in header and f"passes ({passed})" in header
+    assert f"<h2 id=unexpected>Failures ({failures} results in 3 groups)</h2>" in html
+    matrix = html[html.index("id=matrix") : html.index("</table>", html.index("id=matrix"))]
+    assert f">{failures} FAIL</a>" in matrix and f">{passing['cuda']} PASS</a>" in matrix
+    assert f'showing <span id="shown">{len(results)}</span> of {len(results)} results' in html
+
+    # The top of the page says, once, how many of its result rows it lists; a small run's page says nothing of it.
+    assert html.count('<p class="cut"') == 1 and html.index('<p class="cut"') < html.index("id=matrix")
+    assert f"report.html lists {rows + names} of {len(results)} result rows" in html
+    assert 'class="cut"' not in _page(ENV, results[:10]) and 'class="more"' not in _page(ENV, results[:10])

@@ -11,6 +11,11 @@ no verdict (NOT_SUPPORTED, NOT_EXPRESSIBLE), grouped by reason; then every pass,
 filter finds any result. Each failure is one line (status, kind, whose where triaged, case, reason, time, its
 --artifacts folder) that opens on its details: parameters, triage's re-runs, pictures, the first mismatches, the
 reproduction command and the full message.
+
+The page stays bounded however many results the run has: past MAX_ROWS failures and warnings, and past MAX_NAMES
+other results listed by name, each group lists only its first results and says how many more it holds, and the top
+of the page says, once, how many of the result rows it lists; the counts (header, matrix, filter, groups) still count
+every result, and results.json holds them all.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 from urllib.parse import urlsplit
@@ -60,6 +66,16 @@ COLOURS = {
 # status and EP), and one that neither has is not filtered on it.
 FACETS = ("status", "ep", "kind", "whose", "gate")
 REASON_LENGTH = 160  # characters of a failure's first message line on its row
+# The page's bounds, in rows that each list one result (a group cut by them lists its first results, at least one,
+# and says how many more it holds). Two kinds, since their weights differ a hundredfold: a failure's or a warning's
+# row carries its details (pictures, first mismatches, message), 5 to 12 KB on the committed runs, while a pass,
+# a result without a verdict, a runner death's case in flight or a packed verdict is its name, about 60 bytes. The
+# largest committed runs (13,552 results: 523 failures and warnings, some 13,000 other results) stay whole, every
+# result there for the filter; a larger run's page stays near 1000 x 5-12 KB plus 20,000 x 60 B whatever its size
+# (benchmarks/report_scale.py: 6.3 MB at 100,000 results, which headless Chromium loads and filters in about 3 s,
+# where listing every result made 28 MB, growing with the run).
+MAX_ROWS = 1000  # failures' and warnings' rows, about twice the committed runs' most
+MAX_NAMES = 20_000  # the other results' rows, one name each, about 1.5 times the committed runs' most
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1320px;padding:0 1em;color:#212121}
 h1{margin:.2em 0}h2{border-bottom:2px solid #e0e0e0;margin-top:1.6em}h3{margin:.2em 0;font-size:1.05em}
@@ -97,11 +113,13 @@ details.waived{border:1px solid #e0e0e0;padding:.3em .8em;margin:1em 0}details.w
 font-size:1.15em;font-weight:600}.pictures{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}
 figure{margin:0;max-width:640px}figcaption{font-size:12px;color:#555}.cell{white-space:nowrap}
 .tie td{font-family:ui-monospace,monospace}td.n{text-align:right}
+p.more{margin:.3em 0 .6em 1.2em;color:#616161}p.cut{border-left:6px solid #757575;background:#fafafa;padding:.3em .8em}
 """
 # The filter: rows (data-row) are shown when their status, EP, kind, whose and gate are toggled on and their text
 # holds what the box holds; a group whose rows are all hidden hides; typing opens the groups that match. The query
 # string sets a first filter (report.html?q=tie&status=FAIL,ERROR&ep=dml); a link to an anchor opens the groups
-# around it.
+# around it. A row counts its data-n results (a no-verdict row its cases; a cut group's note, data-more, the results
+# it does not list, which the toggles count but the text box cannot search).
 SCRIPT = """
 (function () {
   var box = document.getElementById("q");
@@ -112,7 +130,9 @@ SCRIPT = """
   var texts = new Map();
   var facets = new Map();
   function text(row) {
-    // A pass's row holds its case's name; its list holds the case file's path, so that a whole id matches too.
+    // A pass's row holds its case's name; its list holds the case file's path, so that a whole id matches too. A
+    // note of unlisted results has no text to match: none of its results is on the page.
+    if ("more" in row.dataset) { return ""; }
     if (!texts.has(row)) {
       var path = row.parentElement.dataset.path;
       texts.set(row, ((path ? path + "::" : "") + row.textContent).toLowerCase());
@@ -148,8 +168,10 @@ SCRIPT = """
     groups.forEach(function (group) {
       var visible = group.querySelectorAll("[data-row]:not([hidden])");
       group.hidden = visible.length === 0;
+      var results = 0;
+      visible.forEach(function (row) { results += Number(row.dataset.n || 1); });
       var part = group.querySelector(".part");
-      if (part) { part.textContent = visible.length < Number(group.dataset.n) ? visible.length + " shown of " : ""; }
+      if (part) { part.textContent = results < Number(group.dataset.n) ? results + " shown of " : ""; }
       if (words && visible.length) { openAround(visible[0].parentElement); }
     });
     shown.textContent = count;
@@ -275,7 +297,7 @@ def _incomplete(summary: Summary) -> str:
     )
 
 
-def _runner_deaths(summary: Summary) -> str:
+def _runner_deaths(summary: Summary, listed: Sequence[int]) -> str:
     """Each EP whose runner died: the reason (cases in flight) and what it means for the run, every case in flight,
     and the runner's last stderr lines."""
     deaths = summary.environment.runner_deaths
@@ -284,9 +306,10 @@ def _runner_deaths(summary: Summary) -> str:
     items = "".join(
         f"<li>{escape(death_reason(death))}: {escape(death_verdict(death))}<details><summary>cases in flight "
         f"({len(death.cases)}) and the last stderr lines"
-        f"</summary><ul>{''.join(f'<li><code>{escape(case)}</code></li>' for case in death.cases)}</ul>"
+        f"</summary><ul>{''.join(f'<li><code>{escape(case)}</code></li>' for case in death.cases[:shown])}"
+        f"{_unlisted_item(len(death.cases) - shown, 'case in flight', 'cases in flight')}</ul>"
         f"<pre>{escape(chr(10).join(death.stderr))}</pre></details></li>"
-        for death in deaths
+        for death, shown in zip(deaths, listed, strict=True)
     )
     if not any(fails_the_run(death) for death in deaths):
         return f'<div id="runner-deaths"><p>Runner deaths:</p><ul>{items}</ul></div>'
@@ -556,6 +579,30 @@ def _row(anchor: str, r: Result, artifacts: str | None, gate: str | None, triage
     )
 
 
+def _unlisted(count: int, noun: str, nouns: str | None = None, where: str = "") -> str:
+    """What a listing cut by the page's bounds (MAX_ROWS, MAX_NAMES) says in place of the ``count`` results it
+    leaves out ("… and 2503 more results in this group, not listed here: …"); empty where it leaves none."""
+    if count <= 0:
+        return ""
+    more = plural(count, f"more {noun}", f"more {nouns}" if nouns else None)
+    return f"… and {more}{where}, not listed here: results.json holds them all (see the page's top)."
+
+
+def _unlisted_item(count: int, noun: str, nouns: str | None = None) -> str:
+    """``_unlisted`` as a list's last item; empty where the list leaves none out."""
+    return f"<li>{_unlisted(count, noun, nouns)}</li>" if count > 0 else ""
+
+
+def _unlisted_row(count: int, gate: str | None = None) -> str:
+    """A cut group's note of the results it does not list: a row (data-more) that stands for them all (data-n), so
+    that the filter's toggles and its count still reach them; ``gate``: the group's rows' data-gate."""
+    if count <= 0:
+        return ""
+    sorted_by = f' data-gate="{gate}"' if gate else ""
+    note = _unlisted(count, "result", where=" in this group")
+    return f'<p class="more" data-row data-more data-n="{count}"{sorted_by}>{note}</p>'
+
+
 def _group(group: Group, anchor: str, opened: bool, rows: str) -> str:
     """A group's line (status, signature with whose where triage judged it, count, first case) and its
     known-failure notes, which stay in sight while the group is closed; its rows below."""
@@ -583,15 +630,18 @@ def _groups(
     anchors: Mapping[Group, str],
     links: Links,
     triaged: bool,
+    listed: Mapping[Group, int],
     gate: str | None = None,
 ) -> str:
+    """Each group with its first ``listed[group]`` results, one row each, and a note of the rest."""
     parts = []
     for group in groups:
-        anchor = anchors[group]
+        anchor, shown = anchors[group], listed[group]
         rows = "".join(
-            _row(f"{anchor}-{i}", r, links.get((r.case, r.ep)), gate, triaged) for i, r in enumerate(group.results)
+            _row(f"{anchor}-{i}", r, links.get((r.case, r.ep)), gate, triaged)
+            for i, r in enumerate(group.results[:shown])
         )
-        parts.append(_group(group, anchor, opened, rows))
+        parts.append(_group(group, anchor, opened, rows + _unlisted_row(len(group.results) - shown, gate)))
     return "".join(parts)
 
 
@@ -600,38 +650,47 @@ def _counted(groups: Sequence[Group]) -> str:
     return f"{plural(results, 'result')} in {plural(len(groups), 'group')}"
 
 
-def _unexpected(found: Findings, gate: Gate | None, anchors: Mapping[Group, str], links: Links) -> str:
+def _unlisted_table_rows(count: int, columns: int) -> list[list[str]]:
+    """A cut table's last row, the note of the results it does not list in its first cell; no row where it lists
+    them all."""
+    return [[_unlisted(count, "result"), *([""] * (columns - 1))]] if count > 0 else []
+
+
+def _unexpected(
+    found: Findings, gate: Gate | None, anchors: Mapping[Group, str], links: Links, cut: Cut, outside: Outside
+) -> str:
     title = "Unexpected failures" if gate is not None else "Failures"
     why = "" if gate is not None else "<p>No waiver file was given: every failure counts.</p>"
+    sorted_by = "unexpected" if gate is not None else None
     body = (
-        _groups(found.unexpected, True, anchors, links, found.triaged, "unexpected" if gate is not None else None)
+        _groups(found.unexpected, True, anchors, links, found.triaged, cut.groups, sorted_by)
         if found.unexpected
         else "<p>None.</p>"
     )
     part = f"<h2 id=unexpected>{title} ({_counted(found.unexpected)})</h2>{why}{body}"
-    outside = near_miss_keys(gate) if gate is not None else {}
     if outside:  # a waiver names the case and EP, but not this failure: why not, beside the groups above
-        rows = [[escape(case), escape(ep), escape(text)] for (case, ep), text in outside.items()]
-        part += f"<h3>Failures outside their waiver's signature ({len(rows)})</h3>" + _table(
+        rows = [[escape(case), escape(ep), escape(text)] for (case, ep), text in list(outside.items())[: cut.outside]]
+        rows += _unlisted_table_rows(len(outside) - cut.outside, 3)
+        part += f"<h3>Failures outside their waiver's signature ({len(outside)})</h3>" + _table(
             ["case", "EP", "why the waiver does not cover it"], rows, raw=True
         )
     if found.unexpected_passes:
-        rows = [
-            [escape(r.case), escape(r.ep), _waiver_note(w.reason, w.tracking, [w])] for r, w in found.unexpected_passes
-        ]
-        part += f"<h3>Known failures that no longer fail ({len(rows)}): their waivers must go</h3>" + _table(
+        passes = found.unexpected_passes
+        rows = [[escape(r.case), escape(r.ep), _waiver_note(w.reason, w.tracking, [w])] for r, w in passes[: cut.fixed]]
+        rows += _unlisted_table_rows(len(passes) - cut.fixed, 3)
+        part += f"<h3>Known failures that no longer fail ({len(passes)}): their waivers must go</h3>" + _table(
             ["case", "EP", "waiver"], rows, raw=True
         )
     return part
 
 
-def _waived(found: Findings, gate: Gate, anchors: Mapping[Group, str], links: Links) -> str:
+def _waived(found: Findings, gate: Gate, anchors: Mapping[Group, str], links: Links, cut: Cut) -> str:
     results = sum(len(g.results) for g in found.waived)
     stale = "".join(
         f"<li><code>{escape(w.case)}</code> on {escape(w.ep)} ({escape(str(w.pos))})</li>" for w in gate.stale
     )
     stale_part = f"<p>Stale waivers ({len(gate.stale)}): {escape(STALE_WHY)}.</p><ul>{stale}</ul>" if stale else ""
-    groups = _groups(found.waived, False, anchors, links, found.triaged, "known")
+    groups = _groups(found.waived, False, anchors, links, found.triaged, cut.groups, "known")
     return (
         f'<details class="waived" id="waived"><summary>Known failures, waived: {plural(results, "known failure")} in '
         f"{plural(len(found.waived), 'group')}</summary>{groups}"
@@ -639,13 +698,17 @@ def _waived(found: Findings, gate: Gate, anchors: Mapping[Group, str], links: Li
     )
 
 
-def _warnings(found: Findings, anchors: Mapping[Group, str], links: Links) -> str:
+def _warnings(found: Findings, anchors: Mapping[Group, str], links: Links, cut: Cut) -> str:
     if not found.warnings:
         return ""
+    groups = _groups(found.warnings, False, anchors, links, found.triaged, cut.groups)
     return (
         f"<h2 id=warnings>Warnings ({_counted(found.warnings)})</h2><p>Behaviour the spec leaves open that differs "
-        f"from the oracle's choice: not a failure.</p>{_groups(found.warnings, False, anchors, links, found.triaged)}"
+        f"from the oracle's choice: not a failure.</p>{groups}"
     )
+
+
+Declined = Sequence[tuple[tuple[str, Status, str, str], Sequence[str]]]  # (EP, status, kind, reason) -> cases
 
 
 def _declined_groups(results: Sequence[Result]) -> list[tuple[tuple[str, Status, str, str], list[str]]]:
@@ -657,16 +720,19 @@ def _declined_groups(results: Sequence[Result]) -> list[tuple[tuple[str, Status,
     return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0][0]))
 
 
-def _declined(groups: Sequence[tuple[tuple[str, Status, str, str], list[str]]]) -> str:
+def _declined(groups: Declined, listed: Sequence[int]) -> str:
+    """A row per EP, status, kind and reason, counting its results, its cases' names in a closed list (the first
+    ``listed`` of them)."""
     if not groups:
         return "<h2 id=declined>No verdict: not supported or not expressible</h2><p>None.</p>"
     rows = "".join(
         f'<tr data-row data-n="{len(cases)}" data-status="{escape(status.value)}" data-ep="{escape(ep)}" '
         f'data-kind="{escape(kind)}"><td>{escape(ep)}</td><td>{_status(status)}</td><td>{escape(kind)}</td>'
         f'<td>{escape(reason)}</td><td class="n">{len(cases)}</td><td><details><summary>cases</summary>'
-        + "<br>".join(escape(c) for c in cases)
+        + "<br>".join(escape(c) for c in cases[:shown])
+        + (f"<br>{_unlisted(len(cases) - shown, 'case')}" if len(cases) > shown else "")
         + "</details></td></tr>"
-        for (ep, status, kind, reason), cases in groups
+        for ((ep, status, kind, reason), cases), shown in zip(groups, listed, strict=True)
     )
     head = "".join(f"<th>{h}</th>" for h in ("EP", "status", "kind", "reason", "results", "cases"))
     return (
@@ -675,11 +741,12 @@ def _declined(groups: Sequence[tuple[tuple[str, Status, str, str], list[str]]]) 
     )
 
 
-def _packed(differences: Sequence[str]) -> str:
-    """The cases whose verdict packed with others differed from their own (Result.packed)."""
+def _packed(differences: Sequence[str], listed: int) -> str:
+    """The cases whose verdict packed with others differed from their own (Result.packed), the first ``listed``."""
     if not differences:
         return ""
-    items = "".join(f"<li>{escape(line)}</li>" for line in differences)
+    items = "".join(f"<li>{escape(line)}</li>" for line in differences[:listed])
+    items += _unlisted_item(len(differences) - listed, "case")
     return (
         f"<h2 id=packed>Verdicts that differed when packed ({len(differences)})</h2><p>Each case's verdict above is "
         f"its own, from a session of its own; packed with other cases the EP gave another, so its result depended "
@@ -733,9 +800,9 @@ def _ids(results: Sequence[Result]) -> str:
     )
 
 
-def _passes(passed: Passes, anchors: PassAnchors) -> str:
+def _passes(passed: Passes, anchors: PassAnchors, listed: Mapping[tuple[Status, str, str], int]) -> str:
     """Every pass, so that the filter finds any result: a closed group per status, operator and EP, holding each
-    case's name alone (no details: a pass has none worth a look)."""
+    case's name alone (no details: a pass has none worth a look); past MAX_NAMES, each group's first names."""
     total = sum(len(members) for members in passed.values())
     if not passed:
         return "<h2 id=passes>Passes</h2><p>None.</p>"
@@ -744,12 +811,95 @@ def _passes(passed: Passes, anchors: PassAnchors) -> str:
         f'data-ep="{escape(key[2])}" data-n="{len(members)}" style="--c:{_colour(key[0])}"><details><summary>'
         f"{_status(key[0])} {escape(key[1])} · {escape(key[2])} "
         f'<span class="muted">— <span class="part"></span>{plural(len(members), "result")}</span></summary>'
-        f"{_ids(members)}</details></section>"
+        f"{_ids(members[: listed[key]])}{_unlisted_row(len(members) - listed[key])}</details></section>"
         for key, members in passed.items()
     )
     return (
         f"<h2 id=passes>Passes ({plural(total, 'result')})</h2><p>Each result that passed, and each negative case "
         f"rejected as it should be (INVALID), by operator and EP; the filter above finds any of them.</p>{sections}"
+    )
+
+
+Outside = Mapping[tuple[str, str], str]  # (case, EP) of a failure outside its waiver's signature -> why
+
+
+def _allot(sizes: Sequence[int], budget: int) -> list[int]:
+    """How many rows each listing of ``sizes`` results shows within ``budget`` rows: every listing whole up to one
+    level, the highest whose sum fits, and the rows left under the budget one each to the first listings past it
+    (water-filling), so that small groups stay whole and the largest give up the most; yet each listing keeps its
+    first row, over the budget where there are more listings than rows."""
+    if sum(sizes) <= budget:
+        return list(sizes)
+    low, high = 1, max(sizes)  # the level: the highest in [low, high] whose rows fit (1 where none does)
+    while low < high:
+        level = (low + high + 1) // 2
+        if sum(min(size, level) for size in sizes) <= budget:
+            low = level
+        else:
+            high = level - 1
+    shown = [min(size, low) for size in sizes]
+    spare = budget - sum(shown)
+    for index, size in enumerate(sizes):
+        if spare <= 0:
+            break
+        if size > shown[index]:
+            shown[index] += 1
+            spare -= 1
+    return shown
+
+
+@dataclass(frozen=True)
+class Cut:
+    """How many results each listing on the page lists, within MAX_ROWS (``groups``: each failing or warning group)
+    and MAX_NAMES (each runner death's cases in flight, the failures outside their waiver's signature, the known
+    failures that no longer fail, each no-verdict row's cases, the packed verdicts, each group of passes); the
+    page lists ``listed`` of its ``rows`` result rows."""
+
+    groups: Mapping[Group, int]
+    deaths: Sequence[int]
+    outside: int
+    fixed: int
+    declined: Sequence[int]
+    packed: int
+    passes: Mapping[tuple[Status, str, str], int]
+    listed: int
+    rows: int
+
+
+def _cut(summary: Summary, found: Findings, outside: Outside, declined: Declined, passed: Passes) -> Cut:
+    failures = _allot([len(group.results) for group in found.groups], MAX_ROWS)
+    names = {
+        "deaths": [len(death.cases) for death in summary.environment.runner_deaths],
+        "outside": [len(outside)],
+        "fixed": [len(found.unexpected_passes)],
+        "declined": [len(cases) for _, cases in declined],
+        "packed": [len(summary.packed_differences)],
+        "passes": [len(members) for members in passed.values()],
+    }
+    allotted = iter(_allot([size for sizes in names.values() for size in sizes], MAX_NAMES))
+    shown = {listing: [next(allotted) for _ in sizes] for listing, sizes in names.items()}
+    return Cut(
+        groups=dict(zip(found.groups, failures, strict=True)),
+        deaths=shown["deaths"],
+        outside=shown["outside"][0],
+        fixed=shown["fixed"][0],
+        declined=shown["declined"],
+        packed=shown["packed"][0],
+        passes=dict(zip(passed, shown["passes"], strict=True)),
+        listed=sum(failures) + sum(sum(counts) for counts in shown.values()),
+        rows=sum(len(group.results) for group in found.groups) + sum(sum(sizes) for sizes in names.values()),
+    )
+
+
+def _cut_line(cut: Cut) -> str:
+    """Where the page's bounds cut listings, what that means, once, at the top; nothing where they cut none."""
+    if cut.listed == cut.rows:
+        return ""
+    return (
+        f'<p class="cut" id="cut">report.html lists {cut.listed} of {cut.rows} result rows: past {MAX_ROWS} '
+        f"failures and warnings and {MAX_NAMES} other results, each group lists its first results (at least one) "
+        "and says how many more it holds. Every count on the page counts them all, the filter's toggles included "
+        "(its text box searches the listed ones), and results.json holds every result.</p>"
     )
 
 
@@ -765,20 +915,23 @@ def render_html(
     declined = _declined_groups(results)
     passed = _passed(results)
     pass_anchors = {key: f"p{index}" for index, key in enumerate(passed)}
+    outside = near_miss_keys(gate) if gate is not None else {}
+    cut = _cut(summary, found, outside, declined, passed)
     parts = [
         _header(summary, verdict, gate, found, sum(len(members) for members in passed.values())),
+        _cut_line(cut),
         _incomplete(summary),
-        _runner_deaths(summary),
+        _runner_deaths(summary, cut.deaths),
         _matrix(summary, found, anchors, pass_anchors),
         _by_whose(found, gate is not None),
         _facet_values(found, declined, passed, gate is not None),
-        _unexpected(found, gate, anchors, links),
-        _waived(found, gate, anchors, links) if gate is not None else "",
-        _warnings(found, anchors, links),
+        _unexpected(found, gate, anchors, links, cut, outside),
+        _waived(found, gate, anchors, links, cut) if gate is not None else "",
+        _warnings(found, anchors, links, cut),
         _mode_matrix(summary),
-        _declined(declined),
-        _packed(summary.packed_differences),
-        _passes(passed, pass_anchors),
+        _declined(declined, cut.declined),
+        _packed(summary.packed_differences, cut.packed),
+        _passes(passed, pass_anchors, cut.passes),
     ]
     title = "DirectML conformance: " + verdict.headline
     return (
