@@ -2,7 +2,8 @@
 
 - the sweep (benchmarks/sweeps: 21,000 small cases) as a whole command, ``dmlconf run`` from start to exit, at -j 1
   and -j 8 on each EP: -j 8 at least 6 times as fast as -j 1 (cpu, dml, dmlop);
-- ``dmlop`` a case at most CUDA's a case on that sweep (-j 1 each);
+- ``dmlop`` a case at most CUDA's a case on that sweep (-j 1 each); and, beside it, ``dmlop:batch=64`` (its batch
+  mode: 64 cases' dispatches in one command list, as onnxruntime's EPs pack 64 small cases into one session);
 - the whole case library at -j 1: ``dml`` at most 8 s, ``dmlop`` at most 6 s (the H100's and H200's 16 cores);
 - the CPU EP's library at most 2 times its floor (benchmarks/cpu_floor.py, medians of alternating runs).
 
@@ -35,6 +36,7 @@ SWEEPS = str(Path(__file__).resolve().parent / "sweeps")
 SPEED_UP = 6.0  # -j 8 over -j 1, at least
 LIBRARY_SECONDS = {"dml": 8.0, "dmlop": 6.0}  # the library at -j 1, at most
 FLOOR_RATIO = 2.0  # the CPU EP's library over its floor, at most
+BATCHED = "dmlop:batch=64"  # dmlop with its batch mode at the runner's most (ep_table.BATCH_MAX)
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ def measure(
             what = "sweep" if paths == [SWEEPS] else "library"
             print(f"{what} on {ep} at -j {jobs}", file=sys.stderr)
             extra = ["--expect-device", expect_device] if expect_device and ep.startswith("dml") else []
-            return whole_command(paths, ep, jobs, os.path.join(folder, f"{what}-{ep}"), extra)
+            return whole_command(paths, ep, jobs, os.path.join(folder, f"{what}-{ep.replace(':', '-')}"), extra)
 
         sweep_cases = 0
         for ep in eps:
@@ -77,9 +79,15 @@ def measure(
             measured = f"{one:.1f} s / {eight:.1f} s = {speed_up:.2f}x"
             targets.append(Target(what, measured, SPEED_UP / speed_up, results == first))
         if "dmlop" in eps and "cuda" in eps and sweep_cases:
-            dmlop, cuda = seconds["sweep dmlop -j 1"] / sweep_cases, seconds["sweep cuda -j 1"] / sweep_cases
-            measured = f"{dmlop * 1e3:.2f} ms against {cuda * 1e3:.2f} ms"
-            targets.append(Target("sweep: dmlop a case at most cuda's (-j 1)", measured, dmlop / cuda))
+            cuda = seconds["sweep cuda -j 1"] / sweep_cases
+            # dmlop as it runs by default, and with its batch mode (BATCHED: a command list of that many cases'
+            # dispatches, as onnxruntime's EPs pack small cases into one session by default), for comparison
+            batched, _ = _timed([SWEEPS], BATCHED, 1)
+            seconds[f"sweep {BATCHED} -j 1"] = batched
+            for label, took in (("dmlop", seconds["sweep dmlop -j 1"]), (BATCHED, batched)):
+                measured = f"{took / sweep_cases * 1e3:.2f} ms against {cuda * 1e3:.2f} ms"
+                ratio = took / sweep_cases / cuda
+                targets.append(Target(f"sweep: {label} a case at most cuda's (-j 1)", measured, ratio))
         for ep, bound in LIBRARY_SECONDS.items():
             if ep in eps:
                 took, _ = _timed([library], ep, 1)

@@ -168,6 +168,37 @@ def test_a_harness_that_hangs_judging_is_killed_at_its_own_limit_and_says_so(
     assert timeout["seconds"] >= limit
 
 
+@pytest.mark.parametrize(
+    ("fault", "first_line"),
+    [
+        ("segv_preparing", "the worker process running it was killed by SIGSEGV"),
+        (
+            "hang_preparing",
+            f"no progress for {HARNESS_TIMEOUT_FACTOR} s while the harness prepared it (its own work: the inputs, the "
+            "oracle, the lowering; not the EP's): the worker was killed",
+        ),
+    ],
+)
+def test_a_fault_while_the_harness_prepares_a_case_is_that_case_s(
+    tmp_path: Path, clean: dict[str, list[dict[str, Any]]], fault: str, first_line: str
+) -> None:
+    """Which case a worker prepares goes without a message (messages.Board): a crash or a hang there is still pinned
+    on that case, in a pack's window (-j 2, the default packing) as alone, and the others give their clean results."""
+    ids = [entry.id.replace(str(REPO) + "/", "") for entry in collect([str(REPO / SWEEP)]).entries]
+    victim = ids[30]
+    assert [case for case in ids if victim in case] == [victim]  # the fault's text names it alone
+    done = _dmlconf([SWEEP, "-j", "2", "--case-timeout", "1"], tmp_path, f"{fault}:{victim}")
+    assert done.returncode == 1, done.stderr
+    results = _results(tmp_path)
+    assert [r["case"] for r in results] == ids
+    faulted = [r for r in results if r["status"] != "PASS"]
+    assert [r["case"] for r in faulted] == [victim]
+    assert faulted[0]["status"] == ("CRASH" if fault.startswith("segv") else "TIMEOUT")
+    assert faulted[0]["message"].splitlines()[0] == first_line
+    others = [r for r in _untimed(results) if r["case"] != victim]
+    assert others == [r for r in clean[SWEEP] if r["case"] != victim]
+
+
 def test_a_lost_device_is_device_lost(tmp_path: Path, clean: dict[str, list[dict[str, Any]]]) -> None:
     done = _dmlconf([EXAMPLES], tmp_path, f"device_lost:{VICTIM}")
     assert done.returncode == 1, done.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -234,8 +235,8 @@ def test_each_result_is_given_once_after_its_last_run() -> None:
         def __init__(self) -> None:
             self.finished_at: list[tuple[int, int]] = []
 
-        def finished(self, place: int, result: Result) -> None:
-            self.finished_at.append((place, len(result.repeats)))
+        def finished(self, results: Mapping[int, Result]) -> None:
+            self.finished_at += [(place, len(result.repeats)) for place, result in results.items()]
 
     entries, _ = read_file(str(TOPK_EXAMPLES))
     seen = Seen()
@@ -344,8 +345,8 @@ def test_a_lost_device_is_told_at_once_not_after_the_round(monkeypatch: pytest.M
         def begin(self, places: Any, executing: bool, inputs: Any = ()) -> None:
             self.events.append(("begin", tuple(places), executing))
 
-        def finished(self, place: int, result: Result) -> None:
-            self.events.append(("finished", place, result.status))
+        def finished(self, results: Mapping[int, Result]) -> None:
+            self.events += [("finished", place, result.status) for place, result in results.items()]
 
     def lost(*_: Any) -> Any:
         raise ExecutionError("D3D12: Removing Device. DXGI_ERROR_DEVICE_REMOVED (0x887A0005)")

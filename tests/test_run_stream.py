@@ -181,3 +181,31 @@ def test_the_progress_line_counts_while_the_total_is_not_known() -> None:
     for _ in range(50):
         plain.advance()
     assert log.getvalue().splitlines()[0].startswith("[") and "160/200" in log.getvalue().splitlines()[0]
+
+
+def test_files_read_by_several_processes_give_what_one_reader_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed_runs: list[int]
+) -> None:
+    """Where the cores the workers leave allow, a process pool reads the files (a file each at a time), and gives
+    them in order: the run is the one a run that reads first gives, a bad file among them included."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from conformance.cli import run_stream
+
+    pools: list[int] = []
+
+    class Counted(ProcessPoolExecutor):
+        def __init__(self, workers: int, **kwargs: Any) -> None:
+            pools.append(workers)
+            super().__init__(workers, **kwargs)
+
+    monkeypatch.chdir(tmp_path)
+    cases = _files(tmp_path, TOPK, SLICE, MVN, TOPK)
+    (cases / "2b-bad.yaml").write_text(BAD, encoding="utf-8")
+    run = ["run", str(cases), "--ep", "cpu", "--keep-going", "--quiet"]
+    assert main([*run, "-j", "0", "--report-dir", "first"]) == 2
+    monkeypatch.setattr(run_stream.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(run_stream, "ProcessPoolExecutor", Counted)
+    assert main([*run, "-j", "2", "--report-dir", "pooled"]) == 2
+    assert pools == [5] and streamed_runs == [1]  # five files, and 16 cores leave 13
+    assert _results(tmp_path / "pooled") == _results(tmp_path / "first")

@@ -25,6 +25,7 @@ from conformance.results import Result
 from conformance.run.options import RunOptions
 from conformance.survive.messages import (
     Began,
+    Board,
     CannotRun,
     DirectMLDescribed,
     Finished,
@@ -294,9 +295,9 @@ def test_every_kind_of_message_crosses_a_pipe_as_it_is() -> None:
         Stop(),
         Ready(),
         DirectMLDescribed(None, "no DXGI adapter"),
-        Began(7, (0, 1), Phase.EXECUTING, ({"X": "ab"}, {"X": "cd"})),
-        PhaseChanged(7, Phase.JUDGING),
-        Finished(7, 0, result),
+        Began(7, (0, 1), Phase.EXECUTING, ({"X": "ab"}, {"X": "cd"}), 2),
+        PhaseChanged(7, Phase.JUDGING, 2),
+        Finished(7, (0,), (result,)),
         TaskFinished(7),
         MemoryPeak(7, 1, 2, 3),
         RunnerDeathTold(7, "dml", ("a.yaml::x",), ("err",)),
@@ -310,7 +311,7 @@ def test_every_kind_of_message_crosses_a_pipe_as_it_is() -> None:
 
 def test_a_message_about_an_earlier_task_is_dropped(supervisor: Any) -> None:
     worker, theirs = _listening(supervisor)
-    theirs.send(Finished(6, 0, _passed("a.yaml::x")))  # task 6's, settled already: the worker is on 7
+    theirs.send(Finished(6, (0,), (_passed("a.yaml::x"),)))  # task 6's, settled already: the worker is on 7
     theirs.send(TaskFinished(6))
     supervisor._receive(worker)
     assert supervisor.results == [] and worker.task is not None and not worker.finished
@@ -481,7 +482,8 @@ def test_a_worker_stops_its_runners_when_it_ends(ending: str, monkeypatch: pytes
     runners = _Closing()
     monkeypatch.setattr(worker, "Runners", lambda: runners)
     monkeypatch.setattr(worker, "_stderr_to", lambda path: None)  # this process's stderr stays the test's
-    worker.worker_main(_Supervisor(ending), os.devnull)  # type: ignore[arg-type]
+    board = Board(multiprocessing.RawValue("q", 0))
+    worker.worker_main(_Supervisor(ending), os.devnull, board)  # type: ignore[arg-type]
     assert runners.closed
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from conformance.cases.detect import CASE_FILE_SUFFIXES, is_case_file
 from conformance.cases.ids import file_id
@@ -165,23 +166,35 @@ class FileRead:
     problems: tuple[Problem, ...]
 
 
+Mapper = Callable[[Callable[..., Any], Iterable[Any]], Iterable[Any]]  # map, or an executor's: same order
+
+
 def read_files(
     files: Sequence[CaseFile],
     max_elements: int = DEFAULT_MAX_ELEMENTS,
     keyword: str | None = None,
     limits: FileLimits = DEFAULT_LIMITS,
+    mapper: Mapper = map,
 ) -> Iterator[FileRead]:
-    """Each file read in turn, as soon as it is: a run starts its first cases while the later files are read
-    (cli/run_stream.py), and ``collect`` gathers them all."""
+    """Each file read in turn, given as soon as it is: a run starts its first cases while the later files are read
+    (cli/run_stream.py), and ``collect`` gathers them all. ``mapper`` reads them (``read_file``): ``map`` here, or a
+    process pool's, which reads several files at once and gives them in order."""
     named: dict[str, str] = {}
-    for file in files:
+    planned = []
+    for file in files:  # which files are read, and under which names, decided in order before any is read
         prefix = file_id(file.path, file.given)
-        refused = file.refused or same_ids(named, file.path, prefix)
-        file_entries, file_problems = (
-            read_file(file.path, max_elements, limits, prefix) if refused is None else ([], [refused])
-        )
+        planned.append((file, prefix, file.refused or same_ids(named, file.path, prefix)))
+    readable = [(file.path, max_elements, limits, prefix) for file, prefix, refused in planned if refused is None]
+    reads = iter(mapper(_read, readable))
+    for file, _, refused in planned:
+        file_entries, file_problems = next(reads) if refused is None else ([], [refused])
         kept = tuple(e for e in file_entries if keyword is None or keyword in e.id)
         yield FileRead(display_path(file.path), kept, tuple(file_problems))
+
+
+def _read(job: tuple[str, int, FileLimits, str]) -> tuple[list[Entry], list[Problem]]:
+    """``read_file`` of one (path, max_elements, limits, named): what a process pool runs."""
+    return read_file(*job)
 
 
 def gathered(reads: Sequence[FileRead], found: Found, keyword: str | None = None) -> Suite:

@@ -346,7 +346,12 @@ def _streamed(
 ) -> _Began:
     """The case files read while the workers run the cases read so far (run_stream.py); SelectionRefused where the
     files have problems (nothing is written then, and the workers are stopped)."""
-    reading = Reading(args, found_paths(args.paths or ["cases"]), file_limits(args, paths))
+
+    def check(suite: Suite) -> None:  # in the reading's thread: the selection's size, as _read_first checks it
+        _some_selected(args, suite)
+        within_limit(args, suite, eps, paths)
+
+    reading = Reading(args, found_paths(args.paths or ["cases"]), file_limits(args, paths), check)
     reading.start()
     with _chain_usage():
         directml = describe()
@@ -358,10 +363,6 @@ def _streamed(
     def selection_made() -> None:
         """Every file read: the selection checked and the run made ready, as a run that reads first does."""
         suite = reading.selection()
-        if suite is None:
-            raise SelectionRefused
-        _some_selected(args, suite)
-        within_limit(args, suite, eps, paths)
         ready = _ready(args, suite, eps, options, directml, held)
         holding.open(ready.stream)
         readied.append((suite, ready))

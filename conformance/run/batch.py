@@ -56,16 +56,16 @@ class Watch(Protocol):
     it waited for (worker.py): ``begin`` before a case is prepared and before each session runs (the entries' places,
     several for a pack, and before a session the hashes of their inputs, which a CRASH or TIMEOUT result then
     records), ``judging`` once the EP answered and the harness judges what it returned (its own work again, no
-    longer the EP's), ``finished`` as each result becomes final, ``device_lost`` when a packed session says the
-    device is gone. A worker exits there: its device context is dead, and each case of the pack must run alone on a
-    fresh one to find the case that lost it. In this process (-j 0), the batch goes on with each case of the pack
-    alone."""
+    longer the EP's), ``finished`` as results become final (by place; a pack's clean PASSes at once),
+    ``device_lost`` when a packed session says the device is gone. A worker exits there: its device context is
+    dead, and each case of the pack must run alone on a fresh one to find the case that lost it. In this process
+    (-j 0), the batch goes on with each case of the pack alone."""
 
     def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None: ...
 
     def judging(self, places: Sequence[int]) -> None: ...
 
-    def finished(self, place: int, result: Result) -> None: ...
+    def finished(self, results: Mapping[int, Result]) -> None: ...
 
     def device_lost(self, places: Sequence[int], message: str) -> None: ...
 
@@ -77,7 +77,7 @@ class Unwatched:
     def judging(self, places: Sequence[int]) -> None:
         pass
 
-    def finished(self, place: int, result: Result) -> None:
+    def finished(self, results: Mapping[int, Result]) -> None:
         pass
 
     def device_lost(self, places: Sequence[int], message: str) -> None:
@@ -135,19 +135,18 @@ def _run_group(
     given to ``watch`` as it becomes final (``places``: the group's places in the batch)."""
     if len(group) == 1:
         result = _alone(group[0], places[0], ep, options, sessions, watch)
-        watch.finished(places[0], result)
+        watch.finished({places[0]: result})
         return [result]
     watch.begin(places, True, [p.base.inputs_sha256 for p in group])
     outcome = _packed(group, ep, options, sessions, partial(watch.judging, list(places)))
     if outcome.lost:
         watch.device_lost(places, outcome.lost)
     results = dict(outcome.kept)
-    for place, result in outcome.kept.items():
-        watch.finished(places[place], result)
+    watch.finished({places[place]: result for place, result in outcome.kept.items()})
     for place in sorted(outcome.alone):
         alone = _alone(group[place], places[place], ep, options, sessions, watch)
         results[place] = _noted(alone, outcome.tried.get(place), len(group) - 1)
-        watch.finished(places[place], results[place])
+        watch.finished({places[place]: results[place]})
     rest = [place for place in range(len(group)) if place not in results]
     for part in ([p for p in rest if p in outcome.apart], [p for p in rest if p not in outcome.apart]):
         if part:
@@ -176,11 +175,12 @@ class _Repeats(Unwatched):
     def device_lost(self, places: Sequence[int], message: str) -> None:
         self.watch.device_lost(places, message)
 
-    def finished(self, place: int, result: Result) -> None:
-        i = self.at[place]
-        self.runs[i].append(result)
-        if result.status in FAULTS:
-            self._settle(i)
+    def finished(self, results: Mapping[int, Result]) -> None:
+        for place, result in results.items():
+            i = self.at[place]
+            self.runs[i].append(result)
+            if result.status in FAULTS:
+                self._settle(i)
 
     def live(self) -> list[int]:
         """The group's cases still to run again (in the group's order)."""
@@ -188,7 +188,7 @@ class _Repeats(Unwatched):
 
     def _settle(self, i: int) -> None:
         self.final[i] = merged(self.runs[i], self.planned, self.group[i].seconds)
-        self.watch.finished(self.places[i], self.final[i])
+        self.watch.finished({self.places[i]: self.final[i]})
 
     def results(self) -> list[Result]:
         """Every case's one result, in the group's order, those not yet given to the batch's Watch given now."""
@@ -236,7 +236,7 @@ def run_batch(
         prepared = prepare(entry, ep, options)
         if isinstance(prepared, Result):  # no execution: nothing to repeat
             results[index] = prepared
-            watch.finished(index, prepared)
+            watch.finished({index: prepared})
         elif (group := _pack_group(prepared, ep, options)) is not None:
             waiting.setdefault(group, []).append((index, prepared))
         else:

@@ -170,7 +170,9 @@ def provoke_at_start() -> None:
         os.kill(os.getpid(), signal.SIGSEGV)
 
 
-def provoke(case_ids: Sequence[str], runners: Runners | None = None, judging: bool = False) -> None:
+def provoke(
+    case_ids: Sequence[str], runners: Runners | None = None, judging: bool = False, preparing: bool = False
+) -> None:
     """Tests only (``DMLCONF_TEST_FAULT``, read by a worker before it runs a session): make this worker die by a
     signal (``segv``, ``abort``; ``segv_in_pack`` only while it serves a pack of several cases), hang (``hang``) or
     report a lost device and die (``device_lost``) when a case id contains the text after the colon; or, for
@@ -178,20 +180,23 @@ def provoke(case_ids: Sequence[str], runners: Runners | None = None, judging: bo
     take the device away (``unplug``: remove the file that ``DMLCONF_TEST_UNPLUG`` names, the Vulkan driver's or the
     Wine loader's, then kill the runner, so that the next one starts without it). ``judging`` (read once the EP
     answered, as the harness starts judging): hang there (``hang_judging``), or take JUDGING_SECONDS over it
-    (``slow_judging``), as a harness's own slow work would. A kind ending ``_once`` (``segv_once``) happens the first
-    time only, in whichever worker removes the file ``DMLCONF_TEST_ONCE`` names: a flaky fault, for
-    --rerun-failures. Everything after it is the production path."""
+    (``slow_judging``), as a harness's own slow work would; ``preparing`` (read as the harness starts preparing the
+    case, before its inputs): die (``segv_preparing``) or hang (``hang_preparing``) there. A kind ending ``_once``
+    (``segv_once``) happens the first time only, in whichever worker removes the file ``DMLCONF_TEST_ONCE`` names: a
+    flaky fault, for --rerun-failures. Everything after it is the production path."""
     kind, text = _test_fault()
     if not kind or not any(text in case_id for case_id in case_ids):
         return
-    if kind.endswith("_once"):
+    once = kind.endswith("_once")
+    kind = kind.removesuffix("_once")
+    if judging != kind.endswith("_judging") or preparing != kind.endswith("_preparing"):
+        return  # another stage's fault: a _once one is not spent here
+    if once:
         try:
             os.remove(os.environ[TEST_ONCE])
         except FileNotFoundError:  # it happened already
             return
-        kind = kind.removesuffix("_once")
-    if judging != kind.endswith("_judging"):
-        return
+    kind = kind.removesuffix("_preparing")
     if kind == "slow_judging":
         time.sleep(JUDGING_SECONDS)
     if kind == "hang_judging":

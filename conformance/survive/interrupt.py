@@ -25,7 +25,7 @@ import signal
 from collections.abc import Iterator, Sequence
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # this module is imported before anything heavy
     from conformance.ep.providers import EpSpec
@@ -90,15 +90,17 @@ def interrupts_stop_the_run() -> Iterator[Interrupts]:
             signal.signal(number, action)
 
 
-def start_worker(conn: Connection, stderr_path: str, describe: Sequence[EpSpec] = ()) -> None:
+def start_worker(conn: Connection, stderr_path: str, board: Any, describe: Sequence[EpSpec] = ()) -> None:
     """A worker process's entry point (supervisor.py): the INTERRUPTS ignored before anything heavy is imported, then
-    the worker's life (worker.py), which starts by describing ``describe``'s DirectML."""
+    the worker's life (worker.py), which starts by describing ``describe``'s DirectML; ``board``: the word it shares
+    with its supervisor (messages.Board)."""
     ignore_interrupts()
     described = None
     if describe:  # its runners started, and their devices described, while the rest is imported (early.py)
         from conformance.survive.early import describe_while_importing
 
         described = describe_while_importing(describe, "conformance.survive.worker")
+    from conformance.survive.messages import Board
     from conformance.survive.worker import worker_main  # NumPy, onnx, onnxruntime: after the signals are ignored
 
-    worker_main(conn, stderr_path, described)
+    worker_main(conn, stderr_path, Board(board), described)

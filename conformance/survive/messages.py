@@ -8,13 +8,19 @@ To a worker (supervisor.py sends, worker.py handles): ``RunTask``, then, once no
 
 From a worker (worker.py sends, supervisor.py handles): ``Ready`` once imported; where the supervisor asked it to
 describe DirectML, ``DirectMLDescribed`` once, before its first task (early.py). Per task, numbered as ``RunTask``
-numbered it: ``Began`` before each case is prepared (``Phase.PREPARING``) and before each session runs
-(``Phase.EXECUTING``; several places for a pack, and the hashes of their inputs); ``PhaseChanged`` once the EP
-answered and the harness judges what it returned (``Phase.JUDGING``); ``Finished`` as each result is final;
+numbered it: ``Began`` before each session runs (``Phase.EXECUTING``; several places for a pack, and the hashes of
+their inputs); ``PhaseChanged`` once the EP answered and the harness judges what it returned (``Phase.JUDGING``);
+``Finished`` as results are final (a pack's clean PASSes in one message);
 ``RunnerDeathTold`` for each DirectML runner that ended unasked; ``CannotRun`` where cases cannot run at all (the
 runner fails to start again and again), which stops the run; else ``MemoryPeak``, then ``TaskFinished``. The
 supervisor thus knows, when the worker dies or hangs, which cases were in flight, which results are already safe,
 and which side it waited for: the EP's answer, or the harness's own work (``Phase``).
+
+One thing goes without a message: which case the worker prepares (``Phase.PREPARING``: its inputs, the oracle, the
+lowering), written on a ``Board`` the two share. A message per case prepared was half of the messages of a run of
+small cases, and the one process that reads them all was what kept -j 8 from running 8 times as fast. The board
+counts the preparations begun, and ``Began`` and ``PhaseChanged`` carry that count as it was when they were sent,
+so the supervisor tells which is newer: a message about a session, or a preparation begun after it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: the supervisor's side stays as light as it was
     from conformance.cases.parse import Entry
@@ -100,30 +106,54 @@ class DirectMLDescribed:
 
 @dataclass(frozen=True)
 class Began:
-    """The task's ``places`` (one case, or a pack) are in flight, in ``phase`` (PREPARING or EXECUTING); ``inputs``:
-    the hashes of their inputs, place by place, once generated (none while preparing)."""
+    """The task's ``places`` (one case, or a pack) are in flight, in ``phase`` (EXECUTING); ``inputs``: the hashes of
+    their inputs, place by place; ``prepared``: the preparations the worker had begun when it sent this (``Board``)."""
 
     task: int
     places: tuple[int, ...]
     phase: Phase
     inputs: tuple[Mapping[str, str], ...]
+    prepared: int
 
 
 @dataclass(frozen=True)
 class PhaseChanged:
-    """The places in flight are now in ``phase`` (JUDGING: the EP answered)."""
+    """The places in flight are now in ``phase`` (JUDGING: the EP answered); ``prepared`` as in ``Began``."""
 
     task: int
     phase: Phase
+    prepared: int
 
 
 @dataclass(frozen=True)
 class Finished:
-    """The result of the task's case at ``place``, final."""
+    """The results of the task's cases at ``places``, final (one each)."""
 
     task: int
-    place: int
-    result: Result
+    places: tuple[int, ...]
+    results: tuple[Result, ...]
+
+
+class Board:
+    """Which case a worker prepares, shared with its supervisor without a message (the module's docstring): one
+    process-shared 64-bit word holding the preparations begun (high half) and the place of the last (low half),
+    so that one aligned store writes both and one load reads both. The worker alone writes it."""
+
+    def __init__(self, shared: Any) -> None:
+        self.shared = shared  # multiprocessing's RawValue("q") of the supervisor's context
+
+    def begin(self, place: int) -> None:
+        self.shared.value = (self.begun + 1) << 32 | place
+
+    @property
+    def begun(self) -> int:
+        """The preparations begun (2**31 of them, the most the high half holds, would take a worker years)."""
+        return int(self.shared.value) >> 32
+
+    def last(self) -> tuple[int, int]:
+        """(preparations begun, the place of the last), read as one."""
+        word = int(self.shared.value)
+        return word >> 32, word & 0xFFFFFFFF
 
 
 @dataclass(frozen=True)

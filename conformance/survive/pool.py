@@ -74,8 +74,9 @@ class _InProcess(Unwatched):
     def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
         self.executing = [self.task.entries[place].id for place in places] if executing else []
 
-    def finished(self, place: int, result: Result) -> None:
-        self.record(self.task.pairs[place], result)
+    def finished(self, results: Mapping[int, Result]) -> None:
+        for place, result in results.items():
+            self.record(self.task.pairs[place], result)
 
     def runner_died(self, died: RunnerDied) -> None:
         self.log.runner_died(self.task.ep.text, self.executing if died.serving else [], died.lines)

@@ -36,6 +36,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from multiprocessing import sharedctypes  # imported with this module (and its heap): test_plugin.py says why
 from multiprocessing.connection import wait
 from typing import Any, assert_never
 
@@ -51,6 +52,7 @@ from conformance.survive.interrupt import interrupts_held, start_worker
 from conformance.survive.memory import Peaks
 from conformance.survive.messages import (
     Began,
+    Board,
     CannotRun,
     DirectMLDescribed,
     Finished,
@@ -139,17 +141,20 @@ class Supervisor:
         self.started += 1
         stderr_path = os.path.join(self.folder.name, f"worker-{self.started}.stderr")
         mine, theirs = self.context.Pipe()
-        process = self.context.Process(target=start_worker, args=(theirs, stderr_path, self.describe), daemon=True)
+        shared = sharedctypes.RawValue("q", 0)  # the board (messages.Board): no lock, one word, one writer
+        args = (theirs, stderr_path, shared, self.describe)
+        process = self.context.Process(target=start_worker, args=args, daemon=True)
         with interrupts_held():  # Ctrl-C is the supervisor's, even while the worker starts (interrupt.py)
             process.start()
         theirs.close()
-        self.workers.append(Worker(process, mine, stderr_path, number=self.started))
+        self.workers.append(Worker(process, mine, stderr_path, number=self.started, board=Board(shared)))
 
     def _assign(self, worker: Worker, task: Task) -> None:
         self.tasks_sent += 1
         worker.task, worker.task_id = task, self.tasks_sent
         worker.in_flight, worker.finished, worker.phase = [], set(), Phase.PREPARING
         worker.heard = worker.began = time.monotonic()
+        worker.told_prepared = worker.seen_prepared = worker.board.begun  # idle: its board is still
         try:
             worker.conn.send(
                 RunTask(worker.task_id, tuple(task.entries), task.ep, replace(self.options, pack=task.pack))
@@ -192,16 +197,19 @@ class Supervisor:
     def _heard_on(self, worker: Worker, task: Task, message: TaskMessage) -> None:
         """A message about ``task``, the worker's own."""
         match message:
-            case Began(places=places, phase=phase, inputs=inputs):
-                worker.in_flight, worker.phase = list(places), phase
-                worker.inputs = {place: dict(hashes) for place, hashes in zip(places, inputs, strict=False)}
-                worker.began = worker.heard
-            case PhaseChanged(phase=phase):
-                worker.phase = phase
-            case Finished(place=place, result=result):
-                worker.finished.add(place)
-                worker.reported_lost |= result.status is Status.DEVICE_LOST
-                self.on_result(task.pairs[place], result)
+            case Began(places=places, phase=phase, inputs=inputs, prepared=prepared):
+                if prepared >= worker.told_prepared:  # else a case prepared since is newer (_prepared)
+                    worker.in_flight, worker.phase, worker.told_prepared = list(places), phase, prepared
+                    worker.inputs = {place: dict(hashes) for place, hashes in zip(places, inputs, strict=False)}
+                    worker.began = worker.heard
+            case PhaseChanged(phase=phase, prepared=prepared):
+                if prepared >= worker.told_prepared:
+                    worker.phase = phase
+            case Finished(places=places, results=results):
+                for place, result in zip(places, results, strict=True):
+                    worker.finished.add(place)
+                    worker.reported_lost |= result.status is Status.DEVICE_LOST
+                    self.on_result(task.pairs[place], result)
             case TaskFinished():
                 worker.task = None
             case MemoryPeak(own_kib=own_kib, runners_kib=runners_kib, runners=runners):
@@ -224,6 +232,7 @@ class Supervisor:
             if not worker.ready or (self.describe and not worker.described):  # it died starting
                 self.failed_starts += 1
             return
+        self._prepared(worker)
         left = [place for place in range(len(task.entries)) if place not in worker.finished]
         flying = [place for place in worker.in_flight if place in left]
         if worker.finished:  # progress: the deaths counted are those in a row without a case finished
@@ -258,6 +267,7 @@ class Supervisor:
             meant = worker.reported_lost and worker.process.exitcode == DEVICE_LOST_EXIT
             self._lost(worker, Status.CRASH, f"the worker process running it {ended}", meant)
             return
+        self._prepared(worker)
         now = time.monotonic()
         if not worker.ready and now - worker.heard > self.start_limit:
             worker.process.kill()
@@ -269,6 +279,17 @@ class Supervisor:
             if worker.task is not None:
                 what = f"no progress for {self._limit(phase):g} s {phase.waited_for}: the worker was killed"
                 self._lost(worker, Status.TIMEOUT, what)
+
+    def _prepared(self, worker: Worker) -> None:
+        """What the worker's board says (messages.Board): a case prepared since it was last read is news (the worker
+        is alive), and where none of its messages is newer, the case in flight, in the PREPARING phase."""
+        begun, place = worker.board.last()
+        if begun == worker.seen_prepared:
+            return
+        worker.seen_prepared, worker.heard = begun, time.monotonic()
+        if begun > worker.told_prepared and worker.task is not None:
+            worker.in_flight, worker.phase, worker.inputs = [place], Phase.PREPARING, {}
+            worker.told_prepared, worker.began = begun, worker.heard
 
     def _limit(self, phase: Phase) -> float:
         """The seconds a worker on a task may stay silent in ``phase`` (``timeout`` set)."""

@@ -30,6 +30,7 @@ from conformance.survive.faults import provoke, provoke_at_start
 from conformance.survive.memory import own_peak_kib
 from conformance.survive.messages import (
     Began,
+    Board,
     CannotRun,
     DirectMLDescribed,
     Finished,
@@ -49,27 +50,37 @@ SUPERVISOR_GONE_EXIT = 4  # the status of a worker that outlived its supervisor 
 
 
 class _Reporter:
-    """The batch's Watch: each step sent to the supervisor as it happens."""
+    """The batch's Watch: each step told to the supervisor as it happens, a case prepared on the board, the rest
+    sent (messages.py)."""
 
-    def __init__(self, conn: Connection, task: int, ids: Sequence[str], ep: EpSpec, runners: Runners) -> None:
-        self.conn, self.task, self.ids, self.ep, self.runners = conn, task, ids, ep, runners
+    def __init__(
+        self, conn: Connection, task: int, ids: Sequence[str], ep: EpSpec, runners: Runners, board: Board
+    ) -> None:
+        self.conn, self.task, self.ids, self.ep, self.runners, self.board = conn, task, ids, ep, runners, board
         self.executing: list[str] = []  # the ids of the cases whose session runs now
 
     def begin(self, places: Sequence[int], executing: bool, inputs: Sequence[Mapping[str, str]] = ()) -> None:
-        phase = Phase.EXECUTING if executing else Phase.PREPARING
-        self.conn.send(Began(self.task, tuple(places), phase, tuple(dict(hashes) for hashes in inputs)))
-        self.executing = [self.ids[place] for place in places] if executing else []
-        if executing:
-            provoke(self.executing, self.runners)
+        if not executing:  # one case prepared (batch.py): on the board, no message
+            self.executing = []
+            self.board.begin(places[0])
+            provoke([self.ids[places[0]]], self.runners, preparing=True)
+            return
+        hashes = tuple(dict(each) for each in inputs)
+        self.conn.send(Began(self.task, tuple(places), Phase.EXECUTING, hashes, self.board.begun))
+        self.executing = [self.ids[place] for place in places]
+        provoke(self.executing, self.runners)
 
     def judging(self, places: Sequence[int]) -> None:
-        self.conn.send(PhaseChanged(self.task, Phase.JUDGING))
+        self.conn.send(PhaseChanged(self.task, Phase.JUDGING, self.board.begun))
         provoke([self.ids[place] for place in places], self.runners, judging=True)
 
-    def finished(self, place: int, result: Result) -> None:
-        json_text(result)  # encoded here, in parallel, rather than by the one process that writes every result
-        self.conn.send(Finished(self.task, place, result))
-        if result.status is Status.DEVICE_LOST:
+    def finished(self, results: Mapping[int, Result]) -> None:
+        if not results:
+            return
+        for result in results.values():
+            json_text(result)  # encoded here, in parallel, rather than by the one process that writes every result
+        self.conn.send(Finished(self.task, tuple(results), tuple(results.values())))
+        if any(result.status is Status.DEVICE_LOST for result in results.values()):
             os._exit(DEVICE_LOST_EXIT)  # no cleanup: the device context may hang in it
 
     def device_lost(self, places: Sequence[int], message: str) -> None:
@@ -93,9 +104,9 @@ def _stderr_to(path: str) -> None:
     faulthandler.enable(sys.stderr)
 
 
-def _run_task(conn: Connection, told: RunTask, runners: Runners) -> None:
+def _run_task(conn: Connection, told: RunTask, runners: Runners, board: Board) -> None:
     os.ftruncate(2, 0)  # the stderr kept is this task's: the file stays small over a long run
-    reporter = _Reporter(conn, told.task, [e.id for e in told.entries], told.ep, runners)
+    reporter = _Reporter(conn, told.task, [e.id for e in told.entries], told.ep, runners, board)
     runners.on_death = reporter.runner_died
     runners.bound(told.options.case_timeout)  # every wait on the runner within --case-timeout, as the supervisor's
     try:
@@ -122,7 +133,7 @@ def _exit_with_the_supervisor() -> None:
     threading.Thread(target=wait_then_exit, name="supervisor-watch", daemon=True).start()
 
 
-def worker_main(conn: Connection, stderr_path: str, described: Described | None = None) -> None:
+def worker_main(conn: Connection, stderr_path: str, board: Board, described: Described | None = None) -> None:
     """A worker's life: ready (and its DirectML ``described``, where the supervisor asked: early.py), then tasks until
     told to stop or the supervisor is gone. SIGINT is ignored already (interrupt.py's ``start_worker``, the process's
     entry point): Ctrl-C is the supervisor's."""
@@ -135,12 +146,12 @@ def worker_main(conn: Connection, stderr_path: str, described: Described | None 
     try:
         if described is not None:
             conn.send(DirectMLDescribed(described.directml, described.why))
-        _serve(conn, runners)
+        _serve(conn, runners, board)
     finally:  # its runners stopped and waited for: one left behind would hold its memory (and the device) after it
         runners.close()
 
 
-def _serve(conn: Connection, runners: Runners) -> None:
+def _serve(conn: Connection, runners: Runners, board: Board) -> None:
     """Tasks until told to stop or the supervisor is gone."""
     while True:
         try:
@@ -152,7 +163,7 @@ def _serve(conn: Connection, runners: Runners) -> None:
                 return
             case RunTask():
                 try:
-                    _run_task(conn, message, runners)
+                    _run_task(conn, message, runners, board)
                 except (BrokenPipeError, EOFError, OSError):
                     return
             case _:

@@ -3,6 +3,7 @@ messages left it, the tail of its stderr file, and the folder that holds those f
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import tempfile
@@ -14,7 +15,7 @@ from typing import Any
 from conformance.cases.parse import Entry
 from conformance.ep.providers import EpSpec
 from conformance.survive.lock import alive
-from conformance.survive.messages import Phase
+from conformance.survive.messages import Board, Phase
 
 STDERR_TAIL_BYTES = 64 * 1024
 FOLDER_PREFIX = "dmlconf-workers-"  # then the supervisor's pid: a killed one's folder is removed by the next
@@ -52,6 +53,10 @@ class Worker:
     reported_lost: bool = False  # it sent a DEVICE_LOST result, after which it exits on purpose (worker.py)
     stopped: bool = False  # told to stop (Supervisor.stop): it takes no more tasks
     number: int = 0  # the how-manieth worker started: whose peak memory a report is
+    # where it writes which case it prepares (messages.Board; a worker made without one has a board nobody writes)
+    board: Board = field(default_factory=lambda: Board(ctypes.c_int64(0)))
+    told_prepared: int = 0  # the board's count as of the state above (a message's, or the board's read)
+    seen_prepared: int = 0  # the board's count when last read: a new one is news from the worker
 
 
 def remove_stale_folders() -> None:
