@@ -63,7 +63,9 @@ def measure(
             what = "sweep" if paths == [SWEEPS] else "library"
             print(f"{what} on {ep} at -j {jobs}", file=sys.stderr)
             extra = ["--expect-device", expect_device] if expect_device and ep.startswith("dml") else []
-            return whole_command(paths, ep, jobs, os.path.join(folder, f"{what}-{ep.replace(':', '-')}"), extra)
+            took = whole_command(paths, ep, jobs, os.path.join(folder, f"{what}-{ep.replace(':', '-')}"), extra)
+            print(f"  {took[0]:.2f} s, {len(took[1])} results", file=sys.stderr)  # as it goes: a run cut short keeps it
+            return took
 
         sweep_cases = 0
         for ep in eps:

@@ -209,3 +209,24 @@ def test_files_read_by_several_processes_give_what_one_reader_gives(
     assert main([*run, "-j", "2", "--report-dir", "pooled"]) == 2
     assert pools == [5] and streamed_runs == [1]  # five files, and 16 cores leave 13
     assert _results(tmp_path / "pooled") == _results(tmp_path / "first")
+
+
+def test_every_execution_path_s_limits_reach_a_reading_process() -> None:
+    """A reading process's job is pickled, the limits of every path (DirectML's runner's too) with it; what it reads
+    is what this process reads."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from conformance.cases.limits import FileLimits
+    from conformance.cases.suite import find_case_files, read_files
+    from conformance.cli.run_stream import sendable
+    from conformance.ep.memory import PATHS
+
+    limits = FileLimits(paths=PATHS)
+    found = find_case_files([str(TOPK), str(SLICE)])
+    here = list(read_files(found.files, limits=limits))
+    with ProcessPoolExecutor(2) as pool:
+        there = list(read_files(found.files, limits=sendable(limits), mapper=pool.map))
+    assert [(r.path, [e.id for e in r.entries], r.problems) for r in there] == [
+        (r.path, [e.id for e in r.entries], r.problems) for r in here
+    ]
+    assert sum(len(r.entries) for r in here) == 6

@@ -24,6 +24,7 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from functools import partial
 
 from conformance.cases.limits import FileLimits
@@ -79,19 +80,19 @@ class Reading(threading.Thread):
         readers = min(len(self.found.files), (os.cpu_count() or 1) - max(self.args.jobs, 1) - 1, READERS_MAX)
         try:
             if readers < 2:
-                self._read(map)
+                self._read(map, self.limits)
                 return
             spawn = multiprocessing.get_context("spawn")  # no fork of a process with threads (this one)
             with ProcessPoolExecutor(readers, mp_context=spawn, initializer=ignore_interrupts) as pool:
-                self._read(partial(pool.map, chunksize=1))
+                self._read(partial(pool.map, chunksize=1), sendable(self.limits))
         except BaseException as error:  # raised again in the run's thread, by take
             self._error = error
         finally:
             self._done.set()
 
-    def _read(self, mapper: Mapper) -> None:
+    def _read(self, mapper: Mapper, limits: FileLimits) -> None:
         giving = True
-        for read in read_files(self.found.files, self.args.max_elements, None, self.limits, mapper):
+        for read in read_files(self.found.files, self.args.max_elements, None, limits, mapper):
             self.reads.append(read)
             giving = giving and (not read.problems or self.args.keep_going)
             if giving and not read.problems:
@@ -142,6 +143,12 @@ class Reading(threading.Thread):
         """The run's selection, once ``take`` said every entry was taken."""
         assert self._taken_all and self._suite is not None, "the selection is known once every entry is taken"
         return self._suite
+
+
+def sendable(limits: FileLimits) -> FileLimits:
+    """The limits as a reading process's job carries them (pickled): each path's scratch a dict, not the read-only
+    view ep/memory.py keeps, which does not pickle."""
+    return replace(limits, paths=tuple(replace(path, scratch=dict(path.scratch)) for path in limits.paths))
 
 
 class Held:
