@@ -230,3 +230,46 @@ def test_every_execution_path_s_limits_reach_a_reading_process() -> None:
         (r.path, [e.id for e in r.entries], r.problems) for r in here
     ]
     assert sum(len(r.entries) for r in here) == 6
+
+
+def test_ctrl_c_while_the_files_are_read_keeps_what_finished_and_resume_finishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Ctrl-C that comes while later files are still being read ends the run as any Ctrl-C does: the files are
+    read to the end (what finished is recorded against the whole plan), what finished is written, and --resume runs
+    the rest, to what a run that reads first gives."""
+    import _thread
+    import threading
+
+    from conformance.cli import run_stream
+
+    monkeypatch.chdir(tmp_path)
+    cases = _files(tmp_path, TOPK, SLICE, MVN)
+    assert main(["run", str(cases), "--ep", "cpu", "-j", "0", "--report-dir", "first", "--quiet"]) == 0
+    recorded = threading.Event()
+    real_record, real_read = run_stream.Held.record, run_stream.read_files
+
+    def record(self: Any, pair: int, result: Result) -> None:
+        recorded.set()
+        real_record(self, pair, result)
+
+    def read_files(*args: Any, **kwargs: Any) -> Any:
+        reads = real_read(*args, **kwargs)
+        yield next(reads)  # the first file: its cases start
+        assert recorded.wait(120), "no result came while the later files waited"
+        _thread.interrupt_main()  # Ctrl-C, while the later files are still to be read
+        yield from reads
+
+    monkeypatch.setattr(run_stream.Held, "record", record)
+    monkeypatch.setattr(run_stream, "read_files", read_files)
+    assert main(["run", str(cases), "--ep", "cpu", "-j", "1", "--report-dir", "cut"]) == 1
+    err = capsys.readouterr().err
+    assert "interrupted by SIGINT" in err
+    document = json.loads((tmp_path / "cut" / "results.json").read_text(encoding="utf-8"))
+    whole = _results(tmp_path / "first")
+    assert document["environment"]["interrupted"] and document["environment"]["planned_results"] == len(whole)
+    assert 1 <= len(document["results"]) < len(whole)
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(cases), "--ep", "cpu", "-j", "1", "--report-dir", "cut", "--resume", "--quiet"]) == 0
+    assert _results(tmp_path / "cut") == whole
