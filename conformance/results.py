@@ -391,12 +391,8 @@ def write_results(path: str, env: Mapping[str, Any], results: Sequence[Result]) 
     environment indented, then one result a line (``json_text``: the text results.jsonl has, each encoded once, by
     json's C encoder, which an indented document would not use)."""
     environment = json.dumps(dict(env), indent=1, allow_nan=False, default=str).replace("\n", "\n ")
-    lines = ",\n  ".join(json_text(result) for result in results)
-    document = (
-        f'{{\n "schema_version": {SCHEMA_VERSION},\n "environment": {environment},\n "results": [\n  {lines}\n ]\n}}\n'
-        if results
-        else f'{{\n "schema_version": {SCHEMA_VERSION},\n "environment": {environment},\n "results": []\n}}\n'
-    )
+    listed = "[\n  " + ",\n  ".join(json_text(result) for result in results) + "\n ]" if results else "[]"
+    document = f'{{\n "schema_version": {SCHEMA_VERSION},\n "environment": {environment},\n "results": {listed}\n}}\n'
     write_text_atomic(path, document, in_place_device=False)
 
 

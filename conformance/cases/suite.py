@@ -213,7 +213,16 @@ def collect(
     keyword: str | None = None,
     limits: FileLimits = DEFAULT_LIMITS,
 ) -> Suite:
-    found = find_case_files(paths)
+    return collected(find_case_files(paths), max_elements, keyword, limits)
+
+
+def collected(
+    found: Found,
+    max_elements: int = DEFAULT_MAX_ELEMENTS,
+    keyword: str | None = None,
+    limits: FileLimits = DEFAULT_LIMITS,
+) -> Suite:
+    """The suite of the case files ``found``, every file read first."""
     return gathered(list(read_files(found.files, max_elements, keyword, limits)), found, keyword)
 
 

@@ -385,19 +385,24 @@ def _streamed(
         holding.record(pair, result)
 
     try:
-        ran, _ = run_arriving(Arrivals(), eps, options, supervisor, progress.advance, record, run_log)
+        ran = run_arriving(Arrivals(), eps, options, supervisor, progress.advance, record, run_log)
         if not readied:  # cut short while the files were read: what finished is written, which needs them all
             reading.finish()
             selection_made()
-    except StreamWriteError as error:  # a full disk: what cannot be kept for --resume is not run
-        kept = f"the results before are kept there: --resume finishes the run once {args.report_dir} has room"
-        ran = ran_so_far(
-            finished, len(reading.given) * len(eps), run_log, stopped=f"{error}: the run stops here ({kept})"
-        )
+    except StreamWriteError as error:
+        ran = _disk_full(error, args.report_dir, finished, len(reading.given) * len(eps), run_log)
     finally:
         _closed(holding.stream, progress)
     suite, ready = readied[0]
     return _Began(suite, options, directml, ready.digest, ready.files, ready.lock, ready.waivers, ran, run_log)
+
+
+def _disk_full(
+    error: StreamWriteError, report_dir: str, finished: Mapping[int, Result], planned: int, run_log: RunLog
+) -> Ran:
+    """A full disk ends the run: what cannot be kept for --resume is not run; what finished is written."""
+    kept = f"the results before are kept there: --resume finishes the run once {report_dir} has room"
+    return ran_so_far(finished, planned, run_log, stopped=f"{error}: the run stops here ({kept})")
 
 
 def _closed(stream: Stream | None, progress: Progress) -> None:
@@ -488,9 +493,8 @@ def _run_pairs(
         )
     except KeyboardInterrupt:  # one that came before (or after) run_pairs had it in hand: the same as one within
         ran = ran_so_far(finished, planned, run_log, interrupted=True)
-    except StreamWriteError as error:  # a full disk: what cannot be kept for --resume is not run
-        kept = f"the results before are kept there: --resume finishes the run once {args.report_dir} has room"
-        ran = ran_so_far(finished, planned, run_log, stopped=f"{error}: the run stops here ({kept})")
+    except StreamWriteError as error:
+        ran = _disk_full(error, args.report_dir, finished, planned, run_log)
     finally:
         _closed(stream, progress)
     return ran

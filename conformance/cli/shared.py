@@ -12,7 +12,7 @@ from conformance import ep_table
 from conformance.cases.limits import DEFAULT_LIMITS, FileLimits
 from conformance.cases.memory import case_bytes, size_text
 from conformance.cases.parse import Entry
-from conformance.cases.suite import Found, NoCaseFiles, Suite, find_case_files, gathered, read_files
+from conformance.cases.suite import Found, NoCaseFiles, Suite, collected, find_case_files
 from conformance.cli.output import warn
 from conformance.ep.installed import NotInstalled, check_installed
 from conformance.ep.memory import PATHS
@@ -48,8 +48,7 @@ def collect_paths(
     """The suite under ``paths``; the YAML files the walks skipped as not case files are counted on one line (on
     stderr, so that a command's output stays its own; through cli/output, as every line before a run: a reader that
     went away must not cost the run its reports)."""
-    found = found_paths(paths)
-    return gathered(list(read_files(found.files, max_elements, keyword, limits)), found, keyword)
+    return collected(found_paths(paths), max_elements, keyword, limits)
 
 
 def found_paths(paths: Sequence[str]) -> Found:

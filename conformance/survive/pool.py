@@ -138,8 +138,7 @@ def run_pairs(
     log = log if log is not None else RunLog()
     log.seen(finished.values())
     arrived = _arrival(finished, log, record, advance)
-    if jobs > 1 and options.threads is None:
-        options = replace(options, threads=cores_share(jobs))
+    options = _threaded(options, jobs)
     tasks = tasks_for(entries, eps, options, finished)
 
     def run() -> None:
@@ -152,6 +151,14 @@ def run_pairs(
                 own.run(tasks, options, arrived, log.runner_died)
 
     return _ran(run, finished, lambda: len(entries) * len(eps), log)
+
+
+def _threaded(options: RunOptions, jobs: int) -> RunOptions:
+    """``options`` for ``jobs`` workers: where more than one shares the cores, each case's intra-op threads their
+    share, unless the options set them."""
+    if jobs > 1 and options.threads is None:
+        return replace(options, threads=cores_share(jobs))
+    return options
 
 
 def _arrival(finished: dict[int, Result], log: RunLog, record: Record | None, advance: Callable[[], None]) -> Record:
@@ -196,10 +203,9 @@ def run_arriving(
     advance: Callable[[], None],
     record: Record,
     log: RunLog,
-) -> tuple[Ran, list[Entry]]:
+) -> Ran:
     """As ``run_pairs`` on ``supervisor``'s workers, each entry's windows given to them as the entry comes (so that
-    the workers start with the first case file's cases), and the entries that came (all of them, unless the run
-    was cut short while they came)."""
+    the workers start with the first case file's cases)."""
     entries: list[Entry] = []
     finished: dict[int, Result] = {}
     arrived = _arrival(finished, log, record, advance)
@@ -212,13 +218,12 @@ def run_arriving(
         entries.extend(came)
         return tasks_for(entries, eps, options, (), first)
 
-    if supervisor.jobs > 1 and options.threads is None:
-        options = replace(options, threads=cores_share(supervisor.jobs))
+    options = _threaded(options, supervisor.jobs)
 
     def run() -> None:
         supervisor.run([], options, arrived, log.runner_died, more)
 
-    return _ran(run, finished, lambda: len(entries) * len(eps), log), entries
+    return _ran(run, finished, lambda: len(entries) * len(eps), log)
 
 
 def _in_process(tasks: Sequence[Task], options: RunOptions, arrived: Record, log: RunLog) -> None:

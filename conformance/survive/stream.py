@@ -177,7 +177,7 @@ class Stream:
             # never through a link or into a FIFO planted at its name (results.NotOurFile)
             fd = open_own_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             self.handle: IO[bytes] = os.fdopen(fd, "wb")
-            self._write({"run": identity})
+            self._write(json.dumps({"run": identity}, allow_nan=False, default=str))
         else:
             self.handle = os.fdopen(open_own_file(path, os.O_RDWR), "r+b")
             self.handle.truncate(keep_bytes)
@@ -185,8 +185,8 @@ class Stream:
         self.synced = time.monotonic()
         self.failed = False
 
-    def _write(self, record: dict[str, Any]) -> None:
-        self.handle.write(json.dumps(record, allow_nan=False, default=str).encode() + b"\n")
+    def _write(self, line: str) -> None:
+        self.handle.write(line.encode() + b"\n")
         self.handle.flush()
 
     def add(self, pair: int, result: Result) -> None:
@@ -195,8 +195,7 @@ class Stream:
         if self.failed:
             raise StreamWriteError(f"cannot write {self.path}: it failed before")
         try:
-            self.handle.write(f'{{"pair": {pair}, "result": {json_text(result)}}}\n'.encode())
-            self.handle.flush()
+            self._write(f'{{"pair": {pair}, "result": {json_text(result)}}}')
             if time.monotonic() - self.synced >= FSYNC_EVERY:
                 os.fsync(self.handle.fileno())
                 self.synced = time.monotonic()
