@@ -2,6 +2,6 @@
 
 import sys
 
-from conformance.cli.main import main
+from conformance.cli.main import entry
 
-sys.exit(main())
+sys.exit(entry())

@@ -186,8 +186,9 @@ def test_the_progress_line_counts_while_the_total_is_not_known() -> None:
 def test_files_read_by_several_processes_give_what_one_reader_gives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed_runs: list[int]
 ) -> None:
-    """Where the cores the workers leave allow, a process pool reads the files (a file each at a time), and gives
-    them in order: the run is the one a run that reads first gives, a bad file among them included."""
+    """Where the cores the workers leave allow, a process pool reads the files after the first (a file each at a
+    time) while the first is read here, and gives them in order: the run is the one a run that reads first gives,
+    a bad file among them included."""
     from concurrent.futures import ProcessPoolExecutor
 
     from conformance.cli import run_stream
@@ -207,8 +208,40 @@ def test_files_read_by_several_processes_give_what_one_reader_gives(
     monkeypatch.setattr(run_stream.os, "cpu_count", lambda: 16)
     monkeypatch.setattr(run_stream, "ProcessPoolExecutor", Counted)
     assert main([*run, "-j", "2", "--report-dir", "pooled"]) == 2
-    assert pools == [5] and streamed_runs == [1]  # five files, and 16 cores leave 13
+    assert pools == [4] and streamed_runs == [1]  # five files, the first read here, and 16 cores leave 13
     assert _results(tmp_path / "pooled") == _results(tmp_path / "first")
+
+
+def test_the_first_file_is_read_here_and_the_rest_by_the_pool_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first job runs in this thread, the rest in the pool; what the pool's jobs give comes back in several
+    pickles (PACKED_ENTRIES each) and is what they gave, in the jobs' order."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from conformance.cli import run_stream
+
+    monkeypatch.setattr(run_stream, "PACKED_ENTRIES", 2)
+    sent: list[int] = []
+    real_unpacked = run_stream.unpacked
+
+    def counted(packed: Any) -> Any:
+        sent.append(len(packed[0]))
+        return real_unpacked(packed)
+
+    monkeypatch.setattr(run_stream, "unpacked", counted)
+
+    def where(job: int) -> Any:
+        time.sleep(0.01 * (5 - job))  # the later jobs end first: the order given is still the jobs'
+        return [(job, threading.get_ident() == here, n) for n in range(job + 1)], [f"problem {job}"]
+
+    here = threading.get_ident()
+    with ThreadPoolExecutor(4) as pool:
+        got = list(run_stream.first_here(pool, where, range(5)))
+        assert list(run_stream.first_here(pool, where, [])) == []
+    assert got == [([(0, True, 0)], ["problem 0"])] + [
+        ([(job, False, n) for n in range(job + 1)], [f"problem {job}"]) for job in range(1, 5)
+    ]
+    assert sent == [1, 2, 2, 3]  # 2, 3, 4 and 5 entries, two to a pickle
 
 
 def test_every_execution_path_s_limits_reach_a_reading_process() -> None:

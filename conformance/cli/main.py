@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from conformance.cli.collector import exit_code
 from conformance.cli.output import to_devnull
 from conformance.cli.shared import EXIT_FAILED, EXIT_USAGE, UsageError
 from conformance.model import Operator
@@ -248,6 +249,11 @@ def _tolerant_output() -> None:
         if reconfigure is not None:
             with contextlib.suppress(Exception):
                 reconfigure(errors="backslashreplace")
+
+
+def entry() -> int:
+    """The ``dmlconf`` script and ``python -m conformance``: ``main``, in a process that ends with it."""
+    return exit_code(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from conformance import ep_table
 from conformance.cases.limits import DEFAULT_MAX_RUN_ELEMENTS
 from conformance.cases.parse import Entry
 from conformance.cases.suite import Suite
+from conformance.cli.collector import full_collection_deferred
 from conformance.cli.output import say, warn
 from conformance.cli.progress import Progress
 from conformance.cli.reports import (
@@ -165,7 +166,8 @@ class _Start:
 
 
 def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    with interrupts_stop_the_run() as interrupts:  # SIGTERM and SIGHUP as Ctrl-C (survive/interrupt.py)
+    # SIGTERM and SIGHUP as Ctrl-C (survive/interrupt.py); no full collection of what the run holds (collector.py)
+    with interrupts_stop_the_run() as interrupts, full_collection_deferred():
         return _run_command(args, argv, interrupts)
 
 
