@@ -517,6 +517,52 @@ def test_a_worker_that_cannot_describe_directml_tells_why_in_one_line(
     assert str(raised.value) == f"DMLCONF_WINE={tmp_path / 'no-wine'}: no such program"
 
 
+def test_the_workers_runners_start_a_few_at_a_time_and_a_turn_never_given_back_holds_none_for_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """early.py: a worker starts its runners in its turn (a semaphore its supervisor shares), at most
+    RUNNER_STARTS_AT_ONCE at once; one that waits past RUNNER_START_WAIT starts anyway."""
+    import multiprocessing
+    import threading
+    import time
+
+    from conformance.ep import dml_here
+    from conformance.survive import early
+
+    at_once, most = [0], [0]
+    lock = threading.Lock()
+
+    def starting(eps: Any, runners: Any) -> dict[str, Any]:
+        with lock:
+            at_once[0] += 1
+            most[0] = max(most[0], at_once[0])
+        time.sleep(0.05)
+        with lock:
+            at_once[0] -= 1
+        return {"dml": "described"}
+
+    monkeypatch.setattr(dml_here, "directml_for", starting)
+    turns = multiprocessing.get_context("spawn").Semaphore(early.RUNNER_STARTS_AT_ONCE)
+    said: list[Any] = []
+    workers = [
+        threading.Thread(target=lambda: said.append(early.describe_while_importing([], "json", turns).directml))
+        for _ in range(6)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert early.RUNNER_STARTS_AT_ONCE == 2 and most[0] == 2 and said == [{"dml": "described"}] * 6
+    with Supervisor(0, None, [parse_ep("dml")]) as supervisor:  # the turns its workers are given
+        assert supervisor.runner_turns is not None and supervisor.runner_turns.get_value() == 2  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(early, "RUNNER_START_WAIT", 0.2)
+    never_given = multiprocessing.get_context("spawn").Semaphore(0)  # a worker died in its turn
+    started = time.monotonic()
+    assert early.describe_while_importing([], "json", never_given).directml == {"dml": "described"}
+    assert 0.2 <= time.monotonic() - started < 5
+
+
 def _describes(supervisor: Supervisor, *answers: tuple[Any, Any]) -> list[Worker]:
     """Workers that each said they are ready, then described as ``answers`` say ((directml, why) each)."""
     workers = []

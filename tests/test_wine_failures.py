@@ -372,8 +372,9 @@ def test_workers_that_die_starting_while_the_run_waits_for_their_describe_stop_i
     done = _run("run", TOP_K, "--ep", "dml", "--report-dir", str(tmp_path), env={TEST_FAULT: "start:"})
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     [line] = done.stderr.splitlines()
+    # 690 s: 120 for its imports, 3 runner starts of 180 s each, and 30 s waiting for its turn to start them
     assert line == (
-        "ERROR 3 worker processes in a row died, or hung for 660 s, before they were ready: nothing more can run "
+        "ERROR 3 worker processes in a row died, or hung for 690 s, before they were ready: nothing more can run "
         "(try -j 0 to run in this process)"
     )
     assert not (tmp_path / "results.json").exists()

@@ -5,6 +5,13 @@ session after (the first session then finds it made). Both are mostly waiting on
 the worker (NumPy, onnx, onnxruntime, the pipeline) is imported in a second thread meanwhile. The describe itself
 stays in the worker's main thread: a runner is killed when the thread that started it ends (client.py's
 ``PR_SET_PDEATHSIG``, which Linux ties to the thread), and the main thread lives as long as the worker.
+
+The workers' runners start a few at a time (``RUNNER_STARTS_AT_ONCE``, a semaphore the supervisor shares with its
+workers), not all at once: eight started together on the H200 each took about 7 s and none served a case before
+then, since their starts wait mostly on something they share (Wine's one server, the driver), while a start alone
+takes about 2 s. A few at a time, the first workers run cases while the last still start. A worker that waits
+longer than ``RUNNER_START_WAIT`` for its turn starts anyway: one that died in its start (its turn never given
+back) holds nobody up for long.
 """
 
 from __future__ import annotations
@@ -13,7 +20,10 @@ import importlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+RUNNER_STARTS_AT_ONCE = 2
+RUNNER_START_WAIT = 30.0  # seconds a worker waits for its turn to start its runners, then starts them anyway
 
 if TYPE_CHECKING:  # imported in describe_while_importing, once the other thread's imports have started
     from conformance.ep.directml import DirectML
@@ -31,10 +41,20 @@ class Described:
     why: str | None
 
 
-def describe_while_importing(eps: Sequence[EpSpec], worker_module: str) -> Described:
-    """``eps``' DirectML described in this thread while ``worker_module`` is imported in another."""
+def describe_while_importing(eps: Sequence[EpSpec], worker_module: str, turns: Any = None) -> Described:
+    """``eps``' DirectML described in this thread while ``worker_module`` is imported in another; ``turns``: the
+    semaphore of the workers' runner starts (the module's docstring), None for no wait."""
     importing = threading.Thread(target=importlib.import_module, args=(worker_module,), name="imports", daemon=True)
     importing.start()
+    turn = turns is not None and turns.acquire(timeout=RUNNER_START_WAIT)
+    try:
+        return _described(eps, importing)
+    finally:
+        if turn:
+            turns.release()
+
+
+def _described(eps: Sequence[EpSpec], importing: threading.Thread) -> Described:
     from conformance.ep.dml_here import directml_for
     from conformance.ep.wine.chain import ChainMissing
     from conformance.ep.wine.client import Runners

@@ -90,16 +90,18 @@ def interrupts_stop_the_run() -> Iterator[Interrupts]:
             signal.signal(number, action)
 
 
-def start_worker(conn: Connection, stderr_path: str, board: Any, describe: Sequence[EpSpec] = ()) -> None:
+def start_worker(
+    conn: Connection, stderr_path: str, board: Any, describe: Sequence[EpSpec] = (), turns: Any = None
+) -> None:
     """A worker process's entry point (supervisor.py): the INTERRUPTS ignored before anything heavy is imported, then
-    the worker's life (worker.py), which starts by describing ``describe``'s DirectML; ``board``: the word it shares
-    with its supervisor (messages.Board)."""
+    the worker's life (worker.py), which starts by describing ``describe``'s DirectML (its runners started in their
+    ``turns``: early.py); ``board``: the word it shares with its supervisor (messages.Board)."""
     ignore_interrupts()
     described = None
     if describe:  # its runners started, and their devices described, while the rest is imported (early.py)
         from conformance.survive.early import describe_while_importing
 
-        described = describe_while_importing(describe, "conformance.survive.worker")
+        described = describe_while_importing(describe, "conformance.survive.worker", turns)
     from conformance.survive.messages import Board
     from conformance.survive.worker import worker_main  # NumPy, onnx, onnxruntime: after the signals are ignored
 

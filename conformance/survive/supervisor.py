@@ -47,6 +47,7 @@ from conformance.model import Status
 from conformance.results import Result
 from conformance.run.options import HARNESS_TIMEOUT_FACTOR, RunOptions
 from conformance.run.runner import base_result
+from conformance.survive.early import RUNNER_START_WAIT, RUNNER_STARTS_AT_ONCE
 from conformance.survive.faults import fault_result, how_it_ended, telling_lines
 from conformance.survive.interrupt import interrupts_held, start_worker
 from conformance.survive.memory import Peaks
@@ -112,12 +113,14 @@ class Supervisor:
         self.describe = list(describe)  # the DirectML EPs each worker describes as it starts (``directml``)
         self.described: dict[str, DirectML] | None = None  # the first worker's answer that described them all
         self.undescribed: list[str] = []  # why each worker that could not describe them could not
-        self.start_limit = START_LIMIT + (DESCRIBE_LIMIT if self.describe else 0.0)
+        self.start_limit = START_LIMIT + (DESCRIBE_LIMIT + RUNNER_START_WAIT if self.describe else 0.0)
         self.options = RunOptions()
         self.on_result: Callable[[int, Result], None] = _ignore
         self.on_death: RunnerDeath = _ignore_death
         self.peaks = Peaks()  # every worker's peak memory, its runners' included, kept after it is gone
         self.context = multiprocessing.get_context("spawn")
+        # The workers' runners start a few at a time (early.py): a semaphore they share
+        self.runner_turns = self.context.Semaphore(RUNNER_STARTS_AT_ONCE) if self.describe else None
         remove_stale_folders()
         self.folder = tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
         self.workers: list[Worker] = []
@@ -142,7 +145,7 @@ class Supervisor:
         stderr_path = os.path.join(self.folder.name, f"worker-{self.started}.stderr")
         mine, theirs = self.context.Pipe()
         shared = sharedctypes.RawValue("q", 0)  # the board (messages.Board): no lock, one word, one writer
-        args = (theirs, stderr_path, shared, self.describe)
+        args = (theirs, stderr_path, shared, self.describe, self.runner_turns)
         process = self.context.Process(target=start_worker, args=args, daemon=True)
         with interrupts_held():  # Ctrl-C is the supervisor's, even while the worker starts (interrupt.py)
             process.start()
