@@ -7,11 +7,12 @@ stays in the worker's main thread: a runner is killed when the thread that start
 ``PR_SET_PDEATHSIG``, which Linux ties to the thread), and the main thread lives as long as the worker.
 
 The workers' runners start a few at a time (``RUNNER_STARTS_AT_ONCE``, a semaphore the supervisor shares with its
-workers), not all at once: eight started together on the H200 each took about 7 s and none served a case before
-then, since their starts wait mostly on something they share (Wine's one server, the driver), while a start alone
-takes about 2 s. A few at a time, the first workers run cases while the last still start. A worker that waits
-longer than ``RUNNER_START_WAIT`` for its turn starts anyway: one that died in its start (its turn never given
-back) holds nobody up for long.
+workers), not all at once: eight started together on the H200 each took about 7 s, and none served a case before
+then. Their starts wait on something they share, not on the CPU (the children's stayed under two cores; opening
+sessions on one GPU serializes across runners too: docs/performance.md), while one start alone takes about 2 s. A
+few at a time, the first workers run cases while the last still start. A worker that waits longer than
+``RUNNER_START_WAIT`` for its turn starts anyway: one that died in its start (its turn never given back) holds
+nobody up for long.
 """
 
 from __future__ import annotations
