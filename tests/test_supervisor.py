@@ -634,3 +634,24 @@ def test_stopped_workers_exit_without_being_reaped_and_take_no_more_tasks() -> N
         assert [process.exitcode for process in processes] == [0, 0]
         with pytest.raises(RuntimeError, match="after stop"):
             supervisor.run([_task()], supervisor.options, lambda pair, result: None)
+
+
+def test_a_worker_s_pipe_says_when_it_holds_a_message_and_when_it_ended() -> None:
+    """Worker.has_message, the supervisor's question at every turn: as Connection.poll answers it."""
+    mine, theirs = multiprocessing.Pipe()
+    worker = Worker(None, mine, "none.stderr")
+    assert not worker.has_message() and not mine.poll()
+    theirs.send(Ready())
+    theirs.send(Stop())
+    assert worker.has_message() and mine.poll()
+    assert mine.recv() == Ready()
+    assert worker.has_message()  # the second is still there
+    assert mine.recv() == Stop()
+    assert not worker.has_message()
+    theirs.close()
+    assert worker.has_message() and mine.poll()  # the end: recv says so
+    with pytest.raises(EOFError):
+        mine.recv()
+    mine.close()
+    with pytest.raises(OSError):
+        worker.has_message()

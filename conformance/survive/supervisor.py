@@ -101,6 +101,10 @@ More = Callable[[], "Sequence[Task] | None"]  # the tasks that came since it was
 # Seconds a turn waits while tasks may still come: a worker that became idle is given the next case read without
 # waiting for one of the others to say something.
 ARRIVING_WAIT = 0.005
+# Seconds between turns that check every worker (alive, its board, past its time) while messages keep the turns
+# coming faster; between them a turn settles only the workers whose pipe or exit woke it. Checking all eight at
+# every turn, a turn a message, was most of what held dmlop's cases (three messages each) to one process's pace.
+CHECK_EVERY = 0.02
 
 
 class Supervisor:
@@ -126,6 +130,7 @@ class Supervisor:
         self.workers: list[Worker] = []
         self.pending: deque[Task] = deque()
         self.started = self.tasks_sent = self.failed_starts = 0
+        self._next_check = 0.0  # when a turn checks every worker again (CHECK_EVERY)
         try:
             for _ in range(jobs):
                 self._spawn()
@@ -171,7 +176,7 @@ class Supervisor:
         """Every message the worker has sent (also after it died: what it sent before is kept)."""
         while True:
             try:
-                if not worker.conn.poll():
+                if not worker.has_message():
                     return
                 message = worker.conn.recv()
             except (EOFError, OSError):
@@ -365,17 +370,23 @@ class Supervisor:
         for worker in self.workers:
             if worker.ready and not worker.closed and worker.task is None and self.pending:
                 self._assign(worker, self.pending.popleft())
-        self._wait(wait)
+        ready = self._wait(wait)
+        now = time.monotonic()
+        every = now >= self._next_check  # else only the workers whose pipe or exit woke this turn
+        if every:
+            self._next_check = now + CHECK_EVERY
         for worker in list(self.workers):
-            self._receive(worker)
-            self._check(worker)
+            if every or worker.conn in ready or worker.process.sentinel in ready:
+                self._receive(worker)
+                self._check(worker)
 
     def _busy(self) -> int:
         return sum(w.task is not None for w in self.workers)
 
-    def _wait(self, limit: float | None) -> None:
+    def _wait(self, limit: float | None) -> list[Any]:
+        """The pipes and exits that are ready, once one is or ``limit`` seconds (else up to a second) have passed."""
         handles: list[Any] = [w.conn for w in self.workers if not w.closed] + [w.process.sentinel for w in self.workers]
-        wait(handles, timeout=limit if limit is not None else min(1.0, self.timeout or 1.0))
+        return wait(handles, timeout=limit if limit is not None else min(1.0, self.timeout or 1.0))
 
     def stop(self) -> None:
         """Every worker told to stop, not waited for: a caller with no more tasks writes its reports while they exit

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import shutil
 import tempfile
 import time
@@ -57,6 +58,21 @@ class Worker:
     board: Board = field(default_factory=lambda: Board(ctypes.c_int64(0)))
     told_prepared: int = 0  # the board's count as of the state above (a message's, or the board's read)
     seen_prepared: int = 0  # the board's count when last read: a new one is news from the worker
+    _poller: Any = field(default=None, repr=False)  # select.poll on its end of the pipe, once asked (has_message)
+
+    def has_message(self) -> bool:
+        """Whether its end of the pipe holds a message, or is at its end (EOF: recv says so). Asked of every worker
+        at every turn of the supervisor, so not through Connection.poll, which builds and fills a selector for each
+        question: that was most of the run's process's own time on dmlop's cases, one pipe message each. Where the
+        system has no poll (Windows' pipes are handles), Connection.poll. OSError once the pipe is closed."""
+        if not hasattr(select, "poll"):
+            return self.conn.poll()
+        fd = self.conn.fileno()  # OSError once closed: its number may be another file's by now
+        if self._poller is None:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            self._poller = poller
+        return bool(self._poller.poll(0))
 
 
 def remove_stale_folders() -> None:
