@@ -392,7 +392,7 @@ def _streamed(
             reading.finish()
             selection_made()
     except StreamWriteError as error:
-        ran = _disk_full(error, args.report_dir, finished, len(reading.given) * len(eps), run_log)
+        ran = _disk_full(error, args.report_dir, finished, reading.taken * len(eps), run_log)
     finally:
         _closed(holding.stream, progress)
     suite, ready = readied[0]

@@ -75,7 +75,7 @@ class Reading(threading.Thread):
         assert chosen is not None, "streams() said this selection cannot stream"
         self.chosen: Callable[[Entry], bool] = chosen
         self.reads: list[FileRead] = []  # every file as read, for the selection made once all are
-        self.given: list[Entry] = []  # every entry taken by the run, in order
+        self.taken = 0  # the entries the run has taken so far
         self._queued: list[Entry] = []  # every entry put for the run to take, in order
         self._came: queue.SimpleQueue[tuple[Entry, ...]] = queue.SimpleQueue()
         self._done = threading.Event()
@@ -129,7 +129,7 @@ class Reading(threading.Thread):
                 came.extend(self._came.get_nowait())
             except queue.Empty:
                 break
-        self.given.extend(came)
+        self.taken += len(came)
         if came or not done:
             return came
         if self._error is not None:
@@ -174,10 +174,8 @@ FileEntries = tuple[list[Entry], list[Problem]]  # a file's entries and problems
 def packed(function: Callable[[_Job], FileEntries], job: _Job) -> tuple[list[bytes], list[Problem]]:
     """``function(job)`` in a reading process, its entries pickled PACKED_ENTRIES at a time (``unpacked``)."""
     entries, problems = function(job)
-    step = PACKED_ENTRIES
-    return [
-        pickle.dumps(entries[i : i + step], pickle.HIGHEST_PROTOCOL) for i in range(0, len(entries), step)
-    ], problems
+    spans = range(0, len(entries), PACKED_ENTRIES)
+    return [pickle.dumps(entries[i : i + PACKED_ENTRIES], pickle.HIGHEST_PROTOCOL) for i in spans], problems
 
 
 def unpacked(sent: tuple[list[bytes], list[Problem]]) -> FileEntries:

@@ -61,10 +61,10 @@ class Worker:
     _poller: Any = field(default=None, repr=False)  # select.poll on its end of the pipe, once asked (has_message)
 
     def has_message(self) -> bool:
-        """Whether its end of the pipe holds a message, or is at its end (EOF: recv says so). Asked of every worker
-        at every turn of the supervisor, so not through Connection.poll, which builds and fills a selector for each
-        question: that was most of the run's process's own time on dmlop's cases, one pipe message each. Where the
-        system has no poll (Windows' pipes are handles), Connection.poll. OSError once the pipe is closed."""
+        """Whether its end of the pipe holds a message, or is at its end (EOF: recv says so). Asked before each
+        message the supervisor reads, so not through Connection.poll, which builds and fills a selector for each
+        question. Where the system has no poll (Windows' pipes are handles), Connection.poll. OSError once the pipe
+        is closed."""
         if not hasattr(select, "poll"):
             return self.conn.poll()
         fd = self.conn.fileno()  # OSError once closed: its number may be another file's by now
